@@ -1,0 +1,456 @@
+//! The one write path. A command is decided against the state of the whole
+//! log, its events are appended with their expected stream versions, and the
+//! read models they change are written in the same transaction.
+//!
+//! One writer task per process owns the decision state ([`ReadModels`]).
+//! Commands queue to it and it takes them in batches: every command of a
+//! batch is decided in turn (each seeing the events of the ones before),
+//! and the whole batch is committed at once, so concurrent commands share
+//! one commit (group commit) instead of each paying for an fsync. Under the
+//! log's write lock the writer first folds in whatever other processes
+//! appended since it last wrote, so its state is the log's state.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use stratum_domain::log::{log_precision, EventMeta, Recorded};
+use stratum_domain::state::{stream_of, Subject};
+use stratum_domain::stored::encode;
+use stratum_domain::{Command, CommandContext, ErrorCode, Refusal};
+use stratum_projections::{member_record, JoinRequestRecord, ReadModels};
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
+use uuid::Uuid;
+
+use crate::error::ApiError;
+use crate::store::{EventStore, IdempotencyRecord, StoreError, StoreResult, WriteTx};
+
+/// The most commands one commit carries.
+const MAX_BATCH: usize = 512;
+/// How often a batch is decided again after losing a race on the log.
+const MAX_ATTEMPTS: usize = 3;
+/// Events read per query when loading the log.
+pub const READ_CHUNK: u32 = 10_000;
+
+/// An `Idempotency-Key` and the hash of the request it came with.
+#[derive(Clone, Debug)]
+pub struct IdempotencyKey {
+    pub key: String,
+    pub request_hash: Vec<u8>,
+}
+
+impl IdempotencyKey {
+    /// The request hash covers the method, the path and the body.
+    pub fn new(key: String, method: &str, path: &str, body: &[u8]) -> Self {
+        let mut h = Sha256::new();
+        h.update(method.as_bytes());
+        h.update([0]);
+        h.update(path.as_bytes());
+        h.update([0]);
+        h.update(body);
+        Self {
+            key,
+            request_hash: h.finalize().to_vec(),
+        }
+    }
+}
+
+/// A command with everything the write path needs besides the state.
+#[derive(Clone, Debug)]
+pub struct CommandRequest {
+    pub command: Command,
+    pub meta: EventMeta,
+    /// `If-Match`: the version the addressed stream must be at.
+    pub if_match: Option<u64>,
+    pub idempotency: Option<IdempotencyKey>,
+    /// The status of a successful answer (200, or 201 for a creation).
+    pub success_status: u16,
+}
+
+impl CommandRequest {
+    pub fn new(command: Command, principal: impl Into<String>) -> Self {
+        Self {
+            command,
+            meta: EventMeta {
+                principal: principal.into(),
+                ..Default::default()
+            },
+            if_match: None,
+            idempotency: None,
+            success_status: 200,
+        }
+    }
+}
+
+/// The answer to a command: what the client gets, as it was committed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommandReply {
+    pub status: u16,
+    pub body: Value,
+    /// The version of the record shown, for `ETag`.
+    pub etag: Option<u64>,
+    /// The position of the last event this command appended, if any.
+    pub position: Option<u64>,
+    /// Whether this is a kept answer to a retried `Idempotency-Key`.
+    pub replayed: bool,
+}
+
+struct Job {
+    req: CommandRequest,
+    reply: oneshot::Sender<Result<CommandReply, ApiError>>,
+}
+
+/// The handle every part of the service submits commands through.
+#[derive(Clone)]
+pub struct CommandBus {
+    jobs: mpsc::Sender<Job>,
+    head: watch::Sender<u64>,
+}
+
+impl CommandBus {
+    /// Loads the log and starts the writer task.
+    pub async fn start(store: Arc<dyn EventStore>) -> StoreResult<Self> {
+        let rm = load(&*store, None).await?;
+        let (head, _) = watch::channel(rm.state.position);
+        let (jobs, rx) = mpsc::channel(4096);
+        let writer = Writer {
+            store,
+            rm,
+            reload: false,
+            head: head.clone(),
+        };
+        tokio::spawn(writer.run(rx).instrument(tracing::info_span!("writer")));
+        Ok(Self { jobs, head })
+    }
+
+    /// Decides and commits one command.
+    pub async fn execute(&self, req: CommandRequest) -> Result<CommandReply, ApiError> {
+        let (reply, rx) = oneshot::channel();
+        self.jobs
+            .send(Job { req, reply })
+            .await
+            .map_err(|_| ApiError::unavailable("the writer has stopped"))?;
+        rx.await
+            .map_err(|_| ApiError::unavailable("the writer dropped a command"))?
+    }
+
+    /// The last committed position this process knows of.
+    pub fn head(&self) -> watch::Receiver<u64> {
+        self.head.subscribe()
+    }
+
+    /// Tells watchers the log reached `position` (another replica wrote).
+    pub fn observe_head(&self, position: u64) {
+        raise(&self.head, position);
+    }
+}
+
+fn raise(head: &watch::Sender<u64>, position: u64) {
+    head.send_if_modified(|h| {
+        let newer = position > *h;
+        if newer {
+            *h = position;
+        }
+        newer
+    });
+}
+
+/// Folds the log (up to `until`, or all of it) into fresh read models,
+/// reading it in chunks.
+pub async fn load(store: &dyn EventStore, until: Option<u64>) -> StoreResult<ReadModels> {
+    let mut rm = ReadModels::default();
+    let mut after = 0;
+    loop {
+        let chunk = store.read_after(after, READ_CHUNK).await?;
+        let Some(last) = chunk.last() else { break };
+        after = last.position;
+        for e in &chunk {
+            if until.is_some_and(|u| e.position > u) {
+                rm.discard_changes();
+                return Ok(rm);
+            }
+            rm.apply_recorded(e)
+                .map_err(|err| StoreError::Corrupt(format!("position {}: {err}", e.position)))?;
+        }
+        rm.discard_changes();
+    }
+    Ok(rm)
+}
+
+struct Writer {
+    store: Arc<dyn EventStore>,
+    rm: ReadModels,
+    /// The in-memory state may be ahead of the log (a failed commit).
+    reload: bool,
+    head: watch::Sender<u64>,
+}
+
+impl Writer {
+    async fn run(mut self, mut rx: mpsc::Receiver<Job>) {
+        while let Some(first) = rx.recv().await {
+            let mut jobs = vec![first];
+            while jobs.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(j) => jobs.push(j),
+                    Err(_) => break,
+                }
+            }
+            self.process(jobs).await;
+        }
+    }
+
+    async fn process(&mut self, jobs: Vec<Job>) {
+        let reqs: Vec<&CommandRequest> = jobs.iter().map(|j| &j.req).collect();
+        let mut attempt = 1;
+        let result = loop {
+            match self.try_batch(&reqs).await {
+                Err(StoreError::Conflict(why)) if attempt < MAX_ATTEMPTS => {
+                    tracing::info!(%why, attempt, "lost a race on the log; deciding again");
+                    attempt += 1;
+                }
+                other => break other,
+            }
+        };
+        match result {
+            Ok(replies) => {
+                for (job, reply) in jobs.into_iter().zip(replies) {
+                    let _ = job.reply.send(reply);
+                }
+            }
+            Err(e) => {
+                let err = ApiError::from(e);
+                for job in jobs {
+                    let _ = job.reply.send(Err(err.clone()));
+                }
+            }
+        }
+    }
+
+    async fn try_batch(
+        &mut self,
+        reqs: &[&CommandRequest],
+    ) -> StoreResult<Vec<Result<CommandReply, ApiError>>> {
+        if self.reload {
+            self.rm = load(&*self.store, None).await?;
+            self.reload = false;
+        }
+        let mut tx = self.store.begin_write().await?;
+        let head = tx.head();
+        if let Err(e) = self.catch_up(&mut *tx, head.position).await {
+            let _ = tx.rollback().await;
+            return Err(e);
+        }
+        // From here the state runs ahead of the log until the commit.
+        self.reload = true;
+        let mut batch = Batch {
+            prev_hash: head.hash,
+            position: head.position,
+            ..Default::default()
+        };
+        let mut replies = Vec::with_capacity(reqs.len());
+        for req in reqs {
+            let reply = match self.one(&mut *tx, &mut batch, req).await {
+                Ok(r) => Ok(r),
+                Err(e) => {
+                    let _ = tx.rollback().await;
+                    return Err(e);
+                }
+            };
+            replies.push(reply);
+        }
+        if batch.events.is_empty() && batch.kept.is_empty() {
+            tx.rollback().await?;
+        } else {
+            let changes = self.rm.take_changes();
+            tx.append(&batch.events).await?;
+            tx.write_changes(&changes, batch.position).await?;
+            tx.put_idempotency(&batch.kept).await?;
+            tx.commit().await?;
+        }
+        self.reload = false;
+        raise(&self.head, batch.position);
+        Ok(replies)
+    }
+
+    /// Folds in what other writers appended since this one last wrote.
+    async fn catch_up(&mut self, tx: &mut dyn WriteTx, head: u64) -> StoreResult<()> {
+        let at = self.rm.state.position;
+        if head < at {
+            return Err(StoreError::Corrupt(format!(
+                "the log's head {head} is behind this writer's position {at}"
+            )));
+        }
+        if head > at {
+            for e in tx.events_after(at).await? {
+                self.rm
+                    .apply_recorded(&e)
+                    .map_err(|err| StoreError::Corrupt(format!("position {}: {err}", e.position)))?;
+            }
+            self.rm.discard_changes();
+        }
+        Ok(())
+    }
+
+    /// Decides one command into the batch; its answer is known before commit.
+    async fn one(
+        &mut self,
+        tx: &mut dyn WriteTx,
+        batch: &mut Batch,
+        req: &CommandRequest,
+    ) -> StoreResult<CommandReply> {
+        let request_id = req.meta.request_id.clone().unwrap_or_default();
+        if let Some(idem) = &req.idempotency {
+            let principal = &req.meta.principal;
+            let kept = match batch.keys.get(&(principal.clone(), idem.key.clone())) {
+                Some(i) => Some(batch.kept[*i].clone()),
+                None => tx.idempotency(principal, &idem.key).await?,
+            };
+            if let Some(kept) = kept {
+                return Ok(replay_kept(&kept, idem, &request_id));
+            }
+        }
+        let reply = self.decide(batch, req, &request_id);
+        if let Some(idem) = &req.idempotency {
+            // Answers the state decided are kept; a retry gets them again.
+            batch.keys.insert(
+                (req.meta.principal.clone(), idem.key.clone()),
+                batch.kept.len(),
+            );
+            batch.kept.push(IdempotencyRecord {
+                principal: req.meta.principal.clone(),
+                key: idem.key.clone(),
+                request_hash: idem.request_hash.clone(),
+                status: reply.status,
+                body: reply.body.to_string(),
+                etag: reply.etag,
+                position: reply.position.unwrap_or(batch.position),
+            });
+        }
+        Ok(reply)
+    }
+
+    fn decide(&mut self, batch: &mut Batch, req: &CommandRequest, request_id: &str) -> CommandReply {
+        let stream = req.command.stream_id();
+        if let Some(expected) = req.if_match {
+            let current = self.rm.state.stream_version(&stream);
+            if current != expected {
+                return refusal_reply(
+                    Refusal::new(
+                        ErrorCode::PreconditionFailed,
+                        format!("{stream} is at version {current}, not {expected}."),
+                    )
+                    .with_details(serde_json::json!({ "currentVersion": current })),
+                    request_id,
+                );
+            }
+        }
+        let ctx = CommandContext {
+            now: log_precision(Utc::now()),
+            principal: req.meta.principal.clone(),
+        };
+        let decision = match self.rm.state.decide(&req.command, &ctx) {
+            Ok(d) => d,
+            Err(refusal) => return refusal_reply(refusal, request_id),
+        };
+        let mut last = None;
+        for event in &decision.events {
+            let stream_id = stream_of(event);
+            let enc = encode(event);
+            let mut rec = Recorded {
+                position: batch.position + 1,
+                stream_version: self.rm.state.stream_version(&stream_id) + 1,
+                stream_id,
+                event_type: enc.event_type.to_owned(),
+                schema_version: enc.schema_version,
+                event_id: Uuid::new_v4(),
+                occurred_at: ctx.now,
+                meta: req.meta.clone(),
+                payload: enc.payload,
+                prev_hash: [0; 32],
+                hash: [0; 32],
+            };
+            rec.seal(batch.prev_hash);
+            self.rm.apply(&rec, event);
+            batch.position = rec.position;
+            batch.prev_hash = rec.hash;
+            last = Some(rec.position);
+            batch.events.push(rec);
+        }
+        let (body, etag) = render(&self.rm, &decision.subject);
+        CommandReply {
+            status: req.success_status,
+            body,
+            etag,
+            position: last,
+            replayed: false,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Batch {
+    events: Vec<Recorded>,
+    kept: Vec<IdempotencyRecord>,
+    keys: HashMap<(String, String), usize>,
+    position: u64,
+    prev_hash: [u8; 32],
+}
+
+fn refusal_reply(refusal: Refusal, request_id: &str) -> CommandReply {
+    let err = ApiError::from(refusal);
+    CommandReply {
+        status: err.status().as_u16(),
+        body: err.body(request_id),
+        etag: None,
+        position: None,
+        replayed: false,
+    }
+}
+
+fn replay_kept(kept: &IdempotencyRecord, idem: &IdempotencyKey, request_id: &str) -> CommandReply {
+    if kept.request_hash != idem.request_hash {
+        return refusal_reply(
+            Refusal::new(
+                ErrorCode::IdempotencyKeyReused,
+                "This Idempotency-Key was used with a different request.",
+            ),
+            request_id,
+        );
+    }
+    CommandReply {
+        status: kept.status,
+        body: serde_json::from_str(&kept.body).unwrap_or(Value::Null),
+        etag: kept.etag,
+        position: None,
+        replayed: true,
+    }
+}
+
+/// The record a command's answer shows, and its version.
+fn render(rm: &ReadModels, subject: &Subject) -> (Value, Option<u64>) {
+    let m = &rm.state.membership;
+    match subject {
+        Subject::Member(id) => m.members.get(id).map_or((Value::Null, None), |member| {
+            (
+                serde_json::to_value(member_record(member, Some(m.generation)))
+                    .expect("records serialize"),
+                Some(member.version),
+            )
+        }),
+        Subject::JoinRequest(id) => m.join_requests.get(id).map_or((Value::Null, None), |r| {
+            (
+                serde_json::to_value(JoinRequestRecord::from(r)).expect("records serialize"),
+                Some(r.version),
+            )
+        }),
+        Subject::Token(id) => rm.state.iam.tokens.get(id).map_or((Value::Null, None), |t| {
+            (
+                serde_json::json!({ "id": t.token_id, "principal": t.principal, "policies": t.policies }),
+                Some(1),
+            )
+        }),
+    }
+}

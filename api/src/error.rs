@@ -1,0 +1,188 @@
+//! The one error shape of every 4xx and 5xx answer (SPEC §2), the exhaustive
+//! table from error code to HTTP status, and the request id every error
+//! body carries.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{json, Value};
+use stratum_domain::{ErrorCode, FieldError, Refusal};
+
+use crate::store::StoreError;
+
+/// Seconds a client waits before retrying a 503.
+pub const RETRY_AFTER_SECS: u64 = 2;
+
+tokio::task_local! {
+    /// The request id of the request being answered.
+    pub static REQUEST_ID: String;
+}
+
+/// The current request's id, or `-` outside a request.
+pub fn current_request_id() -> String {
+    REQUEST_ID
+        .try_with(Clone::clone)
+        .unwrap_or_else(|_| "-".to_owned())
+}
+
+/// The HTTP status of every error code. No catch-all arm: a new code
+/// cannot silently become a 500.
+pub fn status_of(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::InvalidInput | ErrorCode::PolicyRejected => StatusCode::BAD_REQUEST,
+        ErrorCode::Unauthenticated => StatusCode::UNAUTHORIZED,
+        ErrorCode::AccessDenied => StatusCode::FORBIDDEN,
+        ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::MemberExists
+        | ErrorCode::MemberNotJoining
+        | ErrorCode::MemberNotFailed
+        | ErrorCode::MemberDecommissioned
+        | ErrorCode::RaftCleanupPending
+        | ErrorCode::QuorumAtRisk
+        | ErrorCode::JoinApprovalRefused
+        | ErrorCode::JoinRequestClosed
+        | ErrorCode::VersionConflict => StatusCode::CONFLICT,
+        ErrorCode::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
+        ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ErrorCode::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::UpgradeInProgress | ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// An error answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub field_errors: Vec<FieldError>,
+    pub issues: Vec<Value>,
+    pub details: Option<Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Body<'a> {
+    code: &'static str,
+    message: &'a str,
+    request_id: &'a str,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    field_errors: &'a [FieldError],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    issues: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<&'a Value>,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            field_errors: Vec::new(),
+            issues: Vec::new(),
+            details: None,
+        }
+    }
+
+    pub fn invalid(field_errors: Vec<FieldError>) -> Self {
+        Refusal::invalid(field_errors).into()
+    }
+
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Refusal::not_found(what).into()
+    }
+
+    pub fn unauthenticated() -> Self {
+        Self::new(
+            ErrorCode::Unauthenticated,
+            "A valid bearer token is required.",
+        )
+    }
+
+    pub fn access_denied(action: &str, resource: &str) -> Self {
+        Self {
+            details: Some(json!({ "action": action, "resource": resource })),
+            ..Self::new(
+                ErrorCode::AccessDenied,
+                format!("Your policies do not allow {action} on {resource}."),
+            )
+        }
+    }
+
+    pub fn unavailable(what: impl std::fmt::Display) -> Self {
+        tracing::warn!(error = %what, "dependency unavailable");
+        Self::new(
+            ErrorCode::Unavailable,
+            "Upstream temporarily unavailable; retry shortly.",
+        )
+    }
+
+    pub fn internal(what: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %what, "internal error");
+        Self::new(
+            ErrorCode::Internal,
+            "An unexpected error occurred; quote the request id when reporting it.",
+        )
+    }
+
+    pub fn status(&self) -> StatusCode {
+        status_of(self.code)
+    }
+
+    /// The JSON body, with the given request id.
+    pub fn body(&self, request_id: &str) -> Value {
+        serde_json::to_value(Body {
+            code: self.code.as_str(),
+            message: &self.message,
+            request_id,
+            field_errors: &self.field_errors,
+            issues: &self.issues,
+            details: self.details.as_ref(),
+        })
+        .expect("error bodies serialize")
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> Self {
+        Self {
+            code: r.code,
+            message: r.message,
+            field_errors: r.field_errors,
+            issues: Vec::new(),
+            details: r.details,
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Unavailable(_) | StoreError::Conflict(_) => ApiError::unavailable(e),
+            StoreError::Corrupt(_) => ApiError::internal(e),
+        }
+    }
+}
+
+/// Builds a JSON response with the headers every answer of ours carries.
+pub fn json_response(status: StatusCode, body: &Value) -> Response {
+    let mut res = (status, axum::Json(body)).into_response();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        res.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(RETRY_AFTER_SECS),
+        );
+    }
+    res
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        json_response(self.status(), &self.body(&current_request_id()))
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

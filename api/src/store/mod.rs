@@ -1,0 +1,451 @@
+//! The event store: one trait over the append-only log and the inline read
+//! model tables, with a SQLite and a PostgreSQL implementation that each own
+//! their migrations. `connect` picks the backend from the URL.
+//!
+//! Writing happens only through a [`WriteTx`]: beginning one takes the log's
+//! write lock (the `log_head` row), so positions are assigned in exactly one
+//! place, gap-free and in commit order, whichever process writes.
+
+mod postgres;
+mod sql;
+mod sqlite;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use sqlx::{ColumnIndex, Decode, Row, Type};
+use stratum_domain::log::{micros_to_time, EventMeta, Recorded};
+use stratum_projections::Changes;
+
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// An append raced another one on a stream version or position.
+    #[error("version conflict on {0}")]
+    Conflict(String),
+    /// The database could not be reached or refused the work.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// What the database holds is not what stratum wrote.
+    #[error("corrupt store: {0}")]
+    Corrupt(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(db) = &e {
+            if db.is_unique_violation() {
+                return StoreError::Conflict(db.message().to_owned());
+            }
+        }
+        StoreError::Unavailable(e.to_string())
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        StoreError::Unavailable(format!("migration failed: {e}"))
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The last position of the log and its hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head {
+    pub position: u64,
+    pub hash: [u8; 32],
+}
+
+/// A response kept for an `Idempotency-Key`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdempotencyRecord {
+    pub principal: String,
+    pub key: String,
+    pub request_hash: Vec<u8>,
+    pub status: u16,
+    pub body: String,
+    pub etag: Option<u64>,
+    pub position: u64,
+}
+
+/// What authentication needs of a token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenAuth {
+    pub token_id: String,
+    pub principal: String,
+    pub policies: Vec<String>,
+    pub expires_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+/// Which members a list asks for.
+#[derive(Clone, Debug, Default)]
+pub struct MemberFilter {
+    pub state: Option<String>,
+    pub role: Option<String>,
+    pub rack: Option<String>,
+    /// Only members whose node id sorts after this one (the page cursor).
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+/// The stored rows of every read model, for `replay --check`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoredReadModels {
+    pub members: Vec<(String, String)>,
+    pub join_requests: Vec<(String, String)>,
+    pub tokens: Vec<(String, String)>,
+    pub generation: u64,
+    pub checkpoint: u64,
+}
+
+impl StoredReadModels {
+    /// The rows a rebuild from the log would write, in the same form.
+    pub fn from_changes(c: &Changes, checkpoint: u64) -> Self {
+        let mut members: Vec<_> = c
+            .members
+            .iter()
+            .map(|r| (r.node_id.clone(), r.doc.clone()))
+            .collect();
+        members.sort();
+        let mut join_requests: Vec<_> = c
+            .join_requests
+            .iter()
+            .map(|r| (r.request_id.clone(), r.doc.clone()))
+            .collect();
+        join_requests.sort();
+        let mut tokens: Vec<_> = c
+            .tokens
+            .iter()
+            .map(|r| (r.token_id.clone(), r.doc.clone()))
+            .collect();
+        tokens.sort();
+        Self {
+            members,
+            join_requests,
+            tokens,
+            generation: c.generation.unwrap_or(0),
+            checkpoint,
+        }
+    }
+}
+
+#[async_trait]
+pub trait EventStore: Send + Sync + 'static {
+    fn backend(&self) -> Backend;
+
+    /// Begins a write: takes the log's write lock and reads its head.
+    async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>>;
+
+    /// The head as last committed.
+    async fn head(&self) -> StoreResult<Head>;
+
+    /// Up to `limit` events after `after`, in position order.
+    async fn read_after(&self, after: u64, limit: u32) -> StoreResult<Vec<Recorded>>;
+
+    /// Every event of one stream, in version order.
+    async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>>;
+
+    /// A member's stored record document.
+    async fn member_doc(&self, node_id: &str) -> StoreResult<Option<String>>;
+
+    /// Member documents by node id, filtered and paged.
+    async fn member_docs(&self, filter: &MemberFilter) -> StoreResult<Vec<String>>;
+
+    /// Join request documents by id, paged.
+    async fn join_request_docs(
+        &self,
+        status: Option<&str>,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<String>>;
+
+    async fn join_request_doc(&self, request_id: &str) -> StoreResult<Option<String>>;
+
+    /// The token whose secret has this SHA-256, for authentication.
+    async fn token_by_secret(&self, secret_sha256: &[u8; 32]) -> StoreResult<Option<TokenAuth>>;
+
+    /// Token documents (never secrets), by id.
+    async fn token_docs(&self) -> StoreResult<Vec<(String, String)>>;
+
+    /// The membership generation and the read models' checkpoint.
+    async fn cluster_row(&self) -> StoreResult<(u64, u64)>;
+
+    /// A kept idempotent response, outside any write.
+    async fn idempotency(&self, principal: &str, key: &str) -> StoreResult<Option<IdempotencyRecord>>;
+
+    /// Every stored read model row.
+    async fn read_models(&self) -> StoreResult<StoredReadModels>;
+
+    /// Replaces every read model row (a rebuild), under the write lock.
+    async fn replace_read_models(&self, rows: &Changes, checkpoint: u64) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        tx.clear_read_models().await?;
+        tx.write_changes(rows, checkpoint).await?;
+        tx.commit().await
+    }
+
+    /// Whether the database answers.
+    async fn ping(&self) -> StoreResult<()>;
+
+    /// Appends events to one stream if its version is `expected`: the low-level
+    /// optimistic append, below the command path.
+    async fn append_to_stream(
+        &self,
+        stream_id: &str,
+        expected: u64,
+        events: Vec<NewEvent>,
+    ) -> StoreResult<Vec<Recorded>> {
+        let mut tx = self.begin_write().await?;
+        let current = tx.stream_version(stream_id).await?;
+        if current != expected {
+            tx.rollback().await?;
+            return Err(StoreError::Conflict(format!(
+                "{stream_id} is at version {current}, not {expected}"
+            )));
+        }
+        let head = tx.head();
+        let records = seal(head, stream_id, expected, events);
+        tx.append(&records).await?;
+        tx.commit().await?;
+        Ok(records)
+    }
+}
+
+/// An event not yet positioned, for [`EventStore::append_to_stream`].
+#[derive(Clone, Debug)]
+pub struct NewEvent {
+    pub event_type: String,
+    pub schema_version: u16,
+    pub event_id: uuid::Uuid,
+    pub occurred_at: chrono::DateTime<chrono::Utc>,
+    pub meta: EventMeta,
+    pub payload: Vec<u8>,
+}
+
+/// Positions, versions and hashes a run of new events after `head`.
+pub fn seal(head: Head, stream_id: &str, version: u64, events: Vec<NewEvent>) -> Vec<Recorded> {
+    let mut prev = head.hash;
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let mut r = Recorded {
+                position: head.position + 1 + i as u64,
+                stream_id: stream_id.to_owned(),
+                stream_version: version + 1 + i as u64,
+                event_type: e.event_type,
+                schema_version: e.schema_version,
+                event_id: e.event_id,
+                occurred_at: stratum_domain::log::log_precision(e.occurred_at),
+                meta: e.meta,
+                payload: e.payload,
+                prev_hash: [0; 32],
+                hash: [0; 32],
+            };
+            r.seal(prev);
+            prev = r.hash;
+            r
+        })
+        .collect()
+}
+
+/// One write, holding the log's write lock until commit or rollback.
+#[async_trait]
+pub trait WriteTx: Send {
+    /// The head when the lock was taken, moved on by each append.
+    fn head(&self) -> Head;
+
+    /// Deletes every read model row (before a rebuild writes them all).
+    async fn clear_read_models(&mut self) -> StoreResult<()>;
+
+    /// Events committed after `after` (by other writers), in order.
+    async fn events_after(&mut self, after: u64) -> StoreResult<Vec<Recorded>>;
+
+    async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64>;
+
+    async fn idempotency(&mut self, principal: &str, key: &str) -> StoreResult<Option<IdempotencyRecord>>;
+
+    /// Inserts events (positioned and sealed after the head) and moves the head.
+    async fn append(&mut self, events: &[Recorded]) -> StoreResult<()>;
+
+    /// Writes changed read model rows and the checkpoint.
+    async fn write_changes(&mut self, changes: &Changes, checkpoint: u64) -> StoreResult<()>;
+
+    async fn put_idempotency(&mut self, records: &[IdempotencyRecord]) -> StoreResult<()>;
+
+    async fn commit(self: Box<Self>) -> StoreResult<()>;
+
+    async fn rollback(self: Box<Self>) -> StoreResult<()>;
+}
+
+/// Opens the store a URL names (`sqlite://...` or `postgres://...`) and
+/// runs its migrations.
+pub async fn connect(url: &str) -> StoreResult<Arc<dyn EventStore>> {
+    if url.starts_with("sqlite:") {
+        Ok(Arc::new(SqliteStore::open(url).await?))
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        Ok(Arc::new(PgStore::open(url).await?))
+    } else {
+        Err(StoreError::Unavailable(format!(
+            "unsupported database URL scheme in {}; use sqlite:// or postgres://",
+            redact_url(url)
+        )))
+    }
+}
+
+/// A database URL with any password taken out, for logs and errors.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            let user = creds.split(':').next().unwrap_or("");
+            format!("{}://{}:***@{}", &url[..s], user, &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+pub(crate) const EVENT_COLUMNS: &str = "position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash";
+
+fn hash32(v: Vec<u8>, what: &str) -> StoreResult<[u8; 32]> {
+    v.try_into()
+        .map_err(|_| StoreError::Corrupt(format!("{what} is not 32 bytes")))
+}
+
+/// Decodes an `events` row selected with [`EVENT_COLUMNS`], on either backend.
+pub(crate) fn recorded_from_row<'r, R>(row: &'r R) -> StoreResult<Recorded>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
+    Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    let position: i64 = row.try_get(0).map_err(corrupt)?;
+    let event_id: String = row.try_get(5).map_err(corrupt)?;
+    Ok(Recorded {
+        position: position as u64,
+        stream_id: row.try_get(1).map_err(corrupt)?,
+        stream_version: row.try_get::<i64, _>(2).map_err(corrupt)? as u64,
+        event_type: row.try_get(3).map_err(corrupt)?,
+        schema_version: row.try_get::<i64, _>(4).map_err(corrupt)? as u16,
+        event_id: event_id
+            .parse()
+            .map_err(|_| StoreError::Corrupt(format!("event {position} has a bad event id")))?,
+        occurred_at: micros_to_time(row.try_get(6).map_err(corrupt)?),
+        meta: EventMeta {
+            principal: row.try_get(7).map_err(corrupt)?,
+            request_id: row.try_get(8).map_err(corrupt)?,
+            causation: row
+                .try_get::<Option<i64>, _>(9)
+                .map_err(corrupt)?
+                .map(|c| c as u64),
+            correlation: row.try_get(10).map_err(corrupt)?,
+        },
+        payload: row.try_get(11).map_err(corrupt)?,
+        prev_hash: hash32(row.try_get(12).map_err(corrupt)?, "prev_hash")?,
+        hash: hash32(row.try_get(13).map_err(corrupt)?, "hash")?,
+    })
+}
+
+/// The events of an append must continue the chain from the locked head.
+pub(crate) fn check_follows(head: Head, events: &[Recorded]) -> StoreResult<()> {
+    let mut prev = head;
+    for e in events {
+        if e.position != prev.position + 1 || e.prev_hash != prev.hash {
+            return Err(StoreError::Conflict(format!(
+                "event at position {} does not follow the head {}",
+                e.position, prev.position
+            )));
+        }
+        prev = Head {
+            position: e.position,
+            hash: e.hash,
+        };
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn passwords_never_reach_logs() {
+        assert_eq!(
+            redact_url("postgres://app:s3cret@db:5432/stratum"),
+            "postgres://app:***@db:5432/stratum"
+        );
+        assert_eq!(redact_url("sqlite://stratum.db"), "sqlite://stratum.db");
+    }
+}
+
+pub(crate) fn idempotency_from_row<'r, R>(row: &'r R) -> StoreResult<IdempotencyRecord>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
+    Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    Ok(IdempotencyRecord {
+        principal: row.try_get(0).map_err(corrupt)?,
+        key: row.try_get(1).map_err(corrupt)?,
+        request_hash: row.try_get(2).map_err(corrupt)?,
+        status: row.try_get::<i64, _>(3).map_err(corrupt)? as u16,
+        body: row.try_get(4).map_err(corrupt)?,
+        etag: row
+            .try_get::<Option<i64>, _>(5)
+            .map_err(corrupt)?
+            .map(|e| e as u64),
+        position: row.try_get::<i64, _>(6).map_err(corrupt)? as u64,
+    })
+}
+
+pub(crate) fn head_from_row<'r, R>(row: &'r R) -> StoreResult<Head>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    Ok(Head {
+        position: row.try_get::<i64, _>(0).map_err(corrupt)? as u64,
+        hash: hash32(row.try_get(1).map_err(corrupt)?, "head hash")?,
+    })
+}
+
+pub(crate) fn token_from_row<'r, R>(row: &'r R) -> StoreResult<TokenAuth>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    let policies: String = row.try_get(2).map_err(corrupt)?;
+    Ok(TokenAuth {
+        token_id: row.try_get(0).map_err(corrupt)?,
+        principal: row.try_get(1).map_err(corrupt)?,
+        policies: serde_json::from_str(&policies)
+            .map_err(|e| StoreError::Corrupt(format!("token policies: {e}")))?,
+        expires_at: row.try_get(3).map_err(corrupt)?,
+        revoked_at: row.try_get(4).map_err(corrupt)?,
+    })
+}

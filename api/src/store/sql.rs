@@ -1,0 +1,162 @@
+//! SQL shared by both backends: the statements are the same text (`$n`
+//! placeholders work on SQLite and PostgreSQL alike); only execution differs.
+
+use sqlx::{Database, Encode, QueryBuilder, Type};
+use stratum_domain::log::Recorded;
+use stratum_projections::{JoinRequestRow, MemberRow, TokenRow};
+
+use super::{IdempotencyRecord, EVENT_COLUMNS};
+
+/// Rows per multi-row statement, well inside SQLite's variable limit.
+pub(crate) const CHUNK: usize = 500;
+
+pub(crate) const SELECT_AFTER: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash FROM events WHERE position > $1 ORDER BY position LIMIT $2";
+pub(crate) const SELECT_STREAM: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash FROM events WHERE stream_id = $1 ORDER BY stream_version";
+pub(crate) const STREAM_VERSION: &str =
+    "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = $1";
+pub(crate) const UPDATE_HEAD: &str = "UPDATE log_head SET position = $1, hash = $2 WHERE id = 1";
+pub(crate) const SELECT_HEAD: &str = "SELECT position, hash FROM log_head WHERE id = 1";
+pub(crate) const UPDATE_CLUSTER: &str = "UPDATE rm_cluster SET generation = COALESCE($1, generation), checkpoint = $2 WHERE id = 1";
+pub(crate) const SELECT_CLUSTER: &str = "SELECT generation, checkpoint FROM rm_cluster WHERE id = 1";
+pub(crate) const SELECT_IDEMPOTENCY: &str = "SELECT principal, idem_key, request_hash, status, body, etag, position FROM idempotency WHERE principal = $1 AND idem_key = $2";
+pub(crate) const SELECT_MEMBER: &str = "SELECT doc FROM rm_members WHERE node_id = $1";
+pub(crate) const SELECT_MEMBERS: &str = "SELECT doc FROM rm_members WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR role = $2) AND ($3 IS NULL OR rack = $3) AND ($4 IS NULL OR node_id > $4) ORDER BY node_id LIMIT $5";
+pub(crate) const SELECT_JOIN_REQUESTS: &str = "SELECT doc FROM rm_join_requests WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR request_id > $2) ORDER BY request_id LIMIT $3";
+pub(crate) const SELECT_JOIN_REQUEST: &str = "SELECT doc FROM rm_join_requests WHERE request_id = $1";
+pub(crate) const ALL_MEMBERS: &str = "SELECT node_id, doc FROM rm_members ORDER BY node_id";
+pub(crate) const ALL_JOIN_REQUESTS: &str =
+    "SELECT request_id, doc FROM rm_join_requests ORDER BY request_id";
+pub(crate) const ALL_TOKENS: &str = "SELECT token_id, doc FROM rm_tokens ORDER BY token_id";
+pub(crate) const SELECT_TOKEN_BY_SECRET: &str = "SELECT token_id, principal, policies, expires_at, revoked_at FROM rm_tokens WHERE secret_sha256 = $1";
+pub(crate) const CLEAR_READ_MODELS: [&str; 3] = [
+    "DELETE FROM rm_members",
+    "DELETE FROM rm_join_requests",
+    "DELETE FROM rm_tokens",
+];
+
+pub(crate) fn insert_events<'a, DB>(events: &'a [Recorded]) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    i64: Encode<'a, DB> + Type<DB>,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    String: Encode<'a, DB> + Type<DB>,
+    Option<&'a str>: Encode<'a, DB> + Type<DB>,
+    Option<i64>: Encode<'a, DB> + Type<DB>,
+    &'a [u8]: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb = QueryBuilder::new(format!("INSERT INTO events ({EVENT_COLUMNS}) "));
+    qb.push_values(events, |mut b, e| {
+        b.push_bind(e.position as i64)
+            .push_bind(e.stream_id.as_str())
+            .push_bind(e.stream_version as i64)
+            .push_bind(e.event_type.as_str())
+            .push_bind(e.schema_version as i64)
+            .push_bind(e.event_id.to_string())
+            .push_bind(e.occurred_at.timestamp_micros())
+            .push_bind(e.meta.principal.as_str())
+            .push_bind(e.meta.request_id.as_deref())
+            .push_bind(e.meta.causation.map(|c| c as i64))
+            .push_bind(e.meta.correlation.as_deref())
+            .push_bind(e.payload.as_slice())
+            .push_bind(e.prev_hash.as_slice())
+            .push_bind(e.hash.as_slice());
+    });
+    qb
+}
+
+pub(crate) fn upsert_members<'a, DB>(rows: &'a [MemberRow]) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    i64: Encode<'a, DB> + Type<DB>,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    Option<&'a str>: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb = QueryBuilder::new(
+        "INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc) ",
+    );
+    qb.push_values(rows, |mut b, r| {
+        b.push_bind(r.node_id.as_str())
+            .push_bind(r.state)
+            .push_bind(r.role)
+            .push_bind(r.rack.as_deref())
+            .push_bind(r.ordinal as i64)
+            .push_bind(r.version as i64)
+            .push_bind(r.doc.as_str());
+    });
+    qb.push(
+        " ON CONFLICT (node_id) DO UPDATE SET state = excluded.state, role = excluded.role, \
+         rack = excluded.rack, ordinal = excluded.ordinal, version = excluded.version, doc = excluded.doc",
+    );
+    qb
+}
+
+pub(crate) fn upsert_join_requests<'a, DB>(rows: &'a [JoinRequestRow]) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    i64: Encode<'a, DB> + Type<DB>,
+    &'a str: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb =
+        QueryBuilder::new("INSERT INTO rm_join_requests (request_id, status, version, doc) ");
+    qb.push_values(rows, |mut b, r| {
+        b.push_bind(r.request_id.as_str())
+            .push_bind(r.status)
+            .push_bind(r.version as i64)
+            .push_bind(r.doc.as_str());
+    });
+    qb.push(
+        " ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, \
+         version = excluded.version, doc = excluded.doc",
+    );
+    qb
+}
+
+pub(crate) fn insert_idempotency<'a, DB>(rows: &'a [IdempotencyRecord]) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    i64: Encode<'a, DB> + Type<DB>,
+    Option<i64>: Encode<'a, DB> + Type<DB>,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    &'a [u8]: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb = QueryBuilder::new(
+        "INSERT INTO idempotency (principal, idem_key, request_hash, status, body, etag, position) ",
+    );
+    qb.push_values(rows, |mut b, r| {
+        b.push_bind(r.principal.as_str())
+            .push_bind(r.key.as_str())
+            .push_bind(r.request_hash.as_slice())
+            .push_bind(r.status as i64)
+            .push_bind(r.body.as_str())
+            .push_bind(r.etag.map(|e| e as i64))
+            .push_bind(r.position as i64);
+    });
+    qb
+}
+
+pub(crate) fn upsert_tokens<'a, DB>(rows: &'a [TokenRow]) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    Option<i64>: Encode<'a, DB> + Type<DB>,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    &'a [u8]: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb = QueryBuilder::new(
+        "INSERT INTO rm_tokens (token_id, secret_sha256, principal, policies, expires_at, revoked_at, doc) ",
+    );
+    qb.push_values(rows, |mut b, r| {
+        b.push_bind(r.token_id.as_str())
+            .push_bind(r.secret_sha256.as_slice())
+            .push_bind(r.principal.as_str())
+            .push_bind(r.policies.as_str())
+            .push_bind(r.expires_at)
+            .push_bind(r.revoked_at)
+            .push_bind(r.doc.as_str());
+    });
+    qb.push(
+        " ON CONFLICT (token_id) DO UPDATE SET principal = excluded.principal, \
+         policies = excluded.policies, expires_at = excluded.expires_at, \
+         revoked_at = excluded.revoked_at, doc = excluded.doc",
+    );
+    qb
+}

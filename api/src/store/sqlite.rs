@@ -1,0 +1,358 @@
+//! The SQLite backend, the embedded default: WAL with `synchronous=FULL`,
+//! so an acknowledged command survives a power cut. One connection writes
+//! (`BEGIN IMMEDIATE` serializes writers, also across processes); a small
+//! pool reads.
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
+};
+use sqlx::{ConnectOptions, Connection, Row};
+use stratum_domain::log::Recorded;
+use stratum_projections::Changes;
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+use super::sql::{self, CHUNK};
+use super::{
+    check_follows, head_from_row, idempotency_from_row, recorded_from_row, token_from_row,
+    Backend, EventStore, Head, IdempotencyRecord, MemberFilter, StoredReadModels, StoreResult,
+    TokenAuth, WriteTx,
+};
+
+pub struct SqliteStore {
+    read: SqlitePool,
+    writer: Arc<Mutex<SqliteConnection>>,
+    /// Set while a write transaction is open on the writer connection, so a
+    /// write abandoned mid-way (a cancelled future) is rolled back first.
+    in_tx: Arc<AtomicBool>,
+}
+
+impl SqliteStore {
+    pub async fn open(url: &str) -> StoreResult<Self> {
+        let opts = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let mut writer = opts.connect().await?;
+        sqlx::migrate!("../migrations/sqlite")
+            .run(&mut writer)
+            .await?;
+        let read = SqlitePoolOptions::new()
+            .max_connections(4)
+            .test_before_acquire(false)
+            .connect_with(opts)
+            .await?;
+        Ok(Self {
+            read,
+            writer: Arc::new(Mutex::new(writer)),
+            in_tx: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    async fn docs<'q>(
+        &self,
+        q: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
+    ) -> StoreResult<Vec<String>> {
+        Ok(q.fetch_all(&self.read)
+            .await?
+            .iter()
+            .map(|r| r.get::<String, _>(0))
+            .collect())
+    }
+}
+
+struct SqliteTx {
+    conn: OwnedMutexGuard<SqliteConnection>,
+    in_tx: Arc<AtomicBool>,
+    head: Head,
+}
+
+#[async_trait]
+impl EventStore for SqliteStore {
+    fn backend(&self) -> Backend {
+        Backend::Sqlite
+    }
+
+    async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>> {
+        let mut conn = self.writer.clone().lock_owned().await;
+        if self.in_tx.swap(false, Ordering::SeqCst) {
+            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+        }
+        sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+        self.in_tx.store(true, Ordering::SeqCst);
+        let head = match sqlx::query(sql::SELECT_HEAD).fetch_one(&mut *conn).await {
+            Ok(row) => head_from_row(&row)?,
+            Err(e) => {
+                let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+                self.in_tx.store(false, Ordering::SeqCst);
+                return Err(e.into());
+            }
+        };
+        Ok(Box::new(SqliteTx {
+            conn,
+            in_tx: self.in_tx.clone(),
+            head,
+        }))
+    }
+
+    async fn head(&self) -> StoreResult<Head> {
+        head_from_row(&sqlx::query(sql::SELECT_HEAD).fetch_one(&self.read).await?)
+    }
+
+    async fn read_after(&self, after: u64, limit: u32) -> StoreResult<Vec<Recorded>> {
+        sqlx::query(sql::SELECT_AFTER)
+            .bind(after as i64)
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await?
+            .iter()
+            .map(recorded_from_row)
+            .collect()
+    }
+
+    async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>> {
+        sqlx::query(sql::SELECT_STREAM)
+            .bind(stream_id)
+            .fetch_all(&self.read)
+            .await?
+            .iter()
+            .map(recorded_from_row)
+            .collect()
+    }
+
+    async fn member_doc(&self, node_id: &str) -> StoreResult<Option<String>> {
+        Ok(self
+            .docs(sqlx::query(sql::SELECT_MEMBER).bind(node_id))
+            .await?
+            .pop())
+    }
+
+    async fn member_docs(&self, f: &MemberFilter) -> StoreResult<Vec<String>> {
+        self.docs(
+            sqlx::query(sql::SELECT_MEMBERS)
+                .bind(f.state.as_deref())
+                .bind(f.role.as_deref())
+                .bind(f.rack.as_deref())
+                .bind(f.after.as_deref())
+                .bind(f.limit as i64),
+        )
+        .await
+    }
+
+    async fn join_request_docs(
+        &self,
+        status: Option<&str>,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<String>> {
+        self.docs(
+            sqlx::query(sql::SELECT_JOIN_REQUESTS)
+                .bind(status)
+                .bind(after)
+                .bind(limit as i64),
+        )
+        .await
+    }
+
+    async fn join_request_doc(&self, request_id: &str) -> StoreResult<Option<String>> {
+        Ok(self
+            .docs(sqlx::query(sql::SELECT_JOIN_REQUEST).bind(request_id))
+            .await?
+            .pop())
+    }
+
+    async fn token_by_secret(&self, secret_sha256: &[u8; 32]) -> StoreResult<Option<TokenAuth>> {
+        sqlx::query(sql::SELECT_TOKEN_BY_SECRET)
+            .bind(secret_sha256.as_slice())
+            .fetch_optional(&self.read)
+            .await?
+            .as_ref()
+            .map(token_from_row)
+            .transpose()
+    }
+
+    async fn token_docs(&self) -> StoreResult<Vec<(String, String)>> {
+        Ok(sqlx::query(sql::ALL_TOKENS)
+            .fetch_all(&self.read)
+            .await?
+            .iter()
+            .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1)))
+            .collect())
+    }
+
+    async fn cluster_row(&self) -> StoreResult<(u64, u64)> {
+        let row = sqlx::query(sql::SELECT_CLUSTER)
+            .fetch_one(&self.read)
+            .await?;
+        Ok((row.get::<i64, _>(0) as u64, row.get::<i64, _>(1) as u64))
+    }
+
+    async fn idempotency(&self, principal: &str, key: &str) -> StoreResult<Option<IdempotencyRecord>> {
+        sqlx::query(sql::SELECT_IDEMPOTENCY)
+            .bind(principal)
+            .bind(key)
+            .fetch_optional(&self.read)
+            .await?
+            .as_ref()
+            .map(idempotency_from_row)
+            .transpose()
+    }
+
+    async fn read_models(&self) -> StoreResult<StoredReadModels> {
+        let pairs = |rows: Vec<sqlx::sqlite::SqliteRow>| {
+            rows.iter()
+                .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1)))
+                .collect::<Vec<_>>()
+        };
+        let members = pairs(sqlx::query(sql::ALL_MEMBERS).fetch_all(&self.read).await?);
+        let join_requests = pairs(
+            sqlx::query(sql::ALL_JOIN_REQUESTS)
+                .fetch_all(&self.read)
+                .await?,
+        );
+        let tokens = self.token_docs().await?;
+        let (generation, checkpoint) = self.cluster_row().await?;
+        Ok(StoredReadModels {
+            members,
+            join_requests,
+            tokens,
+            generation,
+            checkpoint,
+        })
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        let mut c = self.read.acquire().await?;
+        c.ping().await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl WriteTx for SqliteTx {
+    fn head(&self) -> Head {
+        self.head
+    }
+
+    async fn clear_read_models(&mut self) -> StoreResult<()> {
+        for stmt in sql::CLEAR_READ_MODELS {
+            sqlx::query(stmt).execute(&mut *self.conn).await?;
+        }
+        Ok(())
+    }
+
+    async fn events_after(&mut self, after: u64) -> StoreResult<Vec<Recorded>> {
+        sqlx::query(sql::SELECT_AFTER)
+            .bind(after as i64)
+            .bind(i64::MAX)
+            .fetch_all(&mut *self.conn)
+            .await?
+            .iter()
+            .map(recorded_from_row)
+            .collect()
+    }
+
+    async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64> {
+        let row = sqlx::query(sql::STREAM_VERSION)
+            .bind(stream_id)
+            .fetch_one(&mut *self.conn)
+            .await?;
+        Ok(row.get::<i64, _>(0) as u64)
+    }
+
+    async fn idempotency(&mut self, principal: &str, key: &str) -> StoreResult<Option<IdempotencyRecord>> {
+        sqlx::query(sql::SELECT_IDEMPOTENCY)
+            .bind(principal)
+            .bind(key)
+            .fetch_optional(&mut *self.conn)
+            .await?
+            .as_ref()
+            .map(idempotency_from_row)
+            .transpose()
+    }
+
+    async fn append(&mut self, events: &[Recorded]) -> StoreResult<()> {
+        let Some(last) = events.last() else {
+            return Ok(());
+        };
+        check_follows(self.head, events)?;
+        for chunk in events.chunks(CHUNK) {
+            sql::insert_events(chunk)
+                .build()
+                .execute(&mut *self.conn)
+                .await?;
+        }
+        sqlx::query(sql::UPDATE_HEAD)
+            .bind(last.position as i64)
+            .bind(last.hash.as_slice())
+            .execute(&mut *self.conn)
+            .await?;
+        self.head = Head {
+            position: last.position,
+            hash: last.hash,
+        };
+        Ok(())
+    }
+
+    async fn write_changes(&mut self, changes: &Changes, checkpoint: u64) -> StoreResult<()> {
+        for chunk in changes.members.chunks(CHUNK) {
+            sql::upsert_members(chunk)
+                .build()
+                .execute(&mut *self.conn)
+                .await?;
+        }
+        for chunk in changes.tokens.chunks(CHUNK) {
+            sql::upsert_tokens(chunk)
+                .build()
+                .execute(&mut *self.conn)
+                .await?;
+        }
+        for chunk in changes.join_requests.chunks(CHUNK) {
+            sql::upsert_join_requests(chunk)
+                .build()
+                .execute(&mut *self.conn)
+                .await?;
+        }
+        sqlx::query(sql::UPDATE_CLUSTER)
+            .bind(changes.generation.map(|g| g as i64))
+            .bind(checkpoint as i64)
+            .execute(&mut *self.conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn put_idempotency(&mut self, records: &[IdempotencyRecord]) -> StoreResult<()> {
+        for chunk in records.chunks(CHUNK) {
+            sql::insert_idempotency(chunk)
+                .build()
+                .execute(&mut *self.conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn commit(mut self: Box<Self>) -> StoreResult<()> {
+        let r = sqlx::query("COMMIT").execute(&mut *self.conn).await;
+        if r.is_err() {
+            let _ = sqlx::query("ROLLBACK").execute(&mut *self.conn).await;
+        }
+        self.in_tx.store(false, Ordering::SeqCst);
+        r?;
+        Ok(())
+    }
+
+    async fn rollback(mut self: Box<Self>) -> StoreResult<()> {
+        let r = sqlx::query("ROLLBACK").execute(&mut *self.conn).await;
+        self.in_tx.store(false, Ordering::SeqCst);
+        r?;
+        Ok(())
+    }
+}

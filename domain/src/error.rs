@@ -1,0 +1,161 @@
+//! Business refusals: the one error type `decide` returns, carrying the
+//! spec's error code, a sentence for a person, and structured findings.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// Every error code the product answers with (SPEC §2 and the sections that
+/// name conflict codes). The HTTP status of each code is decided in one
+/// exhaustive table in the API crate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    InvalidInput,
+    PolicyRejected,
+    Unauthenticated,
+    AccessDenied,
+    NotFound,
+    MethodNotAllowed,
+    MemberExists,
+    MemberNotJoining,
+    MemberNotFailed,
+    MemberDecommissioned,
+    RaftCleanupPending,
+    QuorumAtRisk,
+    JoinApprovalRefused,
+    JoinRequestClosed,
+    VersionConflict,
+    PreconditionFailed,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    IdempotencyKeyReused,
+    UpgradeInProgress,
+    Unavailable,
+    Internal,
+}
+
+impl ErrorCode {
+    /// The code as it appears in the `code` member of an error body.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidInput => "INVALID_INPUT",
+            ErrorCode::PolicyRejected => "POLICY_REJECTED",
+            ErrorCode::Unauthenticated => "UNAUTHENTICATED",
+            ErrorCode::AccessDenied => "ACCESS_DENIED",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ErrorCode::MemberExists => "MEMBER_EXISTS",
+            ErrorCode::MemberNotJoining => "MEMBER_NOT_JOINING",
+            ErrorCode::MemberNotFailed => "MEMBER_NOT_FAILED",
+            ErrorCode::MemberDecommissioned => "MEMBER_DECOMMISSIONED",
+            ErrorCode::RaftCleanupPending => "RAFT_CLEANUP_PENDING",
+            ErrorCode::QuorumAtRisk => "QUORUM_AT_RISK",
+            ErrorCode::JoinApprovalRefused => "JOIN_APPROVAL_REFUSED",
+            ErrorCode::JoinRequestClosed => "JOIN_REQUEST_CLOSED",
+            ErrorCode::VersionConflict => "VERSION_CONFLICT",
+            ErrorCode::PreconditionFailed => "PRECONDITION_FAILED",
+            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            ErrorCode::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
+            ErrorCode::UpgradeInProgress => "UPGRADE_IN_PROGRESS",
+            ErrorCode::Unavailable => "UNAVAILABLE",
+            ErrorCode::Internal => "INTERNAL",
+        }
+    }
+}
+
+/// One field's problem: `field` is the field's path (`links[0].interface`,
+/// `mgmtIp`), empty for the whole request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A refusal of a command by the domain.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{code:?}: {message}")]
+pub struct Refusal {
+    pub code: ErrorCode,
+    pub message: String,
+    pub field_errors: Vec<FieldError>,
+    pub details: Option<Value>,
+}
+
+impl Refusal {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            field_errors: Vec::new(),
+            details: None,
+        }
+    }
+
+    pub fn invalid(field_errors: Vec<FieldError>) -> Self {
+        let message = match field_errors.as_slice() {
+            [one] if one.field.is_empty() => one.message.clone(),
+            [one] => format!("{} {}.", one.field, one.message),
+            _ => format!("The request has {} invalid fields.", field_errors.len()),
+        };
+        Self {
+            code: ErrorCode::InvalidInput,
+            message,
+            field_errors,
+            details: None,
+        }
+    }
+
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Self::new(
+            ErrorCode::NotFound,
+            format!("{} does not exist.", what.into()),
+        )
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn with_field_errors(mut self, field_errors: Vec<FieldError>) -> Self {
+        self.field_errors = field_errors;
+        self
+    }
+}
+
+/// Collects field errors so that a request with several problems lists all
+/// of them at once.
+#[derive(Debug, Default)]
+pub struct Findings(pub Vec<FieldError>);
+
+impl Findings {
+    pub fn push(&mut self, field: &str, message: impl Into<String>) {
+        self.0.push(FieldError::new(field, message));
+    }
+
+    /// The value of a required field, or a finding that it is missing.
+    pub fn required<'a, T>(&mut self, field: &str, value: &'a Option<T>) -> Option<&'a T> {
+        if value.is_none() {
+            self.push(field, "is required");
+        }
+        value.as_ref()
+    }
+
+    pub fn into_result(self) -> Result<(), Refusal> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(Refusal::invalid(self.0))
+        }
+    }
+}

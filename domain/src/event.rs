@@ -1,0 +1,132 @@
+//! Domain events: what happened, in the past tense. This enum is what
+//! `decide` returns and `evolve` folds; it is never stored as is (see
+//! [`crate::stored`] for the versioned format the log keeps).
+
+use std::collections::BTreeMap;
+
+pub use crate::iam::TokenIssued;
+use crate::membership::{Raft, Role};
+
+/// Labels and bindings are ordered maps so every rendering is deterministic.
+pub type StringMap = BTreeMap<String, String>;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DomainEvent {
+    MemberAdmitted(MemberAdmitted),
+    JoinProgressReported {
+        node_id: String,
+        step: String,
+    },
+    MemberJoinCompleted {
+        node_id: String,
+    },
+    MemberJoinFailed(MemberJoinFailed),
+    RaftPeerRemoved {
+        node_id: String,
+        raft: Raft,
+        already_gone: bool,
+    },
+    RaftCleanupCompleted {
+        node_id: String,
+    },
+    MemberJoinRetried {
+        node_id: String,
+    },
+    MemberRemovalStarted(MemberRemovalStarted),
+    MemberDecommissioned {
+        node_id: String,
+        reason: String,
+        by: String,
+    },
+    AppliedGenerationReported {
+        node_id: String,
+        generation: u64,
+    },
+    JoinRequested(JoinRequested),
+    JoinRequestApproved {
+        request_id: String,
+        node_id: String,
+    },
+    JoinRequestRejected {
+        request_id: String,
+        reason: String,
+    },
+    TokenIssued(TokenIssued),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberAdmitted {
+    pub node_id: String,
+    pub role: Role,
+    pub mgmt_ip: String,
+    pub bindings: StringMap,
+    pub labels: StringMap,
+    pub ordinal: u32,
+    pub join_request: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberJoinFailed {
+    pub node_id: String,
+    pub step: String,
+    pub error: String,
+    /// The rafts to take it back out of: those it reached and the failed
+    /// step's own.
+    pub rafts: Vec<Raft>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberRemovalStarted {
+    pub node_id: String,
+    pub reason: String,
+    pub forced: bool,
+    pub rafts: Vec<Raft>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JoinRequested {
+    pub request_id: String,
+    pub node_id: String,
+    pub mgmt_ip: String,
+    pub labels: StringMap,
+    /// The facts the node reported, as canonical JSON text.
+    pub facts: String,
+}
+
+impl DomainEvent {
+    /// The event's type name as the log records it.
+    pub fn event_type(&self) -> &'static str {
+        match self {
+            DomainEvent::MemberAdmitted(_) => "MemberAdmitted",
+            DomainEvent::JoinProgressReported { .. } => "JoinProgressReported",
+            DomainEvent::MemberJoinCompleted { .. } => "MemberJoinCompleted",
+            DomainEvent::MemberJoinFailed(_) => "MemberJoinFailed",
+            DomainEvent::RaftPeerRemoved { .. } => "RaftPeerRemoved",
+            DomainEvent::RaftCleanupCompleted { .. } => "RaftCleanupCompleted",
+            DomainEvent::MemberJoinRetried { .. } => "MemberJoinRetried",
+            DomainEvent::MemberRemovalStarted(_) => "MemberRemovalStarted",
+            DomainEvent::MemberDecommissioned { .. } => "MemberDecommissioned",
+            DomainEvent::AppliedGenerationReported { .. } => "AppliedGenerationReported",
+            DomainEvent::JoinRequested(_) => "JoinRequested",
+            DomainEvent::JoinRequestApproved { .. } => "JoinRequestApproved",
+            DomainEvent::JoinRequestRejected { .. } => "JoinRequestRejected",
+            DomainEvent::TokenIssued(_) => "TokenIssued",
+        }
+    }
+
+    /// Whether the event changes an input of some peer list, and so bumps
+    /// the membership generation. Progress reports, applied-generation
+    /// reports and raft cleanup bookkeeping do not: if a node's report of
+    /// having applied generation G bumped it, no node could ever catch up.
+    pub fn is_topology_change(&self) -> bool {
+        matches!(
+            self,
+            DomainEvent::MemberAdmitted(_)
+                | DomainEvent::MemberJoinCompleted { .. }
+                | DomainEvent::MemberJoinFailed(_)
+                | DomainEvent::MemberJoinRetried { .. }
+                | DomainEvent::MemberRemovalStarted(_)
+                | DomainEvent::MemberDecommissioned { .. }
+        )
+    }
+}

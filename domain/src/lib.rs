@@ -1,0 +1,22 @@
+//! The pure domain of stratum: commands, events, state, and the `decide` and
+//! `evolve` functions that every rule of the spec lives in.
+//!
+//! Nothing here performs I/O, reads the clock or draws random numbers: time,
+//! ids and the acting principal come in with the command, so every decision
+//! can be replayed and unit tested. Storage errors never appear here; a
+//! [`Refusal`] is a business refusal only.
+
+pub mod error;
+pub mod event;
+pub mod iam;
+pub mod log;
+pub mod membership;
+pub mod state;
+pub mod stored;
+#[doc(hidden)]
+pub mod testing;
+
+pub use error::{ErrorCode, FieldError, Refusal};
+pub use event::DomainEvent;
+pub use log::{EventMeta, Recorded};
+pub use state::{Command, CommandContext, Decision, State};

@@ -1,0 +1,242 @@
+//! The shape of one entry of the event log, and the hash chain over it.
+//!
+//! `Recorded` is the envelope every stored event travels in: global position,
+//! stream, stream version, type, schema version, id, time, metadata, the
+//! postcard payload, and the chain hashes. The canonical bytes that the chain
+//! hashes are defined here, once, so the store, the CLI and an offline
+//! verifier of an export compute the very same thing.
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+/// 32 zero bytes: the `prevHash` of the first event.
+pub const GENESIS_HASH: [u8; 32] = [0; 32];
+
+/// Who caused an event and in answer to what.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventMeta {
+    /// The acting principal (`user/alice`, `node/n-1`, `stratum-installer`,
+    /// `stratum` for the service's own process managers).
+    pub principal: String,
+    /// The request id of the HTTP request that caused it, if any.
+    pub request_id: Option<String>,
+    /// The global position of the event that caused it (process managers).
+    pub causation: Option<u64>,
+    /// A correlation id shared by everything one operation caused.
+    pub correlation: Option<String>,
+}
+
+/// One event as the log stores it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    pub position: u64,
+    pub stream_id: String,
+    pub stream_version: u64,
+    pub event_type: String,
+    pub schema_version: u16,
+    pub event_id: Uuid,
+    pub occurred_at: DateTime<Utc>,
+    pub meta: EventMeta,
+    pub payload: Vec<u8>,
+    pub prev_hash: [u8; 32],
+    pub hash: [u8; 32],
+}
+
+/// The fields the chain covers, in a fixed order. Changing this struct
+/// changes every hash ever written: it must never change.
+#[derive(Serialize)]
+struct Canonical<'a> {
+    position: u64,
+    stream_id: &'a str,
+    stream_version: u64,
+    event_type: &'a str,
+    schema_version: u16,
+    event_id: [u8; 16],
+    occurred_at_micros: i64,
+    principal: &'a str,
+    request_id: Option<&'a str>,
+    causation: Option<u64>,
+    correlation: Option<&'a str>,
+    payload: &'a [u8],
+}
+
+impl Recorded {
+    /// The canonical bytes of the event: postcard of the covered fields.
+    pub fn canonical_bytes(&self) -> Vec<u8> {
+        let c = Canonical {
+            position: self.position,
+            stream_id: &self.stream_id,
+            stream_version: self.stream_version,
+            event_type: &self.event_type,
+            schema_version: self.schema_version,
+            event_id: *self.event_id.as_bytes(),
+            occurred_at_micros: self.occurred_at.timestamp_micros(),
+            principal: &self.meta.principal,
+            request_id: self.meta.request_id.as_deref(),
+            causation: self.meta.causation,
+            correlation: self.meta.correlation.as_deref(),
+            payload: &self.payload,
+        };
+        postcard::to_allocvec(&c).expect("postcard encodes plain data")
+    }
+
+    /// `SHA-256(prev_hash ‖ canonical bytes)`.
+    pub fn compute_hash(&self, prev_hash: &[u8; 32]) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(prev_hash);
+        h.update(self.canonical_bytes());
+        h.finalize().into()
+    }
+
+    /// Sets `prev_hash` and `hash` as the successor of `prev_hash`.
+    pub fn seal(&mut self, prev_hash: [u8; 32]) {
+        self.prev_hash = prev_hash;
+        self.hash = self.compute_hash(&prev_hash);
+    }
+}
+
+/// Timestamps are stored as microseconds since the epoch, the precision the
+/// hash chain covers.
+pub fn micros_to_time(micros: i64) -> DateTime<Utc> {
+    Utc.timestamp_micros(micros)
+        .single()
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+/// Truncates a time to the precision the log keeps, so an event decided in
+/// memory equals the same event read back.
+pub fn log_precision(t: DateTime<Utc>) -> DateTime<Utc> {
+    micros_to_time(t.timestamp_micros())
+}
+
+/// Where a chain stops verifying.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChainBreak {
+    /// The position does not follow the previous one (a removed or reordered event).
+    Position { expected: u64, found: u64 },
+    /// The stored `prev_hash` is not the previous event's hash.
+    PrevHash { position: u64 },
+    /// The stored hash is not the hash of the event's bytes.
+    Hash { position: u64 },
+}
+
+impl ChainBreak {
+    /// The first position that does not verify.
+    pub fn position(&self) -> u64 {
+        match self {
+            ChainBreak::Position { expected, .. } => *expected,
+            ChainBreak::PrevHash { position } | ChainBreak::Hash { position } => *position,
+        }
+    }
+}
+
+/// Verifies a log incrementally, event after event, in position order.
+#[derive(Clone, Debug)]
+pub struct ChainVerifier {
+    pub position: u64,
+    pub hash: [u8; 32],
+}
+
+impl Default for ChainVerifier {
+    fn default() -> Self {
+        Self {
+            position: 0,
+            hash: GENESIS_HASH,
+        }
+    }
+}
+
+impl ChainVerifier {
+    pub fn check(&mut self, e: &Recorded) -> Result<(), ChainBreak> {
+        let expected = self.position + 1;
+        if e.position != expected {
+            return Err(ChainBreak::Position {
+                expected,
+                found: e.position,
+            });
+        }
+        if e.prev_hash != self.hash {
+            return Err(ChainBreak::PrevHash {
+                position: e.position,
+            });
+        }
+        if e.compute_hash(&self.hash) != e.hash {
+            return Err(ChainBreak::Hash {
+                position: e.position,
+            });
+        }
+        self.position = e.position;
+        self.hash = e.hash;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(position: u64, payload: &[u8]) -> Recorded {
+        Recorded {
+            position,
+            stream_id: "member/n-1".into(),
+            stream_version: position,
+            event_type: "MemberJoinCompleted".into(),
+            schema_version: 1,
+            event_id: Uuid::from_u128(position as u128),
+            occurred_at: micros_to_time(1_700_000_000_000_000),
+            meta: EventMeta {
+                principal: "user/admin".into(),
+                ..Default::default()
+            },
+            payload: payload.to_vec(),
+            prev_hash: [0; 32],
+            hash: [0; 32],
+        }
+    }
+
+    fn chain(n: u64) -> Vec<Recorded> {
+        let mut prev = GENESIS_HASH;
+        (1..=n)
+            .map(|p| {
+                let mut e = event(p, &[p as u8; 8]);
+                e.seal(prev);
+                prev = e.hash;
+                e
+            })
+            .collect()
+    }
+
+    fn verify(events: &[Recorded]) -> Result<u64, ChainBreak> {
+        let mut v = ChainVerifier::default();
+        for e in events {
+            v.check(e)?;
+        }
+        Ok(v.position)
+    }
+
+    #[test]
+    fn an_untouched_chain_verifies() {
+        assert_eq!(verify(&chain(5)), Ok(5));
+    }
+
+    #[test]
+    fn a_changed_byte_names_its_position() {
+        let mut events = chain(5);
+        events[2].payload[0] ^= 1;
+        assert_eq!(verify(&events), Err(ChainBreak::Hash { position: 3 }));
+    }
+
+    #[test]
+    fn a_removed_event_names_the_missing_position() {
+        let mut events = chain(5);
+        events.remove(1);
+        assert_eq!(verify(&events).unwrap_err().position(), 2);
+    }
+
+    #[test]
+    fn the_first_prev_hash_is_zero() {
+        assert_eq!(chain(1)[0].prev_hash, [0u8; 32]);
+    }
+}

@@ -1,0 +1,451 @@
+//! The stored format of events: versioned payload types kept apart from the
+//! domain enum, and the upcasters that read every version ever written.
+//!
+//! Postcard writes fields in definition order without names and enum
+//! variants as numbers. So a stored type is never changed: not a field, not
+//! a variant, not their order. A new shape is a new schema version with its
+//! own type, and an upcaster from the previous one. Golden bytes of every
+//! version live in `replay-tests/fixtures` and must keep decoding.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{
+    DomainEvent, JoinRequested, MemberAdmitted, MemberJoinFailed, MemberRemovalStarted, TokenIssued,
+};
+use crate::membership::{Raft, Role};
+
+/// An event ready for the log: type, schema version and postcard payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    pub event_type: &'static str,
+    pub schema_version: u16,
+    pub payload: Vec<u8>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DecodeError {
+    #[error("unknown event type {0}")]
+    UnknownType(String),
+    #[error("event type {0} has no schema version {1}")]
+    UnknownVersion(String, u16),
+    #[error("payload of {0} v{1} does not decode: {2}")]
+    Payload(String, u16, String),
+}
+
+/// Version 1 of every stored type.
+pub mod v1 {
+    use super::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum RoleV1 {
+        Control,
+        Compute,
+        Storage,
+        Hybrid,
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum RaftV1 {
+        Patroni,
+        Openbao,
+        Ovn,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct MemberAdmittedV1 {
+        pub node_id: String,
+        pub role: RoleV1,
+        pub mgmt_ip: String,
+        pub bindings: BTreeMap<String, String>,
+        pub labels: BTreeMap<String, String>,
+        pub ordinal: u32,
+        pub join_request: Option<String>,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct NodeStepV1 {
+        pub node_id: String,
+        pub step: String,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct NodeV1 {
+        pub node_id: String,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct MemberJoinFailedV1 {
+        pub node_id: String,
+        pub step: String,
+        pub error: String,
+        pub rafts: Vec<RaftV1>,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct RaftPeerRemovedV1 {
+        pub node_id: String,
+        pub raft: RaftV1,
+        pub already_gone: bool,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct MemberRemovalStartedV1 {
+        pub node_id: String,
+        pub reason: String,
+        pub forced: bool,
+        pub rafts: Vec<RaftV1>,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct MemberDecommissionedV1 {
+        pub node_id: String,
+        pub reason: String,
+        pub by: String,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct AppliedGenerationReportedV1 {
+        pub node_id: String,
+        pub generation: u64,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct JoinRequestedV1 {
+        pub request_id: String,
+        pub node_id: String,
+        pub mgmt_ip: String,
+        pub labels: BTreeMap<String, String>,
+        pub facts: String,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct JoinRequestApprovedV1 {
+        pub request_id: String,
+        pub node_id: String,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct TokenIssuedV1 {
+        pub token_id: String,
+        pub principal: String,
+        pub secret_sha256: [u8; 32],
+        pub policies: Vec<String>,
+        /// Microseconds since the epoch.
+        pub expires_at: Option<i64>,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct JoinRequestRejectedV1 {
+        pub request_id: String,
+        pub reason: String,
+    }
+
+    impl From<Role> for RoleV1 {
+        fn from(r: Role) -> Self {
+            match r {
+                Role::Control => RoleV1::Control,
+                Role::Compute => RoleV1::Compute,
+                Role::Storage => RoleV1::Storage,
+                Role::Hybrid => RoleV1::Hybrid,
+            }
+        }
+    }
+
+    impl From<RoleV1> for Role {
+        fn from(r: RoleV1) -> Self {
+            match r {
+                RoleV1::Control => Role::Control,
+                RoleV1::Compute => Role::Compute,
+                RoleV1::Storage => Role::Storage,
+                RoleV1::Hybrid => Role::Hybrid,
+            }
+        }
+    }
+
+    impl From<Raft> for RaftV1 {
+        fn from(r: Raft) -> Self {
+            match r {
+                Raft::Patroni => RaftV1::Patroni,
+                Raft::Openbao => RaftV1::Openbao,
+                Raft::Ovn => RaftV1::Ovn,
+            }
+        }
+    }
+
+    impl From<RaftV1> for Raft {
+        fn from(r: RaftV1) -> Self {
+            match r {
+                RaftV1::Patroni => Raft::Patroni,
+                RaftV1::Openbao => Raft::Openbao,
+                RaftV1::Ovn => Raft::Ovn,
+            }
+        }
+    }
+}
+
+use v1::*;
+
+fn bytes<T: Serialize>(v: &T) -> Vec<u8> {
+    postcard::to_allocvec(v).expect("postcard encodes plain data")
+}
+
+fn rafts_v1(r: &[Raft]) -> Vec<RaftV1> {
+    r.iter().map(|r| (*r).into()).collect()
+}
+
+/// Encodes a domain event in its newest stored version.
+pub fn encode(event: &DomainEvent) -> Encoded {
+    let payload = match event {
+        DomainEvent::MemberAdmitted(a) => bytes(&MemberAdmittedV1 {
+            node_id: a.node_id.clone(),
+            role: a.role.into(),
+            mgmt_ip: a.mgmt_ip.clone(),
+            bindings: a.bindings.clone(),
+            labels: a.labels.clone(),
+            ordinal: a.ordinal,
+            join_request: a.join_request.clone(),
+        }),
+        DomainEvent::JoinProgressReported { node_id, step } => bytes(&NodeStepV1 {
+            node_id: node_id.clone(),
+            step: step.clone(),
+        }),
+        DomainEvent::MemberJoinCompleted { node_id }
+        | DomainEvent::RaftCleanupCompleted { node_id }
+        | DomainEvent::MemberJoinRetried { node_id } => bytes(&NodeV1 {
+            node_id: node_id.clone(),
+        }),
+        DomainEvent::MemberJoinFailed(e) => bytes(&MemberJoinFailedV1 {
+            node_id: e.node_id.clone(),
+            step: e.step.clone(),
+            error: e.error.clone(),
+            rafts: rafts_v1(&e.rafts),
+        }),
+        DomainEvent::RaftPeerRemoved {
+            node_id,
+            raft,
+            already_gone,
+        } => bytes(&RaftPeerRemovedV1 {
+            node_id: node_id.clone(),
+            raft: (*raft).into(),
+            already_gone: *already_gone,
+        }),
+        DomainEvent::MemberRemovalStarted(e) => bytes(&MemberRemovalStartedV1 {
+            node_id: e.node_id.clone(),
+            reason: e.reason.clone(),
+            forced: e.forced,
+            rafts: rafts_v1(&e.rafts),
+        }),
+        DomainEvent::MemberDecommissioned {
+            node_id,
+            reason,
+            by,
+        } => bytes(&MemberDecommissionedV1 {
+            node_id: node_id.clone(),
+            reason: reason.clone(),
+            by: by.clone(),
+        }),
+        DomainEvent::AppliedGenerationReported {
+            node_id,
+            generation,
+        } => bytes(&AppliedGenerationReportedV1 {
+            node_id: node_id.clone(),
+            generation: *generation,
+        }),
+        DomainEvent::JoinRequested(r) => bytes(&JoinRequestedV1 {
+            request_id: r.request_id.clone(),
+            node_id: r.node_id.clone(),
+            mgmt_ip: r.mgmt_ip.clone(),
+            labels: r.labels.clone(),
+            facts: r.facts.clone(),
+        }),
+        DomainEvent::JoinRequestApproved {
+            request_id,
+            node_id,
+        } => bytes(&JoinRequestApprovedV1 {
+            request_id: request_id.clone(),
+            node_id: node_id.clone(),
+        }),
+        DomainEvent::JoinRequestRejected { request_id, reason } => bytes(&JoinRequestRejectedV1 {
+            request_id: request_id.clone(),
+            reason: reason.clone(),
+        }),
+        DomainEvent::TokenIssued(t) => bytes(&TokenIssuedV1 {
+            token_id: t.token_id.clone(),
+            principal: t.principal.clone(),
+            secret_sha256: t.secret_sha256,
+            policies: t.policies.clone(),
+            expires_at: t.expires_at.map(|e| e.timestamp_micros()),
+        }),
+    };
+    Encoded {
+        event_type: event.event_type(),
+        schema_version: 1,
+        payload,
+    }
+}
+
+/// Decodes any version ever written of any event type.
+pub fn decode(
+    event_type: &str,
+    schema_version: u16,
+    payload: &[u8],
+) -> Result<DomainEvent, DecodeError> {
+    fn de<'a, T: Deserialize<'a>>(t: &str, v: u16, p: &'a [u8]) -> Result<T, DecodeError> {
+        postcard::from_bytes(p).map_err(|e| DecodeError::Payload(t.to_owned(), v, e.to_string()))
+    }
+    let t = event_type;
+    let v = schema_version;
+    let event = match (t, v) {
+        ("MemberAdmitted", 1) => {
+            let a: MemberAdmittedV1 = de(t, v, payload)?;
+            DomainEvent::MemberAdmitted(MemberAdmitted {
+                node_id: a.node_id,
+                role: a.role.into(),
+                mgmt_ip: a.mgmt_ip,
+                bindings: a.bindings,
+                labels: a.labels,
+                ordinal: a.ordinal,
+                join_request: a.join_request,
+            })
+        }
+        ("JoinProgressReported", 1) => {
+            let e: NodeStepV1 = de(t, v, payload)?;
+            DomainEvent::JoinProgressReported {
+                node_id: e.node_id,
+                step: e.step,
+            }
+        }
+        ("MemberJoinCompleted", 1) => DomainEvent::MemberJoinCompleted {
+            node_id: de::<NodeV1>(t, v, payload)?.node_id,
+        },
+        ("RaftCleanupCompleted", 1) => DomainEvent::RaftCleanupCompleted {
+            node_id: de::<NodeV1>(t, v, payload)?.node_id,
+        },
+        ("MemberJoinRetried", 1) => DomainEvent::MemberJoinRetried {
+            node_id: de::<NodeV1>(t, v, payload)?.node_id,
+        },
+        ("MemberJoinFailed", 1) => {
+            let e: MemberJoinFailedV1 = de(t, v, payload)?;
+            DomainEvent::MemberJoinFailed(MemberJoinFailed {
+                node_id: e.node_id,
+                step: e.step,
+                error: e.error,
+                rafts: e.rafts.into_iter().map(Into::into).collect(),
+            })
+        }
+        ("RaftPeerRemoved", 1) => {
+            let e: RaftPeerRemovedV1 = de(t, v, payload)?;
+            DomainEvent::RaftPeerRemoved {
+                node_id: e.node_id,
+                raft: e.raft.into(),
+                already_gone: e.already_gone,
+            }
+        }
+        ("MemberRemovalStarted", 1) => {
+            let e: MemberRemovalStartedV1 = de(t, v, payload)?;
+            DomainEvent::MemberRemovalStarted(MemberRemovalStarted {
+                node_id: e.node_id,
+                reason: e.reason,
+                forced: e.forced,
+                rafts: e.rafts.into_iter().map(Into::into).collect(),
+            })
+        }
+        ("MemberDecommissioned", 1) => {
+            let e: MemberDecommissionedV1 = de(t, v, payload)?;
+            DomainEvent::MemberDecommissioned {
+                node_id: e.node_id,
+                reason: e.reason,
+                by: e.by,
+            }
+        }
+        ("AppliedGenerationReported", 1) => {
+            let e: AppliedGenerationReportedV1 = de(t, v, payload)?;
+            DomainEvent::AppliedGenerationReported {
+                node_id: e.node_id,
+                generation: e.generation,
+            }
+        }
+        ("JoinRequested", 1) => {
+            let e: JoinRequestedV1 = de(t, v, payload)?;
+            DomainEvent::JoinRequested(JoinRequested {
+                request_id: e.request_id,
+                node_id: e.node_id,
+                mgmt_ip: e.mgmt_ip,
+                labels: e.labels,
+                facts: e.facts,
+            })
+        }
+        ("JoinRequestApproved", 1) => {
+            let e: JoinRequestApprovedV1 = de(t, v, payload)?;
+            DomainEvent::JoinRequestApproved {
+                request_id: e.request_id,
+                node_id: e.node_id,
+            }
+        }
+        ("JoinRequestRejected", 1) => {
+            let e: JoinRequestRejectedV1 = de(t, v, payload)?;
+            DomainEvent::JoinRequestRejected {
+                request_id: e.request_id,
+                reason: e.reason,
+            }
+        }
+        ("TokenIssued", 1) => {
+            let e: TokenIssuedV1 = de(t, v, payload)?;
+            DomainEvent::TokenIssued(TokenIssued {
+                token_id: e.token_id,
+                principal: e.principal,
+                secret_sha256: e.secret_sha256,
+                policies: e.policies,
+                expires_at: e.expires_at.map(crate::log::micros_to_time),
+            })
+        }
+        (
+            "TokenIssued"
+            | "MemberAdmitted"
+            | "JoinProgressReported"
+            | "MemberJoinCompleted"
+            | "RaftCleanupCompleted"
+            | "MemberJoinRetried"
+            | "MemberJoinFailed"
+            | "RaftPeerRemoved"
+            | "MemberRemovalStarted"
+            | "MemberDecommissioned"
+            | "AppliedGenerationReported"
+            | "JoinRequested"
+            | "JoinRequestApproved"
+            | "JoinRequestRejected",
+            _,
+        ) => return Err(DecodeError::UnknownVersion(t.to_owned(), v)),
+        _ => return Err(DecodeError::UnknownType(t.to_owned())),
+    };
+    Ok(event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_round_trips() {
+        for e in crate::testing::one_of_each() {
+            let enc = encode(&e);
+            assert_eq!(enc.event_type, e.event_type());
+            let back = decode(enc.event_type, enc.schema_version, &enc.payload).unwrap();
+            assert_eq!(back, e);
+        }
+    }
+
+    #[test]
+    fn unknown_versions_and_types_are_refused() {
+        assert!(matches!(
+            decode("MemberJoinCompleted", 99, &[]),
+            Err(DecodeError::UnknownVersion(_, 99))
+        ));
+        assert!(matches!(
+            decode("Nope", 1, &[]),
+            Err(DecodeError::UnknownType(_))
+        ));
+    }
+}

@@ -1,0 +1,237 @@
+//! Read models of stratum, as deterministic folds over recorded events.
+//!
+//! [`ReadModels`] folds events (through the domain's `evolve`, so the read
+//! models and the decisions can never disagree about what happened) and
+//! tracks which rows each event touched, so the command path can write
+//! exactly those rows in the transaction that appended the events. Rendering
+//! is pure and ordered: replaying the log from zero yields byte-identical
+//! rows. Projections never read the clock.
+
+pub mod members;
+
+use std::collections::BTreeSet;
+
+use stratum_domain::log::Recorded;
+use stratum_domain::state::{EventCtx, State};
+use stratum_domain::stored::{decode, DecodeError};
+use stratum_domain::DomainEvent;
+
+pub use members::{
+    member_record, member_records, membership_summary, peers, transport_admission, with_lagging,
+    JoinRequestRecord, MemberRecord,
+};
+
+/// One row of the `rm_members` table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberRow {
+    pub node_id: String,
+    pub state: &'static str,
+    pub role: &'static str,
+    pub rack: Option<String>,
+    pub ordinal: u32,
+    pub version: u64,
+    /// The member record as JSON (without `lagging`, which depends on the
+    /// cluster's generation and is added when read).
+    pub doc: String,
+}
+
+/// One row of the `rm_join_requests` table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JoinRequestRow {
+    pub request_id: String,
+    pub status: &'static str,
+    pub version: u64,
+    pub doc: String,
+}
+
+/// One row of the `rm_tokens` table: what authentication looks up. The
+/// secret itself is never known here, only its SHA-256.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenRow {
+    pub token_id: String,
+    pub secret_sha256: [u8; 32],
+    pub principal: String,
+    /// The policy names, as a JSON array.
+    pub policies: String,
+    pub expires_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+    pub doc: String,
+}
+
+/// The rows a fold changed, to be written in one transaction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub members: Vec<MemberRow>,
+    pub join_requests: Vec<JoinRequestRow>,
+    pub tokens: Vec<TokenRow>,
+    /// The membership generation, when it changed.
+    pub generation: Option<u64>,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+            && self.join_requests.is_empty()
+            && self.tokens.is_empty()
+            && self.generation.is_none()
+    }
+}
+
+/// Every read model, kept in memory by the command path and rebuilt by replay.
+#[derive(Clone, Debug, Default)]
+pub struct ReadModels {
+    pub state: State,
+    dirty_members: BTreeSet<String>,
+    dirty_requests: BTreeSet<String>,
+    dirty_tokens: BTreeSet<String>,
+    generation_dirty: bool,
+}
+
+impl ReadModels {
+    /// Folds one decoded event.
+    pub fn apply(&mut self, rec: &Recorded, event: &DomainEvent) {
+        let before = self.state.membership.generation;
+        self.state.evolve(&EventCtx::of(rec), &rec.stream_id, event);
+        if let Some(node_id) = stratum_domain::membership::member_of(event) {
+            self.dirty_members.insert(node_id.to_owned());
+        }
+        match event {
+            DomainEvent::JoinRequested(r) => {
+                self.dirty_requests.insert(r.request_id.clone());
+            }
+            DomainEvent::JoinRequestApproved { request_id, .. }
+            | DomainEvent::JoinRequestRejected { request_id, .. } => {
+                self.dirty_requests.insert(request_id.clone());
+            }
+            DomainEvent::TokenIssued(t) => {
+                self.dirty_tokens.insert(t.token_id.clone());
+            }
+            _ => {}
+        }
+        self.generation_dirty |= self.state.membership.generation != before;
+    }
+
+    /// Decodes and folds one stored event.
+    pub fn apply_recorded(&mut self, rec: &Recorded) -> Result<(), DecodeError> {
+        let event = decode(&rec.event_type, rec.schema_version, &rec.payload)?;
+        self.apply(rec, &event);
+        Ok(())
+    }
+
+    /// The rows changed since the last call.
+    pub fn take_changes(&mut self) -> Changes {
+        let m = &self.state.membership;
+        let members = std::mem::take(&mut self.dirty_members)
+            .into_iter()
+            .filter_map(|id| m.members.get(&id).map(member_row))
+            .collect();
+        let join_requests = std::mem::take(&mut self.dirty_requests)
+            .into_iter()
+            .filter_map(|id| m.join_requests.get(&id).map(join_request_row))
+            .collect();
+        let tokens = std::mem::take(&mut self.dirty_tokens)
+            .into_iter()
+            .filter_map(|id| self.state.iam.tokens.get(&id).map(token_row))
+            .collect();
+        let generation = std::mem::take(&mut self.generation_dirty).then_some(m.generation);
+        Changes {
+            members,
+            join_requests,
+            tokens,
+            generation,
+        }
+    }
+
+    /// Forgets what changed (the rows were written by another writer).
+    pub fn discard_changes(&mut self) {
+        self.dirty_members.clear();
+        self.dirty_requests.clear();
+        self.dirty_tokens.clear();
+        self.generation_dirty = false;
+    }
+
+    /// Every row of every read model, as a rebuild writes them.
+    pub fn all_rows(&self) -> Changes {
+        let m = &self.state.membership;
+        Changes {
+            members: m.members.values().map(member_row).collect(),
+            join_requests: m.join_requests.values().map(join_request_row).collect(),
+            tokens: self.state.iam.tokens.values().map(token_row).collect(),
+            generation: Some(m.generation),
+        }
+    }
+
+    /// Replays stored events from position 0.
+    pub fn replay<'a>(events: impl IntoIterator<Item = &'a Recorded>) -> Result<Self, DecodeError> {
+        let mut rm = ReadModels::default();
+        for e in events {
+            rm.apply_recorded(e)?;
+        }
+        rm.discard_changes();
+        Ok(rm)
+    }
+}
+
+fn member_row(m: &stratum_domain::membership::Member) -> MemberRow {
+    MemberRow {
+        node_id: m.node_id.clone(),
+        state: m.state.as_str(),
+        role: m.role.as_str(),
+        rack: m.rack().map(str::to_owned),
+        ordinal: m.ordinal,
+        version: m.version,
+        doc: serde_json::to_string(&member_record(m, None)).expect("records serialize"),
+    }
+}
+
+fn join_request_row(r: &stratum_domain::membership::JoinRequest) -> JoinRequestRow {
+    JoinRequestRow {
+        request_id: r.request_id.clone(),
+        status: match r.status {
+            stratum_domain::membership::JoinRequestStatus::Pending => "pending",
+            stratum_domain::membership::JoinRequestStatus::Approved => "approved",
+            stratum_domain::membership::JoinRequestStatus::Rejected => "rejected",
+        },
+        version: r.version,
+        doc: serde_json::to_string(&JoinRequestRecord::from(r)).expect("records serialize"),
+    }
+}
+
+/// A token as the API lists it: never its secret.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenRecord {
+    pub id: String,
+    pub principal: String,
+    pub policies: Vec<String>,
+    pub expires_at: Option<String>,
+    pub created_at: String,
+    pub created_by: String,
+    pub revoked_at: Option<String>,
+    pub revoked_by: Option<String>,
+}
+
+fn token_row(t: &stratum_domain::iam::Token) -> TokenRow {
+    let time = |t: &chrono::DateTime<chrono::Utc>| {
+        t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+    };
+    let record = TokenRecord {
+        id: t.token_id.clone(),
+        principal: t.principal.clone(),
+        policies: t.policies.clone(),
+        expires_at: t.expires_at.as_ref().map(time),
+        created_at: time(&t.created_at),
+        created_by: t.created_by.clone(),
+        revoked_at: t.revoked_at.as_ref().map(time),
+        revoked_by: t.revoked_by.clone(),
+    };
+    TokenRow {
+        token_id: t.token_id.clone(),
+        secret_sha256: t.secret_sha256,
+        principal: t.principal.clone(),
+        policies: serde_json::to_string(&t.policies).expect("strings serialize"),
+        expires_at: t.expires_at.map(|e| e.timestamp_micros()),
+        revoked_at: t.revoked_at.map(|e| e.timestamp_micros()),
+        doc: serde_json::to_string(&record).expect("records serialize"),
+    }
+}

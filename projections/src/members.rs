@@ -1,0 +1,302 @@
+//! The member read models: member records, the membership summary, peer
+//! lists and transport admission (SPEC §4).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use stratum_domain::event::StringMap;
+use stratum_domain::membership::{JoinRequest, Member, MemberState, Membership, Raft, Role};
+
+fn rfc3339(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+/// The member record of the API.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberRecord {
+    pub node_id: String,
+    pub state: MemberState,
+    pub role: Role,
+    pub mgmt_ip: String,
+    pub bindings: StringMap,
+    pub labels: StringMap,
+    pub rack: Option<String>,
+    pub ordinal: u32,
+    pub applied_generation: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lagging: Option<bool>,
+    pub join_step: Option<String>,
+    pub rafts_reached: Vec<Raft>,
+    pub failed_step: Option<String>,
+    pub failed_error: Option<String>,
+    pub raft_cleanup_pending: Vec<Raft>,
+    pub raft_cleanup_at: Option<String>,
+    pub decommission_reason: Option<String>,
+    pub decommissioned_by: Option<String>,
+    pub decommissioned_at: Option<String>,
+    pub join_request: Option<String>,
+    pub admitted_by: String,
+    pub admitted_at: String,
+    pub updated_at: String,
+    pub version: u64,
+}
+
+/// Renders a member; `generation` adds `lagging` against it.
+pub fn member_record(m: &Member, generation: Option<u64>) -> MemberRecord {
+    MemberRecord {
+        node_id: m.node_id.clone(),
+        state: m.state,
+        role: m.role,
+        mgmt_ip: m.mgmt_ip.clone(),
+        bindings: m.bindings.clone(),
+        labels: m.labels.clone(),
+        rack: m.rack().map(str::to_owned),
+        ordinal: m.ordinal,
+        applied_generation: m.applied_generation,
+        lagging: generation.map(|g| lagging(m.state, m.applied_generation, g)),
+        join_step: m.join_step.clone(),
+        rafts_reached: m.rafts_reached.iter().copied().collect(),
+        failed_step: m.failed_step.clone(),
+        failed_error: m.failed_error.clone(),
+        raft_cleanup_pending: match m.state {
+            MemberState::Failed | MemberState::Removing => m.pending_cleanup(),
+            _ => Vec::new(),
+        },
+        raft_cleanup_at: m.raft_cleanup_at.as_ref().map(rfc3339),
+        decommission_reason: m.decommission_reason.clone(),
+        decommissioned_by: m
+            .decommissioned_by
+            .clone()
+            .or_else(|| m.removal_requested_by.clone()),
+        decommissioned_at: m.decommissioned_at.as_ref().map(rfc3339),
+        join_request: m.join_request.clone(),
+        admitted_by: m.admitted_by.clone(),
+        admitted_at: rfc3339(&m.admitted_at),
+        updated_at: rfc3339(&m.updated_at),
+        version: m.version,
+    }
+}
+
+/// A member is lagging when it renders peer lists (joining or active) and
+/// has not applied the cluster's generation.
+pub fn lagging(state: MemberState, applied: u64, generation: u64) -> bool {
+    state.in_peer_lists() && applied < generation
+}
+
+/// Adds `lagging` to a stored member document.
+pub fn with_lagging(mut doc: Value, generation: u64) -> Value {
+    let state = doc
+        .get("state")
+        .and_then(Value::as_str)
+        .and_then(MemberState::parse);
+    let applied = doc
+        .get("appliedGeneration")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    if let (Some(state), Value::Object(map)) = (state, &mut doc) {
+        map.insert(
+            "lagging".into(),
+            Value::Bool(lagging(state, applied, generation)),
+        );
+    }
+    doc
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JoinRequestRecord {
+    pub id: String,
+    pub node_id: String,
+    pub mgmt_ip: String,
+    pub labels: StringMap,
+    pub facts: Value,
+    pub status: stratum_domain::membership::JoinRequestStatus,
+    pub reason: Option<String>,
+    pub requested_by: String,
+    pub requested_at: String,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<String>,
+    pub version: u64,
+}
+
+impl From<&JoinRequest> for JoinRequestRecord {
+    fn from(r: &JoinRequest) -> Self {
+        Self {
+            id: r.request_id.clone(),
+            node_id: r.node_id.clone(),
+            mgmt_ip: r.mgmt_ip.clone(),
+            labels: r.labels.clone(),
+            facts: serde_json::from_str(&r.facts).unwrap_or(Value::Null),
+            status: r.status,
+            reason: r.reason.clone(),
+            requested_by: r.requested_by.clone(),
+            requested_at: rfc3339(&r.requested_at),
+            decided_by: r.decided_by.clone(),
+            decided_at: r.decided_at.as_ref().map(rfc3339),
+            version: r.version,
+        }
+    }
+}
+
+/// `GET /cluster/membership`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MembershipSummary {
+    pub generation: u64,
+    pub counts: BTreeMap<&'static str, usize>,
+    pub lagging: Vec<String>,
+}
+
+pub fn membership_summary<'a>(
+    generation: u64,
+    members: impl IntoIterator<Item = &'a MemberRecord>,
+) -> MembershipSummary {
+    let mut counts: BTreeMap<&'static str, usize> =
+        MemberState::ALL.iter().map(|s| (s.as_str(), 0)).collect();
+    let mut lagging_ids = Vec::new();
+    for member in members {
+        *counts.entry(member.state.as_str()).or_default() += 1;
+        if lagging(member.state, member.applied_generation, generation) {
+            lagging_ids.push(member.node_id.clone());
+        }
+    }
+    lagging_ids.sort();
+    MembershipSummary {
+        generation,
+        counts,
+        lagging: lagging_ids,
+    }
+}
+
+/// Renders every member of an in-memory membership, ordered by node id.
+pub fn member_records(m: &Membership) -> Vec<MemberRecord> {
+    m.members
+        .values()
+        .map(|member| member_record(member, Some(m.generation)))
+        .collect()
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Peer {
+    pub node_id: String,
+    pub address: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u32>,
+}
+
+/// The lists every node renders (SPEC §4, peer lists).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Peers {
+    pub generation: u64,
+    pub patroni: Vec<Peer>,
+    pub openbao: Vec<Peer>,
+    pub ovn: Vec<Peer>,
+    pub keepalived: Vec<Peer>,
+    pub vmstorage: Vec<Peer>,
+    pub alertmanager: Vec<Peer>,
+}
+
+/// The peer lists from members in joining or active, ordered by ordinal.
+pub fn peers<'a>(generation: u64, members: impl IntoIterator<Item = &'a MemberRecord>) -> Peers {
+    let mut listed: Vec<&MemberRecord> = members
+        .into_iter()
+        .filter(|m| m.state.in_peer_lists())
+        .collect();
+    listed.sort_by_key(|m| m.ordinal);
+    let list = |pick: fn(Role) -> bool| -> Vec<Peer> {
+        listed
+            .iter()
+            .filter(|m| pick(m.role))
+            .map(|m| Peer {
+                node_id: m.node_id.clone(),
+                address: m.mgmt_ip.clone(),
+                priority: None,
+            })
+            .collect()
+    };
+    let voters = list(Role::is_voter);
+    let keepalived = voters
+        .iter()
+        .enumerate()
+        .map(|(rank, p)| Peer {
+            priority: Some(254 - rank.min(253) as u32),
+            ..p.clone()
+        })
+        .collect();
+    Peers {
+        generation,
+        patroni: voters.clone(),
+        openbao: voters.clone(),
+        ovn: voters.clone(),
+        keepalived,
+        vmstorage: list(Role::is_storage),
+        alertmanager: voters,
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Refusal {
+    pub reason: String,
+    pub revoked_by: Option<String>,
+    pub revoked_at: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Admission {
+    pub node_id: String,
+    pub admitted: bool,
+    pub state: Option<MemberState>,
+    pub generation: u64,
+    pub refusal: Option<Refusal>,
+}
+
+/// Whether the node transport may accept `node_id`: only joining and active
+/// members are admitted; a certificate is never enough.
+pub fn transport_admission(
+    node_id: &str,
+    member: Option<&MemberRecord>,
+    generation: u64,
+) -> Admission {
+    let refusal = match member {
+        None => Some(Refusal {
+            reason: "not a member of this cluster".into(),
+            revoked_by: None,
+            revoked_at: None,
+        }),
+        Some(m) if m.state.in_peer_lists() => None,
+        Some(m) => Some(match m.state {
+            MemberState::Decommissioned | MemberState::Removing => Refusal {
+                reason: format!(
+                    "{}: {}",
+                    m.state.as_str(),
+                    m.decommission_reason.clone().unwrap_or_default()
+                ),
+                revoked_by: m.decommissioned_by.clone(),
+                revoked_at: m.decommissioned_at.clone(),
+            },
+            _ => Refusal {
+                reason: format!(
+                    "join failed at {}: {}",
+                    m.failed_step.clone().unwrap_or_default(),
+                    m.failed_error.clone().unwrap_or_default()
+                ),
+                revoked_by: None,
+                revoked_at: None,
+            },
+        }),
+    };
+    Admission {
+        node_id: node_id.to_owned(),
+        admitted: refusal.is_none(),
+        state: member.map(|m| m.state),
+        generation,
+        refusal,
+    }
+}
