@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use stratum_domain::log::{log_precision, EventMeta, Recorded};
 use stratum_domain::state::{stream_of, Subject};
 use stratum_domain::stored::encode;
-use stratum_domain::{Command, CommandContext, ErrorCode, Refusal};
+use stratum_domain::{Command, CommandContext, ErrorCode, FieldError, Refusal};
 use stratum_projections::{member_record, JoinRequestRecord, ReadModels};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
@@ -68,6 +68,10 @@ pub struct CommandRequest {
     pub idempotency: Option<IdempotencyKey>,
     /// The status of a successful answer (200, or 201 for a creation).
     pub success_status: u16,
+    /// Problems found while reading the request (unknown fields, wrong
+    /// types): the command is only validated, never committed, and the
+    /// answer lists these with the domain's own findings.
+    pub input_errors: Vec<FieldError>,
 }
 
 impl CommandRequest {
@@ -81,6 +85,7 @@ impl CommandRequest {
             if_match: None,
             idempotency: None,
             success_status: 200,
+            input_errors: Vec::new(),
         }
     }
 }
@@ -285,9 +290,9 @@ impl Writer {
         }
         if head > at {
             for e in tx.events_after(at).await? {
-                self.rm
-                    .apply_recorded(&e)
-                    .map_err(|err| StoreError::Corrupt(format!("position {}: {err}", e.position)))?;
+                self.rm.apply_recorded(&e).map_err(|err| {
+                    StoreError::Corrupt(format!("position {}: {err}", e.position))
+                })?;
             }
             self.rm.discard_changes();
         }
@@ -332,7 +337,12 @@ impl Writer {
         Ok(reply)
     }
 
-    fn decide(&mut self, batch: &mut Batch, req: &CommandRequest, request_id: &str) -> CommandReply {
+    fn decide(
+        &mut self,
+        batch: &mut Batch,
+        req: &CommandRequest,
+        request_id: &str,
+    ) -> CommandReply {
         let stream = req.command.stream_id();
         if let Some(expected) = req.if_match {
             let current = self.rm.state.stream_version(&stream);
@@ -351,7 +361,11 @@ impl Writer {
             now: log_precision(Utc::now()),
             principal: req.meta.principal.clone(),
         };
-        let decision = match self.rm.state.decide(&req.command, &ctx) {
+        let decided = self.rm.state.decide(&req.command, &ctx);
+        if !req.input_errors.is_empty() {
+            return refusal_reply(merge_input_errors(&req.input_errors, decided), request_id);
+        }
+        let decision = match decided {
             Ok(d) => d,
             Err(refusal) => return refusal_reply(refusal, request_id),
         };
@@ -397,6 +411,25 @@ struct Batch {
     keys: HashMap<(String, String), usize>,
     position: u64,
     prev_hash: [u8; 32],
+}
+
+/// The reading errors of a request with the domain's findings on the other
+/// fields, so one answer names every bad field.
+fn merge_input_errors(
+    input: &[FieldError],
+    decided: Result<stratum_domain::Decision, Refusal>,
+) -> Refusal {
+    let mut all = input.to_vec();
+    if let Err(r) = decided {
+        if r.code == ErrorCode::InvalidInput {
+            all.extend(
+                r.field_errors
+                    .into_iter()
+                    .filter(|f| !input.iter().any(|i| i.field == f.field)),
+            );
+        }
+    }
+    Refusal::invalid(all)
 }
 
 fn refusal_reply(refusal: Refusal, request_id: &str) -> CommandReply {

@@ -171,10 +171,8 @@ impl From<StoreError> for ApiError {
 pub fn json_response(status: StatusCode, body: &Value) -> Response {
     let mut res = (status, axum::Json(body)).into_response();
     if status == StatusCode::SERVICE_UNAVAILABLE {
-        res.headers_mut().insert(
-            header::RETRY_AFTER,
-            HeaderValue::from(RETRY_AFTER_SECS),
-        );
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
     }
     res
 }

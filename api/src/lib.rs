@@ -1,6 +1,11 @@
 //! The stratum service: the event store, the one write path, the HTTP API
 //! and the `stratum` command line.
 
+pub mod auth;
+pub mod cli;
 pub mod command;
 pub mod error;
+pub mod http;
+pub mod raft;
+pub mod service;
 pub mod store;

@@ -4,13 +4,18 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
+
 pub use crate::iam::TokenIssued;
 use crate::membership::{Raft, Role};
 
 /// Labels and bindings are ordered maps so every rendering is deterministic.
 pub type StringMap = BTreeMap<String, String>;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Serializes (untagged, camelCase) as the payload auditors read in JSON;
+/// the event type travels beside it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged, rename_all_fields = "camelCase")]
 pub enum DomainEvent {
     MemberAdmitted(MemberAdmitted),
     JoinProgressReported {
@@ -54,7 +59,8 @@ pub enum DomainEvent {
     TokenIssued(TokenIssued),
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MemberAdmitted {
     pub node_id: String,
     pub role: Role,
@@ -65,7 +71,8 @@ pub struct MemberAdmitted {
     pub join_request: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MemberJoinFailed {
     pub node_id: String,
     pub step: String,
@@ -75,7 +82,8 @@ pub struct MemberJoinFailed {
     pub rafts: Vec<Raft>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MemberRemovalStarted {
     pub node_id: String,
     pub reason: String,
@@ -83,7 +91,8 @@ pub struct MemberRemovalStarted {
     pub rafts: Vec<Raft>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct JoinRequested {
     pub request_id: String,
     pub node_id: String,

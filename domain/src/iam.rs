@@ -137,12 +137,12 @@ impl Token {
     pub fn valid_at(&self, now: DateTime<Utc>) -> bool {
         self.revoked_at.is_none() && self.expires_at.is_none_or(|e| now < e)
     }
+}
 
-    /// The authorization decision, until custom policies exist: a token
-    /// whose policies include `AdministratorAccess` may do everything.
-    pub fn allows(&self, _action: Action, _resource: &str) -> bool {
-        self.policies.iter().any(|p| p == ADMINISTRATOR_ACCESS)
-    }
+/// The authorization decision, until custom policies exist: policies that
+/// include `AdministratorAccess` allow everything, and nothing else does.
+pub fn allows(policies: &[String], _action: Action, _resource: &str) -> bool {
+    policies.iter().any(|p| p == ADMINISTRATOR_ACCESS)
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -152,6 +152,12 @@ pub struct Iam {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IamCommand {
+    /// The first token of an empty log (SPEC §6): `user/admin` with
+    /// `AdministratorAccess`. On a log with any event it does nothing.
+    Bootstrap {
+        token_id: String,
+        secret_sha256: [u8; 32],
+    },
     IssueToken {
         token_id: String,
         principal: Option<String>,
@@ -164,7 +170,9 @@ pub enum IamCommand {
 impl IamCommand {
     pub fn stream_id(&self) -> String {
         match self {
-            IamCommand::IssueToken { token_id, .. } => token_stream(token_id),
+            IamCommand::Bootstrap { token_id, .. } | IamCommand::IssueToken { token_id, .. } => {
+                token_stream(token_id)
+            }
         }
     }
 }
@@ -174,8 +182,33 @@ pub fn token_stream(token_id: &str) -> String {
 }
 
 impl Iam {
-    pub fn decide(&self, cmd: &IamCommand, now: DateTime<Utc>) -> Result<Decision, Refusal> {
+    /// `log_is_empty`: whether the log holds no event yet (for bootstrap).
+    pub fn decide(
+        &self,
+        cmd: &IamCommand,
+        now: DateTime<Utc>,
+        log_is_empty: bool,
+    ) -> Result<Decision, Refusal> {
         match cmd {
+            IamCommand::Bootstrap {
+                token_id,
+                secret_sha256,
+            } => {
+                if !log_is_empty {
+                    return Ok(Decision::none(Subject::Token(token_id.clone())));
+                }
+                self.decide(
+                    &IamCommand::IssueToken {
+                        token_id: token_id.clone(),
+                        principal: Some(BOOTSTRAP_PRINCIPAL.to_owned()),
+                        secret_sha256: *secret_sha256,
+                        policies: vec![ADMINISTRATOR_ACCESS.to_owned()],
+                        expires_at: None,
+                    },
+                    now,
+                    log_is_empty,
+                )
+            }
             IamCommand::IssueToken {
                 token_id,
                 principal,
@@ -196,10 +229,15 @@ impl Iam {
                     f.push("expiresAt", "must be in the future");
                 }
                 f.into_result()?;
-                if self.tokens.contains_key(token_id) {
+                if self.tokens.contains_key(token_id)
+                    || self
+                        .tokens
+                        .values()
+                        .any(|t| t.secret_sha256 == *secret_sha256)
+                {
                     return Err(Refusal::new(
                         ErrorCode::VersionConflict,
-                        format!("Token {token_id} already exists."),
+                        "A token with this id or secret already exists.",
                     ));
                 }
                 Ok(Decision {
@@ -236,10 +274,12 @@ impl Iam {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TokenIssued {
     pub token_id: String,
     pub principal: String,
+    #[serde(serialize_with = "hex_bytes")]
     pub secret_sha256: [u8; 32],
     pub policies: Vec<String>,
     pub expires_at: Option<DateTime<Utc>>,
@@ -264,6 +304,30 @@ pub fn valid_principal(p: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn bootstrap(state: &Iam, log_is_empty: bool) -> Decision {
+        state
+            .decide(
+                &IamCommand::Bootstrap {
+                    token_id: "tok-1".into(),
+                    secret_sha256: [1; 32],
+                },
+                crate::testing::t0(),
+                log_is_empty,
+            )
+            .unwrap()
+    }
+
+    #[test]
+    fn bootstrap_issues_the_admin_token_only_on_an_empty_log() {
+        let d = bootstrap(&Iam::default(), true);
+        let [DomainEvent::TokenIssued(t)] = d.events.as_slice() else {
+            panic!("one token: {d:?}")
+        };
+        assert_eq!(t.principal, BOOTSTRAP_PRINCIPAL);
+        assert_eq!(t.policies, vec![ADMINISTRATOR_ACCESS.to_owned()]);
+        assert!(bootstrap(&Iam::default(), false).events.is_empty());
+    }
+
     #[test]
     fn principals_are_users_nodes_or_the_installer() {
         assert!(valid_principal("user/alice"));
@@ -281,4 +345,8 @@ mod tests {
             assert!(name.chars().next().unwrap().is_ascii_uppercase());
         }
     }
+}
+
+fn hex_bytes<S: serde::Serializer>(b: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&hex::encode(b))
 }

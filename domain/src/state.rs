@@ -117,7 +117,7 @@ impl State {
     pub fn decide(&self, cmd: &Command, ctx: &CommandContext) -> Result<Decision, Refusal> {
         match cmd {
             Command::Member(c) => self.membership.decide(c, ctx),
-            Command::Iam(c) => self.iam.decide(c, ctx.now),
+            Command::Iam(c) => self.iam.decide(c, ctx.now, self.position == 0),
         }
     }
 

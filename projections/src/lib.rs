@@ -212,9 +212,8 @@ pub struct TokenRecord {
 }
 
 fn token_row(t: &stratum_domain::iam::Token) -> TokenRow {
-    let time = |t: &chrono::DateTime<chrono::Utc>| {
-        t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
-    };
+    let time =
+        |t: &chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
     let record = TokenRecord {
         id: t.token_id.clone(),
         principal: t.principal.clone(),

@@ -13,12 +13,17 @@ fn rfc3339(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
 }
 
-/// The member record of the API.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A node's cluster membership. Records are never deleted, only moved to
+/// decommissioned, so a refusal can say who revoked the node, when and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MemberRecord {
     pub node_id: String,
+    /// joining, active, failed, removing or decommissioned.
+    #[schema(value_type = String)]
     pub state: MemberState,
+    /// control, compute, storage or hybrid.
+    #[schema(value_type = String)]
     pub role: Role,
     pub mgmt_ip: String,
     pub bindings: StringMap,
@@ -29,9 +34,11 @@ pub struct MemberRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lagging: Option<bool>,
     pub join_step: Option<String>,
+    #[schema(value_type = Vec<String>)]
     pub rafts_reached: Vec<Raft>,
     pub failed_step: Option<String>,
     pub failed_error: Option<String>,
+    #[schema(value_type = Vec<String>)]
     pub raft_cleanup_pending: Vec<Raft>,
     pub raft_cleanup_at: Option<String>,
     pub decommission_reason: Option<String>,

@@ -77,6 +77,15 @@ pub struct IdempotencyRecord {
     pub position: u64,
 }
 
+/// Holds a background role while it lives.
+pub struct Leadership(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>);
+
+impl std::fmt::Debug for Leadership {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Leadership")
+    }
+}
+
 /// What authentication needs of a token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenAuth {
@@ -181,7 +190,11 @@ pub trait EventStore: Send + Sync + 'static {
     async fn cluster_row(&self) -> StoreResult<(u64, u64)>;
 
     /// A kept idempotent response, outside any write.
-    async fn idempotency(&self, principal: &str, key: &str) -> StoreResult<Option<IdempotencyRecord>>;
+    async fn idempotency(
+        &self,
+        principal: &str,
+        key: &str,
+    ) -> StoreResult<Option<IdempotencyRecord>>;
 
     /// Every stored read model row.
     async fn read_models(&self) -> StoreResult<StoredReadModels>;
@@ -196,6 +209,17 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// Whether the database answers.
     async fn ping(&self) -> StoreResult<()>;
+
+    /// Tries to become the one process that runs the background work named
+    /// by `key`; the returned guard holds that role until dropped. On
+    /// PostgreSQL this is a session advisory lock, so among replicas exactly
+    /// one runs it; the embedded SQLite store has one process.
+    async fn try_lead(&self, key: i64) -> StoreResult<Option<Leadership>>;
+
+    /// Positions other processes committed, as they announce them (LISTEN on
+    /// PostgreSQL); `None` where the backend announces nothing, and watchers
+    /// fall back to polling.
+    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<u64>>>;
 
     /// Appends events to one stream if its version is `expected`: the low-level
     /// optimistic append, below the command path.
@@ -273,7 +297,11 @@ pub trait WriteTx: Send {
 
     async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64>;
 
-    async fn idempotency(&mut self, principal: &str, key: &str) -> StoreResult<Option<IdempotencyRecord>>;
+    async fn idempotency(
+        &mut self,
+        principal: &str,
+        key: &str,
+    ) -> StoreResult<Option<IdempotencyRecord>>;
 
     /// Inserts events (positioned and sealed after the head) and moves the head.
     async fn append(&mut self, events: &[Recorded]) -> StoreResult<()>;
@@ -379,20 +407,6 @@ pub(crate) fn check_follows(head: Head, events: &[Recorded]) -> StoreResult<()> 
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::redact_url;
-
-    #[test]
-    fn passwords_never_reach_logs() {
-        assert_eq!(
-            redact_url("postgres://app:s3cret@db:5432/stratum"),
-            "postgres://app:***@db:5432/stratum"
-        );
-        assert_eq!(redact_url("sqlite://stratum.db"), "sqlite://stratum.db");
-    }
-}
-
 pub(crate) fn idempotency_from_row<'r, R>(row: &'r R) -> StoreResult<IdempotencyRecord>
 where
     R: Row,
@@ -448,4 +462,18 @@ where
         expires_at: row.try_get(3).map_err(corrupt)?,
         revoked_at: row.try_get(4).map_err(corrupt)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn passwords_never_reach_logs() {
+        assert_eq!(
+            redact_url("postgres://app:s3cret@db:5432/stratum"),
+            "postgres://app:***@db:5432/stratum"
+        );
+        assert_eq!(redact_url("sqlite://stratum.db"), "sqlite://stratum.db");
+    }
 }

@@ -15,8 +15,8 @@ use stratum_projections::Changes;
 
 use super::sql::{self, CHUNK};
 use super::{
-    check_follows, head_from_row, idempotency_from_row, recorded_from_row, token_from_row,
-    Backend, EventStore, Head, IdempotencyRecord, MemberFilter, StoredReadModels, StoreResult,
+    check_follows, head_from_row, idempotency_from_row, recorded_from_row, token_from_row, Backend,
+    EventStore, Head, IdempotencyRecord, Leadership, MemberFilter, StoreResult, StoredReadModels,
     TokenAuth, WriteTx,
 };
 
@@ -170,7 +170,11 @@ impl EventStore for PgStore {
         Ok((row.get::<i64, _>(0) as u64, row.get::<i64, _>(1) as u64))
     }
 
-    async fn idempotency(&self, principal: &str, key: &str) -> StoreResult<Option<IdempotencyRecord>> {
+    async fn idempotency(
+        &self,
+        principal: &str,
+        key: &str,
+    ) -> StoreResult<Option<IdempotencyRecord>> {
         sqlx::query(sql::SELECT_IDEMPOTENCY)
             .bind(principal)
             .bind(key)
@@ -202,6 +206,43 @@ impl EventStore for PgStore {
             generation,
             checkpoint,
         })
+    }
+
+    async fn try_lead(&self, key: i64) -> StoreResult<Option<Leadership>> {
+        // A dedicated connection: the lock lives as long as its session.
+        let mut conn = self.pool.acquire().await?.detach();
+        let won: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(key)
+            .fetch_one(&mut conn)
+            .await?;
+        Ok(won.then(|| Leadership(Box::new(std::sync::Mutex::new(conn)))))
+    }
+
+    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<u64>>> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+        listener.listen(NOTIFY_CHANNEL).await?;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            loop {
+                match listener.try_recv().await {
+                    Ok(Some(n)) => {
+                        if let Ok(p) = n.payload().parse::<u64>() {
+                            if tx.send(p).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    // The connection dropped; the listener reconnects on the
+                    // next call, and polling covers what was missed.
+                    Ok(None) => continue,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "LISTEN failed; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        });
+        Ok(Some(rx))
     }
 
     async fn ping(&self) -> StoreResult<()> {
@@ -243,7 +284,11 @@ impl WriteTx for PgTx {
         Ok(row.get::<i64, _>(0) as u64)
     }
 
-    async fn idempotency(&mut self, principal: &str, key: &str) -> StoreResult<Option<IdempotencyRecord>> {
+    async fn idempotency(
+        &mut self,
+        principal: &str,
+        key: &str,
+    ) -> StoreResult<Option<IdempotencyRecord>> {
         sqlx::query(sql::SELECT_IDEMPOTENCY)
             .bind(principal)
             .bind(key)

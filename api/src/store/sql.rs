@@ -16,13 +16,16 @@ pub(crate) const STREAM_VERSION: &str =
     "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = $1";
 pub(crate) const UPDATE_HEAD: &str = "UPDATE log_head SET position = $1, hash = $2 WHERE id = 1";
 pub(crate) const SELECT_HEAD: &str = "SELECT position, hash FROM log_head WHERE id = 1";
-pub(crate) const UPDATE_CLUSTER: &str = "UPDATE rm_cluster SET generation = COALESCE($1, generation), checkpoint = $2 WHERE id = 1";
-pub(crate) const SELECT_CLUSTER: &str = "SELECT generation, checkpoint FROM rm_cluster WHERE id = 1";
+pub(crate) const UPDATE_CLUSTER: &str =
+    "UPDATE rm_cluster SET generation = COALESCE($1, generation), checkpoint = $2 WHERE id = 1";
+pub(crate) const SELECT_CLUSTER: &str =
+    "SELECT generation, checkpoint FROM rm_cluster WHERE id = 1";
 pub(crate) const SELECT_IDEMPOTENCY: &str = "SELECT principal, idem_key, request_hash, status, body, etag, position FROM idempotency WHERE principal = $1 AND idem_key = $2";
 pub(crate) const SELECT_MEMBER: &str = "SELECT doc FROM rm_members WHERE node_id = $1";
 pub(crate) const SELECT_MEMBERS: &str = "SELECT doc FROM rm_members WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR role = $2) AND ($3 IS NULL OR rack = $3) AND ($4 IS NULL OR node_id > $4) ORDER BY node_id LIMIT $5";
 pub(crate) const SELECT_JOIN_REQUESTS: &str = "SELECT doc FROM rm_join_requests WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR request_id > $2) ORDER BY request_id LIMIT $3";
-pub(crate) const SELECT_JOIN_REQUEST: &str = "SELECT doc FROM rm_join_requests WHERE request_id = $1";
+pub(crate) const SELECT_JOIN_REQUEST: &str =
+    "SELECT doc FROM rm_join_requests WHERE request_id = $1";
 pub(crate) const ALL_MEMBERS: &str = "SELECT node_id, doc FROM rm_members ORDER BY node_id";
 pub(crate) const ALL_JOIN_REQUESTS: &str =
     "SELECT request_id, doc FROM rm_join_requests ORDER BY request_id";

@@ -20,8 +20,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::sql::{self, CHUNK};
 use super::{
-    check_follows, head_from_row, idempotency_from_row, recorded_from_row, token_from_row,
-    Backend, EventStore, Head, IdempotencyRecord, MemberFilter, StoredReadModels, StoreResult,
+    check_follows, head_from_row, idempotency_from_row, recorded_from_row, token_from_row, Backend,
+    EventStore, Head, IdempotencyRecord, Leadership, MemberFilter, StoreResult, StoredReadModels,
     TokenAuth, WriteTx,
 };
 
@@ -195,7 +195,11 @@ impl EventStore for SqliteStore {
         Ok((row.get::<i64, _>(0) as u64, row.get::<i64, _>(1) as u64))
     }
 
-    async fn idempotency(&self, principal: &str, key: &str) -> StoreResult<Option<IdempotencyRecord>> {
+    async fn idempotency(
+        &self,
+        principal: &str,
+        key: &str,
+    ) -> StoreResult<Option<IdempotencyRecord>> {
         sqlx::query(sql::SELECT_IDEMPOTENCY)
             .bind(principal)
             .bind(key)
@@ -227,6 +231,14 @@ impl EventStore for SqliteStore {
             generation,
             checkpoint,
         })
+    }
+
+    async fn try_lead(&self, _key: i64) -> StoreResult<Option<Leadership>> {
+        Ok(Some(Leadership(Box::new(()))))
+    }
+
+    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<u64>>> {
+        Ok(None)
     }
 
     async fn ping(&self) -> StoreResult<()> {
@@ -268,7 +280,11 @@ impl WriteTx for SqliteTx {
         Ok(row.get::<i64, _>(0) as u64)
     }
 
-    async fn idempotency(&mut self, principal: &str, key: &str) -> StoreResult<Option<IdempotencyRecord>> {
+    async fn idempotency(
+        &mut self,
+        principal: &str,
+        key: &str,
+    ) -> StoreResult<Option<IdempotencyRecord>> {
         sqlx::query(sql::SELECT_IDEMPOTENCY)
             .bind(principal)
             .bind(key)

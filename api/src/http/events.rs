@@ -1,0 +1,153 @@
+//! The event history: reading the log as JSON and verifying its chain.
+
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
+use axum::http::Method;
+use axum::routing::get;
+use axum::Json;
+use serde_json::{json, Value};
+use stratum_domain::iam::Action;
+use stratum_domain::log::{ChainVerifier, Recorded};
+use stratum_domain::stored::decode;
+
+use super::extract::{finish, number};
+use super::members::query;
+use super::{AppState, Route};
+use crate::command::READ_CHUNK;
+use crate::error::{ApiError, ApiResult};
+use crate::store::EventStore;
+
+pub fn routes() -> Vec<Route> {
+    vec![
+        Route {
+            method: Method::GET,
+            path: "/v1/admin/events",
+            action: Some(Action::ReadEvents),
+            handler: get(list_events),
+        },
+        Route {
+            method: Method::GET,
+            path: "/v1/admin/events/verify",
+            action: Some(Action::ReadEvents),
+            handler: get(verify),
+        },
+    ]
+}
+
+/// One event as auditors read it: every envelope field and the payload
+/// decoded to JSON.
+pub fn event_json(e: &Recorded) -> Result<Value, ApiError> {
+    let payload = decode(&e.event_type, e.schema_version, &e.payload)
+        .map_err(|err| ApiError::internal(format!("position {}: {err}", e.position)))?;
+    Ok(json!({
+        "position": e.position,
+        "streamId": e.stream_id,
+        "streamVersion": e.stream_version,
+        "type": e.event_type,
+        "schemaVersion": e.schema_version,
+        "eventId": e.event_id,
+        "occurredAt": e.occurred_at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+        "principal": e.meta.principal,
+        "requestId": e.meta.request_id,
+        "causation": e.meta.causation,
+        "correlation": e.meta.correlation,
+        "payload": payload,
+        "prevHash": hex::encode(e.prev_hash),
+        "hash": hex::encode(e.hash),
+    }))
+}
+
+#[utoipa::path(get, path = "/v1/admin/events", tag = "audit",
+    params(("after" = Option<u64>, Query), ("limit" = Option<u32>, Query), ("stream" = Option<String>, Query),
+           ("type" = Option<String>, Query), ("actor" = Option<String>, Query)),
+    responses((status = 200, description = "Events after a position, oldest first, and where to continue.")),
+    security(("bearer" = [])))]
+pub async fn list_events(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let mut errors = Vec::new();
+    let get = query(
+        &q,
+        &["after", "limit", "stream", "type", "actor"],
+        &mut errors,
+    );
+    let after = number("after", get("after"), &mut errors).unwrap_or(0);
+    let limit = number("limit", get("limit"), &mut errors).unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        errors.push(stratum_domain::FieldError::new(
+            "limit",
+            "must be a whole number from 1 to 1000",
+        ));
+    }
+    finish(errors)?;
+    let scanned = state.store.read_after(after, limit as u32).await?;
+    let next_after = scanned.last().map_or(after, |e| e.position);
+    let events = scanned
+        .iter()
+        .filter(|e| get("stream").is_none_or(|s| e.stream_id == s))
+        .filter(|e| get("type").is_none_or(|t| e.event_type == t))
+        .filter(|e| get("actor").is_none_or(|a| e.meta.principal == a))
+        .map(event_json)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Json(json!({ "events": events, "nextAfter": next_after })))
+}
+
+/// The result of verifying the chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verification {
+    /// Every event verifies; the head.
+    Intact { position: u64, hash: [u8; 32] },
+    /// The first position that does not verify, and why.
+    Broken { position: u64, reason: String },
+}
+
+/// Recomputes the whole chain, reading the log in chunks.
+pub async fn verify_chain(
+    store: &dyn EventStore,
+) -> Result<Verification, crate::store::StoreError> {
+    let mut v = ChainVerifier::default();
+    loop {
+        let chunk = store.read_after(v.position, READ_CHUNK).await?;
+        if chunk.is_empty() {
+            break;
+        }
+        for e in &chunk {
+            if let Err(b) = v.check(e) {
+                return Ok(Verification::Broken {
+                    position: b.position(),
+                    reason: format!("{b:?}"),
+                });
+            }
+        }
+    }
+    let head = store.head().await?;
+    if head.position != v.position || head.hash != v.hash {
+        return Ok(Verification::Broken {
+            position: v.position + 1,
+            reason: format!(
+                "the head says position {}, the log ends at {}",
+                head.position, v.position
+            ),
+        });
+    }
+    Ok(Verification::Intact {
+        position: v.position,
+        hash: v.hash,
+    })
+}
+
+#[utoipa::path(get, path = "/v1/admin/events/verify", tag = "audit",
+    responses((status = 200, description = "`{verified: true, position, hash}` or `{verified: false, position, reason}` naming the first position that does not verify.")),
+    security(("bearer" = [])))]
+pub async fn verify(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    Ok(Json(match verify_chain(&*state.store).await? {
+        Verification::Intact { position, hash } => {
+            json!({ "verified": true, "position": position, "hash": hex::encode(hash) })
+        }
+        Verification::Broken { position, reason } => {
+            json!({ "verified": false, "position": position, "reason": reason })
+        }
+    }))
+}

@@ -1,0 +1,307 @@
+//! Request extraction that answers in the spec's error shape: JSON bodies
+//! that report every bad field at once, the write headers (`Idempotency-Key`,
+//! `If-Match`), paging, and the authenticated caller.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, StatusCode};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use stratum_domain::{ErrorCode, FieldError};
+
+use crate::command::IdempotencyKey;
+use crate::error::ApiError;
+
+/// One field of a request body: absent, null, a value of the right type,
+/// or a value of the wrong type (with what was expected).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Field<T> {
+    #[default]
+    Absent,
+    Null,
+    Given(T),
+    Invalid(String),
+}
+
+impl<T> Field<T> {
+    pub fn into_option(self) -> Option<T> {
+        match self {
+            Field::Given(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn invalid(&self) -> Option<&str> {
+        match self {
+            Field::Invalid(why) => Some(why),
+            _ => None,
+        }
+    }
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Field<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        if v.is_null() {
+            return Ok(Field::Null);
+        }
+        Ok(match serde_json::from_value::<T>(v) {
+            Ok(t) => Field::Given(t),
+            Err(e) => Field::Invalid(type_message(&e.to_string())),
+        })
+    }
+}
+
+fn type_message(serde_msg: &str) -> String {
+    // serde says "invalid type: integer `5`, expected a string"; keep the
+    // part a person needs.
+    match serde_msg.split_once(", expected ") {
+        Some((_, expected)) => format!("must be {expected}"),
+        None => serde_msg.to_owned(),
+    }
+}
+
+/// A request body type: its JSON field names, and its fields' type errors.
+pub trait BodyFields: DeserializeOwned {
+    const FIELDS: &'static [&'static str];
+    fn type_errors(&self) -> Vec<FieldError>;
+}
+
+/// Declares a request body whose every field is a [`Field`], so that one
+/// answer names every bad field.
+#[macro_export]
+macro_rules! request_body {
+    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* $field:ident : $ty:ty = $json:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
+        pub struct $name {
+            $(
+                $(#[$fm])*
+                #[serde(rename = $json, default)]
+                #[schema(value_type = Option<$ty>)]
+                pub $field: $crate::http::extract::Field<$ty>,
+            )*
+        }
+
+        impl $crate::http::extract::BodyFields for $name {
+            const FIELDS: &'static [&'static str] = &[$($json),*];
+            fn type_errors(&self) -> Vec<stratum_domain::FieldError> {
+                let mut out = Vec::new();
+                $(
+                    if let Some(why) = self.$field.invalid() {
+                        out.push(stratum_domain::FieldError::new($json, why));
+                    }
+                )*
+                out
+            }
+        }
+    };
+}
+
+/// A JSON body: the value, the field errors found while reading it (unknown
+/// fields, wrong types), and the raw bytes (for the idempotency hash).
+#[derive(Debug)]
+pub struct JsonBody<T> {
+    pub value: T,
+    pub errors: Vec<FieldError>,
+    pub raw: Bytes,
+}
+
+impl<S: Send + Sync, T: BodyFields> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let content_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let raw = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    ErrorCode::PayloadTooLarge,
+                    "The request body is larger than 1 MiB.",
+                )
+            } else {
+                ApiError::new(
+                    ErrorCode::InvalidInput,
+                    "The request body could not be read.",
+                )
+            }
+        })?;
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            return parse(b"{}", raw);
+        }
+        if let Some(ct) = content_type {
+            let mime = ct.split(';').next().unwrap_or("").trim();
+            if !(mime == "application/json" || mime.ends_with("+json")) {
+                return Err(ApiError::new(
+                    ErrorCode::UnsupportedMediaType,
+                    "Send the request body as application/json.",
+                ));
+            }
+        }
+        let bytes = raw.clone();
+        parse(&bytes, raw)
+    }
+}
+
+fn parse<T: BodyFields>(bytes: &[u8], raw: Bytes) -> Result<JsonBody<T>, ApiError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::invalid(vec![FieldError::new("", format!("is not valid JSON: {e}"))])
+    })?;
+    let Value::Object(map) = &value else {
+        return Err(ApiError::invalid(vec![FieldError::new(
+            "",
+            "must be a JSON object",
+        )]));
+    };
+    let mut errors: Vec<FieldError> = map
+        .keys()
+        .filter(|k| !T::FIELDS.contains(&k.as_str()))
+        .map(|k| FieldError::new(k.as_str(), "is not a known field"))
+        .collect();
+    let value: T = serde_json::from_value(value)
+        .map_err(|e| ApiError::invalid(vec![FieldError::new("", e.to_string())]))?;
+    errors.extend(value.type_errors());
+    Ok(JsonBody { value, errors, raw })
+}
+
+/// `Idempotency-Key` and `If-Match`, parsed.
+#[derive(Clone, Debug, Default)]
+pub struct WriteHeaders {
+    pub idempotency_key: Option<String>,
+    pub if_match: Option<u64>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for WriteHeaders {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        write_headers(&parts.headers)
+    }
+}
+
+pub fn write_headers(h: &HeaderMap) -> Result<WriteHeaders, ApiError> {
+    let mut errors = Vec::new();
+    let idempotency_key = match h.get("idempotency-key").map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(k)) if !k.is_empty() && k.len() <= 255 => Some(k.to_owned()),
+        Some(_) => {
+            errors.push(FieldError::new(
+                "Idempotency-Key",
+                "must be 1 to 255 visible ASCII characters",
+            ));
+            None
+        }
+    };
+    let if_match = match h.get(header::IF_MATCH).map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(v)) => {
+            let tag = v.trim().trim_start_matches("W/").trim_matches('"');
+            match tag.parse::<u64>() {
+                Ok(n) => Some(n),
+                Err(_) => {
+                    errors.push(FieldError::new(
+                        "If-Match",
+                        "must be an ETag this service answered, such as \"3\"",
+                    ));
+                    None
+                }
+            }
+        }
+        Some(Err(_)) => {
+            errors.push(FieldError::new("If-Match", "must be visible ASCII"));
+            None
+        }
+    };
+    if errors.is_empty() {
+        Ok(WriteHeaders {
+            idempotency_key,
+            if_match,
+        })
+    } else {
+        Err(ApiError::invalid(errors))
+    }
+}
+
+impl WriteHeaders {
+    pub fn idempotency(&self, method: &str, path: &str, body: &[u8]) -> Option<IdempotencyKey> {
+        self.idempotency_key
+            .clone()
+            .map(|k| IdempotencyKey::new(k, method, path, body))
+    }
+}
+
+/// `?limit=&cursor=` of a list.
+#[derive(Clone, Debug)]
+pub struct Page {
+    pub limit: u32,
+    pub cursor: Option<String>,
+}
+
+pub const DEFAULT_LIMIT: u32 = 100;
+pub const MAX_LIMIT: u32 = 1000;
+
+/// Parses `limit` (default 100, max 1000) and the opaque `cursor`.
+pub fn page(limit: Option<&str>, cursor: Option<&str>, errors: &mut Vec<FieldError>) -> Page {
+    let limit = match limit.map(str::parse::<u32>) {
+        None => DEFAULT_LIMIT,
+        Some(Ok(n)) if (1..=MAX_LIMIT).contains(&n) => n,
+        Some(_) => {
+            errors.push(FieldError::new(
+                "limit",
+                format!("must be a whole number from 1 to {MAX_LIMIT}"),
+            ));
+            DEFAULT_LIMIT
+        }
+    };
+    let cursor = match cursor.map(decode_cursor) {
+        None => None,
+        Some(Some(c)) => Some(c),
+        Some(None) => {
+            errors.push(FieldError::new(
+                "cursor",
+                "is not a cursor this service answered",
+            ));
+            None
+        }
+    };
+    Page { limit, cursor }
+}
+
+pub fn encode_cursor(key: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key)
+}
+
+fn decode_cursor(c: &str) -> Option<String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(c)
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// Parses an optional whole-number query parameter.
+pub fn number(name: &str, value: Option<&str>, errors: &mut Vec<FieldError>) -> Option<u64> {
+    let v = value?;
+    match v.parse::<u64>() {
+        Ok(n) => Some(n),
+        Err(_) => {
+            errors.push(FieldError::new(name, "must be a whole number"));
+            None
+        }
+    }
+}
+
+/// Answers 400 with every collected finding, if there is any.
+pub fn finish(errors: Vec<FieldError>) -> Result<(), ApiError> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(errors))
+    }
+}

@@ -1,0 +1,893 @@
+//! Membership endpoints (SPEC §4): members, join requests, the membership
+//! generation, peer lists and transport admission.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use axum::http::Method;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Json};
+use serde_json::{json, Value};
+use stratum_domain::event::StringMap;
+use stratum_domain::iam::Action;
+use stratum_domain::membership::{member_stream, MemberCommand, MemberState, Role};
+use stratum_domain::{Command, FieldError};
+use stratum_projections::members::{with_lagging, MembershipSummary, Peers};
+use stratum_projections::{
+    member_records, membership_summary, peers, transport_admission, MemberRecord,
+};
+
+use super::extract::{encode_cursor, finish, number, page, JsonBody, WriteHeaders};
+use super::{command_request, execute, set_etag, AppState, Route, MAX_WAIT};
+use crate::auth::{new_id, Caller};
+use crate::error::{ApiError, ApiResult};
+use crate::http::events::event_json;
+use crate::request_body;
+use crate::store::MemberFilter;
+
+pub fn routes() -> Vec<Route> {
+    let r = |method: Method, path, action, handler| Route {
+        method,
+        path,
+        action: Some(action),
+        handler,
+    };
+    vec![
+        r(
+            Method::POST,
+            "/v1/admin/cluster/members",
+            Action::AdmitMember,
+            post(admit),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/cluster/members",
+            Action::ListMembers,
+            get(list_members),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/cluster/members/{nodeId}",
+            Action::GetMember,
+            get(get_member),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/cluster/members/{nodeId}/history",
+            Action::ReadEvents,
+            get(member_history),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/cluster/members/{nodeId}/join-progress",
+            Action::ReportJoinProgress,
+            post(join_progress),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/cluster/members/{nodeId}/join-complete",
+            Action::CompleteJoin,
+            post(join_complete),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/cluster/members/{nodeId}/join-failed",
+            Action::ReportJoinFailure,
+            post(join_failed),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/cluster/members/{nodeId}/retry-join",
+            Action::AdmitMember,
+            post(retry_join),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/cluster/members/{nodeId}/decommission",
+            Action::DecommissionMember,
+            post(decommission),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/cluster/members/{nodeId}/applied-generation",
+            Action::ReportAppliedGeneration,
+            post(applied_generation),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/cluster/membership",
+            Action::GetMembership,
+            get(membership),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/cluster/peers",
+            Action::GetPeers,
+            get(get_peers),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/cluster/transport-admission/{nodeId}",
+            Action::GetTransportAdmission,
+            get(admission),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/cluster/join-requests",
+            Action::RequestJoin,
+            post(request_join),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/cluster/join-requests",
+            Action::ListJoinRequests,
+            get(list_join_requests),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/cluster/join-requests/{id}/approve",
+            Action::ApproveNodeJoin,
+            post(approve_join),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/cluster/join-requests/{id}/reject",
+            Action::RejectNodeJoin,
+            post(reject_join),
+        ),
+    ]
+}
+
+/// Rejects query parameters a route does not take, and answers the rest.
+pub(crate) fn query<'a>(
+    q: &'a HashMap<String, String>,
+    allowed: &[&str],
+    errors: &mut Vec<FieldError>,
+) -> impl Fn(&str) -> Option<&'a str> {
+    let mut unknown: Vec<&String> = q
+        .keys()
+        .filter(|k| !allowed.contains(&k.as_str()))
+        .collect();
+    unknown.sort();
+    for k in unknown {
+        errors.push(FieldError::new(
+            k.as_str(),
+            "is not a query parameter of this route",
+        ));
+    }
+    move |name| q.get(name).map(String::as_str)
+}
+
+/// Runs a member command addressed by path, with the write headers.
+async fn member_command(
+    state: &AppState,
+    caller: &Caller,
+    headers: &WriteHeaders,
+    (path, raw): (&str, &[u8]),
+    command: MemberCommand,
+    input_errors: Vec<FieldError>,
+    success_status: u16,
+) -> Response {
+    let mut req = command_request(caller, Command::Member(command), input_errors);
+    req.if_match = headers.if_match;
+    req.idempotency = headers.idempotency("POST", path, raw);
+    req.success_status = success_status;
+    execute(state, req).await
+}
+
+request_body! {
+    /// Admit a member.
+    pub struct AdmitBody {
+        node_id: String = "nodeId",
+        role: String = "role",
+        mgmt_ip: String = "mgmtIp",
+        bindings: StringMap = "bindings",
+        labels: StringMap = "labels",
+    }
+}
+
+#[utoipa::path(post, path = "/v1/admin/cluster/members", tag = "membership",
+    request_body = AdmitBody,
+    responses((status = 201, description = "The admitted member.", body = MemberRecord),
+              (status = 400, description = "Bad request.", body = crate::http::system::ErrorBody),
+              (status = 409, description = "The cluster refuses the admission.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn admit(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: WriteHeaders,
+    body: JsonBody<AdmitBody>,
+) -> Response {
+    let b = body.value;
+    let cmd = MemberCommand::Admit {
+        node_id: b.node_id.into_option(),
+        role: b.role.into_option(),
+        mgmt_ip: b.mgmt_ip.into_option(),
+        bindings: b.bindings.into_option().unwrap_or_default(),
+        labels: b.labels.into_option().unwrap_or_default(),
+    };
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        ("/v1/admin/cluster/members", &body.raw),
+        cmd,
+        body.errors,
+        201,
+    )
+    .await
+}
+
+request_body! {
+    /// Report a join step reached.
+    pub struct JoinProgressBody {
+        step: String = "step",
+    }
+}
+
+#[utoipa::path(post, path = "/v1/admin/cluster/members/{nodeId}/join-progress", tag = "membership",
+    params(("nodeId" = String, Path)), request_body = JoinProgressBody,
+    responses((status = 200, description = "The member record after the change.", body = MemberRecord)),
+    security(("bearer" = [])))]
+pub async fn join_progress(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(node_id): Path<String>,
+    headers: WriteHeaders,
+    body: JsonBody<JoinProgressBody>,
+) -> Response {
+    let path = format!("/v1/admin/cluster/members/{node_id}/join-progress");
+    let cmd = MemberCommand::ReportJoinProgress {
+        node_id,
+        step: body.value.step.into_option(),
+    };
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        (&path, &body.raw),
+        cmd,
+        body.errors,
+        200,
+    )
+    .await
+}
+
+#[utoipa::path(post, path = "/v1/admin/cluster/members/{nodeId}/join-complete", tag = "membership",
+    params(("nodeId" = String, Path)),
+    responses((status = 200, description = "The member record after the change.", body = MemberRecord)),
+    security(("bearer" = [])))]
+pub async fn join_complete(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(node_id): Path<String>,
+    headers: WriteHeaders,
+) -> Response {
+    let path = format!("/v1/admin/cluster/members/{node_id}/join-complete");
+    let cmd = MemberCommand::CompleteJoin { node_id };
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        (&path, b""),
+        cmd,
+        Vec::new(),
+        200,
+    )
+    .await
+}
+
+request_body! {
+    /// Record that a node's join did not finish.
+    pub struct JoinFailedBody {
+        /// The join step that failed (a progress phase name), e.g. `join/raft-openbao`.
+        step: String = "step",
+        /// The last error line.
+        error: String = "error",
+    }
+}
+
+/// Record that a node's join did not finish.
+///
+/// Moves a joining member to failed, with the step it stopped in and the
+/// last error line. The membership generation is bumped, so every member
+/// drops it from its peer lists, and the founder side takes it back out of
+/// every raft it reached. Only a joining member moves; for any other state
+/// this returns the record unchanged.
+#[utoipa::path(post, path = "/v1/admin/cluster/members/{nodeId}/join-failed", tag = "membership",
+    params(("nodeId" = String, Path)), request_body = JoinFailedBody,
+    responses((status = 200, description = "The member record after the change.", body = MemberRecord),
+              (status = 400, description = "Bad request.", body = crate::http::system::ErrorBody),
+              (status = 401, description = "Not authenticated.", body = crate::http::system::ErrorBody),
+              (status = 403, description = "Authenticated but not authorized.", body = crate::http::system::ErrorBody),
+              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody),
+              (status = 503, description = "Upstream temporarily unavailable.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn join_failed(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(node_id): Path<String>,
+    headers: WriteHeaders,
+    body: JsonBody<JoinFailedBody>,
+) -> Response {
+    let path = format!("/v1/admin/cluster/members/{node_id}/join-failed");
+    let cmd = MemberCommand::ReportJoinFailure {
+        node_id,
+        step: body.value.step.into_option(),
+        error: body.value.error.into_option(),
+    };
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        (&path, &body.raw),
+        cmd,
+        body.errors,
+        200,
+    )
+    .await
+}
+
+#[utoipa::path(post, path = "/v1/admin/cluster/members/{nodeId}/retry-join", tag = "membership",
+    params(("nodeId" = String, Path)),
+    responses((status = 200, description = "The member record after the change.", body = MemberRecord)),
+    security(("bearer" = [])))]
+pub async fn retry_join(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(node_id): Path<String>,
+    headers: WriteHeaders,
+) -> Response {
+    let path = format!("/v1/admin/cluster/members/{node_id}/retry-join");
+    let cmd = MemberCommand::RetryJoin { node_id };
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        (&path, b""),
+        cmd,
+        Vec::new(),
+        200,
+    )
+    .await
+}
+
+request_body! {
+    /// Decommission a member.
+    pub struct DecommissionBody {
+        reason: String = "reason",
+        force: bool = "force",
+    }
+}
+
+#[utoipa::path(post, path = "/v1/admin/cluster/members/{nodeId}/decommission", tag = "membership",
+    params(("nodeId" = String, Path)), request_body = DecommissionBody,
+    responses((status = 200, description = "The member record after the change.", body = MemberRecord),
+              (status = 409, description = "QUORUM_AT_RISK.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn decommission(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(node_id): Path<String>,
+    headers: WriteHeaders,
+    body: JsonBody<DecommissionBody>,
+) -> Response {
+    let path = format!("/v1/admin/cluster/members/{node_id}/decommission");
+    let cmd = MemberCommand::Decommission {
+        node_id,
+        reason: body.value.reason.into_option(),
+        force: body.value.force.into_option().unwrap_or(false),
+    };
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        (&path, &body.raw),
+        cmd,
+        body.errors,
+        200,
+    )
+    .await
+}
+
+request_body! {
+    /// Report the membership generation a node has rendered and applied.
+    pub struct AppliedGenerationBody {
+        generation: u64 = "generation",
+    }
+}
+
+#[utoipa::path(post, path = "/v1/admin/cluster/members/{nodeId}/applied-generation", tag = "membership",
+    params(("nodeId" = String, Path)), request_body = AppliedGenerationBody,
+    responses((status = 200, description = "The member record after the change.", body = MemberRecord)),
+    security(("bearer" = [])))]
+pub async fn applied_generation(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(node_id): Path<String>,
+    headers: WriteHeaders,
+    body: JsonBody<AppliedGenerationBody>,
+) -> Response {
+    let path = format!("/v1/admin/cluster/members/{node_id}/applied-generation");
+    let cmd = MemberCommand::ReportAppliedGeneration {
+        node_id,
+        generation: body.value.generation.into_option(),
+    };
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        (&path, &body.raw),
+        cmd,
+        body.errors,
+        200,
+    )
+    .await
+}
+
+/// `asOf`: the position a read answers as of, checked against the head.
+async fn as_of(
+    state: &AppState,
+    raw: Option<&str>,
+    errors: &mut Vec<FieldError>,
+) -> ApiResult<Option<u64>> {
+    let Some(p) = number("asOf", raw, errors) else {
+        return Ok(None);
+    };
+    let head = state.store.head().await?.position;
+    if p > head {
+        errors.push(FieldError::new(
+            "asOf",
+            format!("is beyond the log's last position {head}"),
+        ));
+    }
+    Ok(Some(p))
+}
+
+/// The membership as it stood right after position `p`.
+async fn membership_at(
+    state: &AppState,
+    p: u64,
+) -> ApiResult<stratum_domain::membership::Membership> {
+    Ok(crate::command::load(&*state.store, Some(p))
+        .await?
+        .state
+        .membership)
+}
+
+#[utoipa::path(get, path = "/v1/admin/cluster/members", tag = "membership",
+    params(("state" = Option<String>, Query), ("role" = Option<String>, Query), ("rack" = Option<String>, Query),
+           ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("asOf" = Option<u64>, Query)),
+    responses((status = 200, description = "A page of members ordered by node id.")),
+    security(("bearer" = [])))]
+pub async fn list_members(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let mut errors = Vec::new();
+    let get = query(
+        &q,
+        &["state", "role", "rack", "limit", "cursor", "asOf"],
+        &mut errors,
+    );
+    if let Some(s) = get("state") {
+        if MemberState::parse(s).is_none() {
+            errors.push(FieldError::new(
+                "state",
+                "must be joining, active, failed, removing or decommissioned",
+            ));
+        }
+    }
+    if let Some(r) = get("role") {
+        if Role::parse(r).is_none() {
+            errors.push(FieldError::new(
+                "role",
+                "must be control, compute, storage or hybrid",
+            ));
+        }
+    }
+    let pg = page(get("limit"), get("cursor"), &mut errors);
+    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    finish(errors)?;
+    let filter = MemberFilter {
+        state: get("state").map(str::to_owned),
+        role: get("role").map(str::to_owned),
+        rack: get("rack").map(str::to_owned),
+        after: pg.cursor.clone(),
+        limit: pg.limit,
+    };
+    let items: Vec<Value> = match at {
+        Some(p) => {
+            let m = membership_at(&state, p).await?;
+            member_records(&m)
+                .into_iter()
+                .filter(|r| {
+                    filter
+                        .state
+                        .as_deref()
+                        .is_none_or(|s| r.state.as_str() == s)
+                        && filter.role.as_deref().is_none_or(|s| r.role.as_str() == s)
+                        && filter
+                            .rack
+                            .as_deref()
+                            .is_none_or(|s| r.rack.as_deref() == Some(s))
+                        && filter
+                            .after
+                            .as_deref()
+                            .is_none_or(|a| r.node_id.as_str() > a)
+                })
+                .take(pg.limit as usize)
+                .map(|r| serde_json::to_value(r).expect("records serialize"))
+                .collect()
+        }
+        None => {
+            let (generation, _) = state.store.cluster_row().await?;
+            state
+                .store
+                .member_docs(&filter)
+                .await?
+                .iter()
+                .map(|d| with_lagging(parse_doc(d), generation))
+                .collect()
+        }
+    };
+    let next = (items.len() == pg.limit as usize)
+        .then(|| {
+            items
+                .last()
+                .and_then(|i| i["nodeId"].as_str())
+                .map(encode_cursor)
+        })
+        .flatten();
+    Ok(Json(json!({ "items": items, "nextCursor": next })))
+}
+
+fn parse_doc(doc: &str) -> Value {
+    serde_json::from_str(doc).unwrap_or(Value::Null)
+}
+
+#[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}", tag = "membership",
+    params(("nodeId" = String, Path), ("asOf" = Option<u64>, Query)),
+    responses((status = 200, description = "The member.", body = MemberRecord),
+              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_member(
+    State(state): State<AppState>,
+    Path(node_id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let mut errors = Vec::new();
+    let get = query(&q, &["asOf"], &mut errors);
+    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    finish(errors)?;
+    let record: Value = match at {
+        Some(p) => {
+            let m = membership_at(&state, p).await?;
+            let member = m
+                .members
+                .get(&node_id)
+                .ok_or_else(|| ApiError::not_found(format!("Member {node_id}")))?;
+            serde_json::to_value(stratum_projections::member_record(
+                member,
+                Some(m.generation),
+            ))
+            .expect("records serialize")
+        }
+        None => {
+            let doc = state
+                .store
+                .member_doc(&node_id)
+                .await?
+                .ok_or_else(|| ApiError::not_found(format!("Member {node_id}")))?;
+            let (generation, _) = state.store.cluster_row().await?;
+            with_lagging(parse_doc(&doc), generation)
+        }
+    };
+    let version = record["version"].as_u64().unwrap_or(0);
+    let mut res = Json(record).into_response();
+    set_etag(&mut res, version);
+    Ok(res)
+}
+
+#[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}/history", tag = "membership",
+    params(("nodeId" = String, Path)),
+    responses((status = 200, description = "The member's events, oldest first.")),
+    security(("bearer" = [])))]
+pub async fn member_history(
+    State(state): State<AppState>,
+    Path(node_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let events = state.store.read_stream(&member_stream(&node_id)).await?;
+    if events.is_empty() {
+        return Err(ApiError::not_found(format!("Member {node_id}")));
+    }
+    let events: Vec<Value> = events.iter().map(event_json).collect::<Result<_, _>>()?;
+    Ok(Json(json!({ "events": events })))
+}
+
+/// All member records now, from the read model tables.
+async fn all_records(state: &AppState, only_listed: bool) -> ApiResult<(u64, Vec<MemberRecord>)> {
+    let (generation, _) = state.store.cluster_row().await?;
+    let mut out = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let docs = state
+            .store
+            .member_docs(&MemberFilter {
+                after: after.clone(),
+                limit: 1000,
+                ..Default::default()
+            })
+            .await?;
+        let n = docs.len();
+        for d in docs {
+            let r: MemberRecord = serde_json::from_str(&d)
+                .map_err(|e| ApiError::internal(format!("member document: {e}")))?;
+            after = Some(r.node_id.clone());
+            if !only_listed || r.state.in_peer_lists() {
+                out.push(r);
+            }
+        }
+        if n < 1000 {
+            break;
+        }
+    }
+    Ok((generation, out))
+}
+
+#[utoipa::path(get, path = "/v1/admin/cluster/membership", tag = "membership",
+    params(("asOf" = Option<u64>, Query)),
+    responses((status = 200, description = "The membership generation, counts by state and lagging members.")),
+    security(("bearer" = [])))]
+pub async fn membership(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<MembershipSummary>> {
+    let mut errors = Vec::new();
+    let get = query(&q, &["asOf"], &mut errors);
+    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    finish(errors)?;
+    let (generation, records) = match at {
+        Some(p) => {
+            let m = membership_at(&state, p).await?;
+            (m.generation, member_records(&m))
+        }
+        None => all_records(&state, false).await?,
+    };
+    Ok(Json(membership_summary(generation, &records)))
+}
+
+#[utoipa::path(get, path = "/v1/admin/cluster/peers", tag = "membership",
+    params(("after" = Option<u64>, Query, description = "Answer once the generation is above this."),
+           ("waitSeconds" = Option<u64>, Query, description = "How long to wait for that, at most 60."),
+           ("asOf" = Option<u64>, Query)),
+    responses((status = 200, description = "The peer lists every node renders.")),
+    security(("bearer" = [])))]
+pub async fn get_peers(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Peers>> {
+    let mut errors = Vec::new();
+    let get = query(&q, &["after", "waitSeconds", "asOf"], &mut errors);
+    let after = number("after", get("after"), &mut errors);
+    let wait = number("waitSeconds", get("waitSeconds"), &mut errors);
+    if wait.is_some_and(|w| w > MAX_WAIT.as_secs()) {
+        errors.push(FieldError::new("waitSeconds", "must be at most 60"));
+    }
+    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    finish(errors)?;
+    if let Some(p) = at {
+        let m = membership_at(&state, p).await?;
+        let records = member_records(&m);
+        return Ok(Json(peers(m.generation, &records)));
+    }
+    if let (Some(after), Some(wait)) = (after, wait) {
+        wait_for_generation(&state, after, std::time::Duration::from_secs(wait)).await?;
+    }
+    let (generation, records) = all_records(&state, true).await?;
+    Ok(Json(peers(generation, &records)))
+}
+
+/// Waits until the generation is above `after`, or `wait` passes. Holds no
+/// database connection while it waits: it sleeps on the head watch, which
+/// every commit of this process and every notification of another raises.
+async fn wait_for_generation(
+    state: &AppState,
+    after: u64,
+    wait: std::time::Duration,
+) -> ApiResult<()> {
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut head = state.bus.head();
+    loop {
+        let (generation, _) = state.store.cluster_row().await?;
+        if generation > after {
+            return Ok(());
+        }
+        head.borrow_and_update();
+        match tokio::time::timeout_at(deadline, head.changed()).await {
+            Ok(Ok(())) => continue,
+            _ => return Ok(()),
+        }
+    }
+}
+
+#[utoipa::path(get, path = "/v1/admin/cluster/transport-admission/{nodeId}", tag = "membership",
+    params(("nodeId" = String, Path)),
+    responses((status = 200, description = "Whether the node transport may accept this peer.")),
+    security(("bearer" = [])))]
+pub async fn admission(
+    State(state): State<AppState>,
+    Path(node_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let (generation, _) = state.store.cluster_row().await?;
+    let record: Option<MemberRecord> = match state.store.member_doc(&node_id).await? {
+        Some(doc) => Some(
+            serde_json::from_str(&doc)
+                .map_err(|e| ApiError::internal(format!("member document: {e}")))?,
+        ),
+        None => None,
+    };
+    Ok(Json(
+        serde_json::to_value(transport_admission(&node_id, record.as_ref(), generation))
+            .expect("admissions serialize"),
+    ))
+}
+
+request_body! {
+    /// A node that is not yet a member asks to join.
+    pub struct JoinRequestBody {
+        node_id: String = "nodeId",
+        mgmt_ip: String = "mgmtIp",
+        labels: StringMap = "labels",
+        facts: Value = "facts",
+    }
+}
+
+#[utoipa::path(post, path = "/v1/admin/cluster/join-requests", tag = "membership",
+    request_body = JoinRequestBody,
+    responses((status = 201, description = "The join request.")),
+    security(("bearer" = [])))]
+pub async fn request_join(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: WriteHeaders,
+    body: JsonBody<JoinRequestBody>,
+) -> Response {
+    let b = body.value;
+    let facts = b
+        .facts
+        .into_option()
+        .unwrap_or(Value::Object(Default::default()));
+    let cmd = MemberCommand::RequestJoin {
+        request_id: new_id("jr"),
+        node_id: b.node_id.into_option(),
+        mgmt_ip: b.mgmt_ip.into_option(),
+        labels: b.labels.into_option().unwrap_or_default(),
+        facts: facts.to_string(),
+    };
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        ("/v1/admin/cluster/join-requests", &body.raw),
+        cmd,
+        body.errors,
+        201,
+    )
+    .await
+}
+
+#[utoipa::path(get, path = "/v1/admin/cluster/join-requests", tag = "membership",
+    params(("status" = Option<String>, Query), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    responses((status = 200, description = "A page of join requests.")),
+    security(("bearer" = [])))]
+pub async fn list_join_requests(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let mut errors = Vec::new();
+    let get = query(&q, &["status", "limit", "cursor"], &mut errors);
+    if get("status").is_some_and(|s| !["pending", "approved", "rejected"].contains(&s)) {
+        errors.push(FieldError::new(
+            "status",
+            "must be pending, approved or rejected",
+        ));
+    }
+    let pg = page(get("limit"), get("cursor"), &mut errors);
+    finish(errors)?;
+    let items: Vec<Value> = state
+        .store
+        .join_request_docs(get("status"), pg.cursor.as_deref(), pg.limit)
+        .await?
+        .iter()
+        .map(|d| parse_doc(d))
+        .collect();
+    let next = (items.len() == pg.limit as usize)
+        .then(|| {
+            items
+                .last()
+                .and_then(|i| i["id"].as_str())
+                .map(encode_cursor)
+        })
+        .flatten();
+    Ok(Json(json!({ "items": items, "nextCursor": next })))
+}
+
+request_body! {
+    /// Approve a join request.
+    pub struct ApproveBody {
+        role: String = "role",
+        mgmt_ip: String = "mgmtIp",
+        bindings: StringMap = "bindings",
+        labels: StringMap = "labels",
+    }
+}
+
+#[utoipa::path(post, path = "/v1/admin/cluster/join-requests/{id}/approve", tag = "membership",
+    params(("id" = String, Path)), request_body = ApproveBody,
+    responses((status = 200, description = "The join request, approved."),
+              (status = 409, description = "JOIN_APPROVAL_REFUSED with fieldErrors.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn approve_join(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    headers: WriteHeaders,
+    body: JsonBody<ApproveBody>,
+) -> Response {
+    let path = format!("/v1/admin/cluster/join-requests/{id}/approve");
+    let b = body.value;
+    let cmd = MemberCommand::ApproveJoin {
+        request_id: id,
+        role: b.role.into_option(),
+        mgmt_ip: b.mgmt_ip.into_option(),
+        bindings: b.bindings.into_option(),
+        labels: b.labels.into_option(),
+    };
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        (&path, &body.raw),
+        cmd,
+        body.errors,
+        200,
+    )
+    .await
+}
+
+request_body! {
+    /// Reject a join request.
+    pub struct RejectBody {
+        reason: String = "reason",
+    }
+}
+
+#[utoipa::path(post, path = "/v1/admin/cluster/join-requests/{id}/reject", tag = "membership",
+    params(("id" = String, Path)), request_body = RejectBody,
+    responses((status = 200, description = "The join request, rejected.")),
+    security(("bearer" = [])))]
+pub async fn reject_join(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    headers: WriteHeaders,
+    body: JsonBody<RejectBody>,
+) -> Response {
+    let path = format!("/v1/admin/cluster/join-requests/{id}/reject");
+    let cmd = MemberCommand::RejectJoin {
+        request_id: id,
+        reason: body.value.reason.into_option(),
+    };
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        (&path, &body.raw),
+        cmd,
+        body.errors,
+        200,
+    )
+    .await
+}

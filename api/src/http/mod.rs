@@ -1,0 +1,179 @@
+//! The HTTP API (axum): the router, the middleware every request passes
+//! (request id, tracing, body limit, panic catcher), and the answers of the
+//! write path.
+
+pub mod events;
+pub mod extract;
+pub mod members;
+pub mod system;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
+use axum::Router;
+use stratum_domain::iam::Action;
+use stratum_domain::{ErrorCode, FieldError};
+use tower_http::catch_panic::CatchPanicLayer;
+use tracing::Instrument;
+
+use crate::auth::{gate, Caller};
+use crate::command::{CommandBus, CommandReply, CommandRequest};
+use crate::error::{json_response, ApiError, REQUEST_ID};
+use crate::store::EventStore;
+
+/// The most bytes a request body may have.
+pub const MAX_BODY: usize = 1024 * 1024;
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<dyn EventStore>,
+    pub bus: CommandBus,
+}
+
+/// One route: its method and path, the action it is gated on, and its handler.
+pub struct Route {
+    pub method: Method,
+    pub path: &'static str,
+    pub action: Option<Action>,
+    pub handler: MethodRouter<AppState>,
+}
+
+/// Every route of the API. Each gated route declares its action here, in
+/// one table, which tests walk.
+pub fn routes() -> Vec<Route> {
+    let mut all = Vec::new();
+    all.extend(system::routes());
+    all.extend(members::routes());
+    all.extend(events::routes());
+    all
+}
+
+/// The whole application, without a socket (tests call it with `oneshot`).
+pub fn app(state: AppState) -> Router {
+    let mut router = Router::new();
+    for r in routes() {
+        let handler = match r.action {
+            Some(action) => r.handler.route_layer(middleware::from_fn_with_state(
+                (state.clone(), action),
+                gate,
+            )),
+            None => r.handler,
+        };
+        router = router.route(r.path, handler);
+    }
+    router
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(CatchPanicLayer::custom(|_| {
+            ApiError::internal("a handler panicked").into_response()
+        }))
+        .layer(middleware::from_fn(request_context))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "No such route.")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        "This route does not answer that method.",
+    )
+}
+
+/// Gives every request an id (the caller's `X-Request-Id` if it is sane),
+/// a span carrying it, and echoes it on the response.
+async fn request_context(req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            !v.is_empty()
+                && v.len() <= 64
+                && v.bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        })
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        method = %req.method(),
+        path = %req.uri().path(),
+        principal = tracing::field::Empty,
+    );
+    let started = std::time::Instant::now();
+    let mut res = REQUEST_ID
+        .scope(id.clone(), next.run(req))
+        .instrument(span.clone())
+        .await;
+    let status = res.status();
+    span.in_scope(|| {
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        if status.is_server_error() {
+            tracing::warn!(status = status.as_u16(), ms, "answered");
+        } else {
+            tracing::debug!(status = status.as_u16(), ms, "answered");
+        }
+    });
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        res.headers_mut()
+            .insert(HeaderName::from_static(REQUEST_ID_HEADER), v);
+    }
+    res
+}
+
+/// Runs a command and answers with its reply: the status, the record, its
+/// `ETag`, and `Idempotent-Replayed` for a kept answer.
+pub async fn execute(state: &AppState, req: CommandRequest) -> Response {
+    match state.bus.execute(req).await {
+        Ok(reply) => reply_response(reply),
+        Err(e) => e.into_response(),
+    }
+}
+
+pub fn reply_response(reply: CommandReply) -> Response {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
+    let mut res = json_response(status, &reply.body);
+    if let Some(v) = reply.etag {
+        set_etag(&mut res, v);
+    }
+    if reply.replayed {
+        res.headers_mut().insert(
+            HeaderName::from_static("idempotent-replayed"),
+            HeaderValue::from_static("true"),
+        );
+    }
+    res
+}
+
+pub fn set_etag(res: &mut Response, version: u64) {
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{version}\"")) {
+        res.headers_mut().insert(header::ETAG, v);
+    }
+}
+
+/// The metadata of events a caller's request causes.
+pub fn command_request(
+    caller: &Caller,
+    command: stratum_domain::Command,
+    input_errors: Vec<FieldError>,
+) -> CommandRequest {
+    let mut req = CommandRequest::new(command, caller.principal.clone());
+    req.meta.request_id = Some(crate::error::current_request_id());
+    req.input_errors = input_errors;
+    req
+}
+
+/// How long a long-poll may hold a request at most.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);

@@ -1,0 +1,122 @@
+//! Health, readiness and the OpenAPI document.
+
+use axum::extract::State;
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Json;
+use serde_json::json;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+use super::{AppState, Route};
+use crate::error::ApiError;
+
+pub fn routes() -> Vec<Route> {
+    let open = |path, handler| Route {
+        method: Method::GET,
+        path,
+        action: None,
+        handler,
+    };
+    vec![
+        open("/healthz", get(healthz)),
+        open("/readyz", get(readyz)),
+        open("/v1/openapi.json", get(openapi)),
+    ]
+}
+
+/// The error body of every 4xx and 5xx answer.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[schema(as = Error)]
+pub struct ErrorBody {
+    /// e.g. INVALID_INPUT, NOT_FOUND, QUORUM_AT_RISK.
+    code: String,
+    /// One sentence for a person.
+    message: String,
+    /// The request id, to quote when reporting a problem.
+    #[schema(rename = "requestId")]
+    request_id: String,
+    /// Each problem at its field, for codes that carry them.
+    #[schema(rename = "fieldErrors")]
+    field_errors: Option<Vec<FieldErrorDoc>>,
+    /// The findings of a rejected policy document.
+    issues: Option<Vec<serde_json::Value>>,
+    /// Structured facts about the refusal, for codes that carry them.
+    details: Option<serde_json::Value>,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[schema(as = FieldError)]
+pub struct FieldErrorDoc {
+    /// The field's path, e.g. `links[0].interface` or `mgmtIp`; empty for the whole request.
+    field: String,
+    message: String,
+}
+
+struct Bearer;
+
+impl Modify for Bearer {
+    fn modify(&self, api: &mut utoipa::openapi::OpenApi) {
+        let components = api.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "stratum", description = "The control plane's record of cluster membership and upgrades."),
+    paths(
+        healthz, readyz,
+        super::members::admit, super::members::list_members, super::members::get_member,
+        super::members::member_history, super::members::join_progress, super::members::join_complete,
+        super::members::join_failed, super::members::retry_join, super::members::decommission,
+        super::members::applied_generation, super::members::membership, super::members::get_peers,
+        super::members::admission, super::members::request_join, super::members::list_join_requests,
+        super::members::approve_join, super::members::reject_join,
+        super::events::list_events, super::events::verify,
+    ),
+    components(schemas(ErrorBody, FieldErrorDoc)),
+    modifiers(&Bearer),
+)]
+pub struct ApiDoc;
+
+#[utoipa::path(get, path = "/healthz", tag = "system",
+    responses((status = 200, description = "The process is up.")))]
+pub async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+#[utoipa::path(get, path = "/readyz", tag = "system",
+    responses((status = 200, description = "The database answers and the read models are caught up."),
+              (status = 503, description = "Not ready.", body = ErrorBody)))]
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    let check = async {
+        state.store.ping().await?;
+        let head = state.store.head().await?;
+        let (_, checkpoint) = state.store.cluster_row().await?;
+        Ok::<_, crate::store::StoreError>((head.position, checkpoint))
+    };
+    match check.await {
+        Ok((head, checkpoint)) if checkpoint == head => (
+            StatusCode::OK,
+            Json(json!({ "status": "ready", "position": head })),
+        )
+            .into_response(),
+        Ok((head, checkpoint)) => ApiError::new(
+            stratum_domain::ErrorCode::Unavailable,
+            format!("The read models are at position {checkpoint}; the log is at {head}."),
+        )
+        .into_response(),
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}

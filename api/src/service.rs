@@ -1,0 +1,110 @@
+//! Starting the service: the store, the command bus, the bootstrap token,
+//! and the background tasks (head watcher, raft cleanup).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use stratum_domain::iam::{IamCommand, SERVICE_PRINCIPAL};
+use stratum_domain::Command;
+use tokio::task::JoinHandle;
+
+use crate::auth::{new_id, new_secret, secret_hash};
+use crate::command::{CommandBus, CommandRequest};
+use crate::http::AppState;
+use crate::raft::{Backoff, RaftAdapters, RaftCleanup};
+use crate::store::{EventStore, StoreError};
+
+#[derive(Clone, Default)]
+pub struct ServiceConfig {
+    /// `STRATUM_BOOTSTRAP_TOKEN`: the first token on an empty log.
+    pub bootstrap_token: Option<String>,
+    pub adapters: RaftAdapters,
+    pub backoff: Backoff,
+}
+
+/// A started service and its background tasks (aborted on drop).
+pub struct Service {
+    pub state: AppState,
+    /// A bootstrap token this start generated, to be shown once.
+    pub generated_token: Option<String>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// How often the head is polled where the backend announces nothing, and
+/// as the fallback where it does.
+const POLL: Duration = Duration::from_millis(1000);
+
+pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Service, StoreError> {
+    let bus = CommandBus::start(store.clone()).await?;
+    let state = AppState {
+        store: store.clone(),
+        bus: bus.clone(),
+    };
+    let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
+    let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];
+    tasks.push(tokio::spawn(
+        RaftCleanup::new(state.clone(), cfg.adapters.clone(), cfg.backoff).run(),
+    ));
+    Ok(Service {
+        state,
+        generated_token,
+        tasks,
+    })
+}
+
+/// Issues the bootstrap token when the log is empty. Answers the secret
+/// when it was generated here (and so must be shown once).
+async fn bootstrap(state: &AppState, given: Option<String>) -> Result<Option<String>, StoreError> {
+    if state.store.head().await?.position > 0 {
+        return Ok(None);
+    }
+    let generated = given.is_none();
+    let secret = given.unwrap_or_else(new_secret);
+    let req = CommandRequest::new(
+        Command::Iam(IamCommand::Bootstrap {
+            token_id: new_id("tok"),
+            secret_sha256: secret_hash(&secret),
+        }),
+        SERVICE_PRINCIPAL,
+    );
+    let reply = state
+        .bus
+        .execute(req)
+        .await
+        .map_err(|e| StoreError::Unavailable(e.message))?;
+    // Another replica may have bootstrapped first: then nothing was issued.
+    Ok((generated && reply.position.is_some()).then_some(secret))
+}
+
+/// Raises the bus's head when other processes commit: from the backend's
+/// announcements where it has them, and by polling.
+async fn watch_head(store: Arc<dyn EventStore>, bus: CommandBus) {
+    let mut announced = match store.subscribe().await {
+        Ok(rx) => rx,
+        Err(e) => {
+            tracing::warn!(error = %e, "no commit announcements; polling only");
+            None
+        }
+    };
+    let mut tick = tokio::time::interval(POLL);
+    loop {
+        tokio::select! {
+            Some(p) = async { match announced.as_mut() { Some(rx) => rx.recv().await, None => None } } => {
+                bus.observe_head(p);
+            }
+            _ = tick.tick() => {
+                if let Ok(h) = store.head().await {
+                    bus.observe_head(h.position);
+                }
+            }
+        }
+    }
+}
