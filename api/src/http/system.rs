@@ -72,7 +72,7 @@ impl Modify for Bearer {
 #[openapi(
     info(title = "stratum", description = "The control plane's record of cluster membership and upgrades."),
     paths(
-        healthz, readyz,
+        healthz, readyz, openapi,
         super::members::admit, super::members::list_members, super::members::get_member,
         super::members::member_history, super::members::join_progress, super::members::join_complete,
         super::members::join_failed, super::members::retry_join, super::members::decommission,
@@ -117,6 +117,8 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     }
 }
 
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "system",
+    responses((status = 200, description = "This document: the OpenAPI 3.1 description of the whole API.")))]
 pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
 }

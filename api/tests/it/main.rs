@@ -1,0 +1,10 @@
+//! Integration tests of the stratum service, in one binary.
+
+mod support;
+
+mod cli;
+mod errors;
+mod idempotency;
+mod membership;
+mod replicas;
+mod store;
