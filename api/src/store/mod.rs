@@ -334,11 +334,10 @@ pub async fn connect(url: &str) -> StoreResult<Arc<dyn EventStore>> {
 /// A database URL with any password taken out, for logs and errors.
 pub fn redact_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let creds = &url[s + 3..at];
-            let user = creds.split(':').next().unwrap_or("");
-            format!("{}://{}:***@{}", &url[..s], user, &url[at + 1..])
-        }
+        (Some(s), Some(at)) if at > s => match url[s + 3..at].split_once(':') {
+            Some((user, _)) => format!("{}://{}:***@{}", &url[..s], user, &url[at + 1..]),
+            None => url.to_owned(),
+        },
         _ => url.to_owned(),
     }
 }

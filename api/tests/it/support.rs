@@ -58,14 +58,142 @@ pub fn sqlite() -> TestDb {
     }
 }
 
-/// The PostgreSQL server tests use: `STRATUM_TEST_PG_URL`, default the
-/// local one.
+/// The PostgreSQL server tests use: `STRATUM_TEST_PG_URL` (default the
+/// local one on 127.0.0.1:5432), or else a throwaway cluster this process
+/// starts when the machine has PostgreSQL's binaries.
 fn pg_admin_url() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
     URL.get_or_init(|| {
-        std::env::var("STRATUM_TEST_PG_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+        let url = std::env::var("STRATUM_TEST_PG_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        let answers = std::thread::spawn({
+            let url = url.clone();
+            move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(sqlx::PgConnection::connect(&url))
+                    .is_ok()
+            }
+        })
+        .join()
+        .unwrap();
+        if answers {
+            return url;
+        }
+        match throwaway::start() {
+            Ok(u) => {
+                eprintln!(
+                    "PostgreSQL at {} does not answer; using a throwaway cluster at {u}",
+                    store::redact_url(&url)
+                );
+                u
+            }
+            Err(e) => {
+                eprintln!("no throwaway PostgreSQL cluster either: {e}");
+                url
+            }
+        }
     })
+}
+
+/// A PostgreSQL cluster in a temporary directory, stopped and removed when
+/// the test process ends (a watchdog shell waits for this process).
+mod throwaway {
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    fn bin(name: &str) -> Option<PathBuf> {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|d| d.path().join("bin"))
+            .collect();
+        dirs.sort();
+        dirs.into_iter()
+            .rev()
+            .map(|d| d.join(name))
+            .find(|p| p.exists())
+    }
+
+    /// Runs as `postgres` when this process is root (PostgreSQL refuses root).
+    fn as_pg(root: bool, argv: &[String]) -> Command {
+        if root {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).args(argv);
+            c
+        } else {
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
+    }
+
+    pub fn start() -> Result<String, String> {
+        let initdb = bin("initdb").ok_or("no initdb on this machine")?;
+        let postgres = bin("postgres").ok_or("no postgres binary on this machine")?;
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .map(|o| o.stdout == b"0\n")
+            .unwrap_or(false);
+        let dir = std::env::temp_dir().join(format!("stratum-pg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        if root {
+            let ok = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&dir)
+                .status();
+            if !ok.is_ok_and(|s| s.success()) {
+                return Err("cannot hand the cluster directory to postgres".into());
+            }
+        }
+        let d = dir.display().to_string();
+        let out = as_pg(
+            root,
+            &[
+                initdb.display().to_string(),
+                "-D".into(),
+                format!("{d}/data"),
+                "-U".into(),
+                "postgres".into(),
+                "--auth=trust".into(),
+            ],
+        )
+        .output()
+        .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!(
+                "initdb failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let script = format!(
+            "{pg} -D {d}/data -p {port} -k {d} -c listen_addresses=127.0.0.1 -c fsync=on >{d}/log 2>&1 & pg=$!; \
+             while [ -d /proc/{parent} ]; do sleep 1; done; kill $pg; wait $pg; rm -rf {d}",
+            pg = postgres.display(),
+            parent = std::process::id(),
+        );
+        as_pg(root, &["sh".into(), "-c".into(), script])
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                return Ok(url);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Err(format!("the throwaway cluster did not start; see {d}/log"))
+    }
 }
 
 /// A fresh PostgreSQL database, or `None` when no server answers. Where
