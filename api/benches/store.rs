@@ -1,1 +1,219 @@
-fn main() {}
+//! Load generator for the write path and for replay.
+//!
+//! `cargo bench -p stratum-api --bench store -- [commands|replay|all] [--pg URL]`
+//!
+//! commands: for SQLite (WAL, synchronous=FULL) and PostgreSQL
+//! (synchronous_commit on), with 1, 8 and 64 concurrent writers, each
+//! command loads its stream's state, is decided, appends one event of about
+//! 200 bytes with its expected version and updates the inline read model,
+//! through the one write path (`CommandBus`).
+//!
+//! replay: builds a log of 1,000,000 events and folds it from position 0
+//! into every read model, as `stratum replay` does.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sqlx::Connection;
+use stratum_api::command::{CommandBus, CommandRequest};
+use stratum_api::store::{self, EventStore, Head};
+use stratum_domain::log::{EventMeta, Recorded};
+use stratum_domain::membership::{MemberCommand, Role};
+use stratum_domain::state::stream_of;
+use stratum_domain::stored::encode;
+use stratum_domain::Command;
+
+const RUN: Duration = Duration::from_secs(3);
+
+fn step(k: u64) -> String {
+    // A long step name makes the stored event about 200 bytes.
+    format!("join/{:0>110}", k)
+}
+
+async fn commands(url: &str, writers: usize) -> (u64, f64) {
+    let s = store::connect(url).await.unwrap();
+    let bus = CommandBus::start(s.clone()).await.unwrap();
+    for w in 0..writers {
+        let admit = Command::Member(MemberCommand::Admit {
+            node_id: Some(format!("n-{w}")),
+            role: Some("compute".into()),
+            mgmt_ip: Some(format!("10.0.{}.{}", w / 250, w % 250 + 1)),
+            bindings: Default::default(),
+            labels: Default::default(),
+        });
+        bus.execute(CommandRequest::new(admit, "user/bench")).await.unwrap();
+    }
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let bus = bus.clone();
+            tokio::spawn(async move {
+                let mut n = 0u64;
+                while started.elapsed() < RUN {
+                    let mut req = CommandRequest::new(
+                        Command::Member(MemberCommand::ReportJoinProgress {
+                            node_id: format!("n-{w}"),
+                            step: Some(step(n)),
+                        }),
+                        "user/bench",
+                    );
+                    req.meta.request_id = Some(uuid::Uuid::new_v4().to_string());
+                    let r = bus.execute(req).await.unwrap();
+                    assert!(r.position.is_some(), "{}", r.body);
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let head = s.head().await.unwrap().position;
+    assert_eq!(head, writers as u64 + total, "every command appended one event");
+    (total, total as f64 / secs)
+}
+
+/// Writes a log of `n` events straight through the store: 1,000 members
+/// admitted, then progress reports round-robin.
+async fn build_log(s: &Arc<dyn EventStore>, n: u64) {
+    let members = 1000u64;
+    let mut head = Head {
+        position: 0,
+        hash: [0; 32],
+    };
+    let mut versions = vec![0u64; members as usize];
+    let mut k = 0u64;
+    while head.position < n {
+        let mut batch = Vec::with_capacity(10_000);
+        while batch.len() < 10_000 && head.position + (batch.len() as u64) < n {
+            let m = k % members;
+            let event = if k < members {
+                stratum_domain::testing::admitted(&format!("n-{m}"), Role::Compute, m as u32 + 1)
+            } else {
+                stratum_domain::DomainEvent::JoinProgressReported {
+                    node_id: format!("n-{m}"),
+                    step: step(k),
+                }
+            };
+            let enc = encode(&event);
+            versions[m as usize] += 1;
+            let prev = batch.last().map_or(head.hash, |e: &Recorded| e.hash);
+            let mut r = Recorded {
+                position: head.position + batch.len() as u64 + 1,
+                stream_id: stream_of(&event),
+                stream_version: versions[m as usize],
+                event_type: enc.event_type.into(),
+                schema_version: enc.schema_version,
+                event_id: uuid::Uuid::new_v4(),
+                occurred_at: stratum_domain::log::log_precision(chrono::Utc::now()),
+                meta: EventMeta {
+                    principal: "user/bench".into(),
+                    request_id: Some(uuid::Uuid::new_v4().to_string()),
+                    ..Default::default()
+                },
+                payload: enc.payload,
+                prev_hash: [0; 32],
+                hash: [0; 32],
+            };
+            r.seal(prev);
+            batch.push(r);
+            k += 1;
+        }
+        let mut tx = s.begin_write().await.unwrap();
+        tx.append(&batch).await.unwrap();
+        tx.commit().await.unwrap();
+        let last = batch.last().unwrap();
+        head = Head {
+            position: last.position,
+            hash: last.hash,
+        };
+    }
+}
+
+async fn replay(url: &str, n: u64) -> f64 {
+    let s = store::connect(url).await.unwrap();
+    if s.head().await.unwrap().position < n {
+        let t = Instant::now();
+        build_log(&s, n).await;
+        eprintln!("  built a log of {n} events in {:.1}s", t.elapsed().as_secs_f64());
+    }
+    let t = Instant::now();
+    let rm = stratum_api::cli::replay_with(&*s, |_| {}).await.unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    assert_eq!(rm.state.position, n);
+    n as f64 / secs
+}
+
+struct Pg {
+    admin: String,
+    name: String,
+}
+
+impl Pg {
+    async fn new(admin: &str) -> Option<Self> {
+        let mut c = sqlx::PgConnection::connect(admin).await.ok()?;
+        let name = format!("stratum_bench_{}", uuid::Uuid::new_v4().simple());
+        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut c).await.ok()?;
+        Some(Self {
+            admin: admin.to_owned(),
+            name,
+        })
+    }
+
+    fn url(&self) -> String {
+        let base = self.admin.rsplit_once('/').map_or(self.admin.as_str(), |(b, _)| b);
+        format!("{base}/{}", self.name)
+    }
+
+    async fn drop_db(self) {
+        if let Ok(mut c) = sqlx::PgConnection::connect(&self.admin).await {
+            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name))
+                .execute(&mut c)
+                .await;
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let what = args.first().cloned().unwrap_or_else(|| "all".into());
+    let pg_admin = args
+        .iter()
+        .position(|a| a == "--pg")
+        .and_then(|i| args.get(i + 1).cloned())
+        .or_else(|| std::env::var("STRATUM_TEST_PG_URL").ok())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".into());
+    let events: u64 = std::env::var("STRATUM_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    println!("machine: {} cores", std::thread::available_parallelism().map_or(0, |n| n.get()));
+    if what == "commands" || what == "all" {
+        for writers in [1, 8, 64] {
+            let dir = tempfile::tempdir().unwrap();
+            let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+            let (n, rate) = commands(&url, writers).await;
+            println!("commands sqlite   writers={writers:>2}: {rate:>9.0} commands/s ({n} in {}s)", RUN.as_secs());
+            if let Some(pg) = Pg::new(&pg_admin).await {
+                let (n, rate) = commands(&pg.url(), writers).await;
+                println!("commands postgres writers={writers:>2}: {rate:>9.0} commands/s ({n} in {}s)", RUN.as_secs());
+                pg.drop_db().await;
+            }
+        }
+    }
+    if what == "replay" || what == "all" {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("replay.db").display());
+        let rate = replay(&url, events).await;
+        println!("replay sqlite   {events} events: {rate:>10.0} events/s");
+        if let Some(pg) = Pg::new(&pg_admin).await {
+            let rate = replay(&pg.url(), events).await;
+            println!("replay postgres {events} events: {rate:>10.0} events/s");
+            pg.drop_db().await;
+        }
+    }
+}

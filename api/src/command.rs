@@ -94,13 +94,21 @@ impl CommandRequest {
 #[derive(Clone, Debug, PartialEq)]
 pub struct CommandReply {
     pub status: u16,
-    pub body: Value,
+    /// The JSON body, serialized once, in the writer.
+    pub body: String,
     /// The version of the record shown, for `ETag`.
     pub etag: Option<u64>,
     /// The position of the last event this command appended, if any.
     pub position: Option<u64>,
     /// Whether this is a kept answer to a retried `Idempotency-Key`.
     pub replayed: bool,
+}
+
+impl CommandReply {
+    /// The body parsed, for callers that inspect it.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
 }
 
 struct Job {
@@ -242,6 +250,7 @@ impl Writer {
             self.rm = load(&*self.store, None).await?;
             self.reload = false;
         }
+        let t0 = std::time::Instant::now();
         let mut tx = self.store.begin_write().await?;
         let head = tx.head();
         if let Err(e) = self.catch_up(&mut *tx, head.position).await {
@@ -266,14 +275,22 @@ impl Writer {
             };
             replies.push(reply);
         }
+        let t_decided = std::time::Instant::now();
         if batch.events.is_empty() && batch.kept.is_empty() {
             tx.rollback().await?;
         } else {
             let changes = self.rm.take_changes();
+            let t1 = std::time::Instant::now();
             tx.append(&batch.events).await?;
+            let t2 = std::time::Instant::now();
             tx.write_changes(&changes, batch.position).await?;
+            let t3 = std::time::Instant::now();
             tx.put_idempotency(&batch.kept).await?;
             tx.commit().await?;
+            let t4 = std::time::Instant::now();
+            if std::env::var("STRATUM_PROFILE").is_ok() {
+                eprintln!("batch {} begin+decide {:?} changes {:?} append {:?} rows {:?} commit {:?}", reqs.len(), t_decided - t0, t1 - t_decided, t2 - t1, t3 - t2, t4 - t3);
+            }
         }
         self.reload = false;
         raise(&self.head, batch.position);
@@ -329,7 +346,7 @@ impl Writer {
                 key: idem.key.clone(),
                 request_hash: idem.request_hash.clone(),
                 status: reply.status,
-                body: reply.body.to_string(),
+                body: reply.body.clone(),
                 etag: reply.etag,
                 position: reply.position.unwrap_or(batch.position),
             });
@@ -379,7 +396,7 @@ impl Writer {
                 stream_id,
                 event_type: enc.event_type.to_owned(),
                 schema_version: enc.schema_version,
-                event_id: Uuid::new_v4(),
+                event_id: Uuid::now_v7(),
                 occurred_at: ctx.now,
                 meta: req.meta.clone(),
                 payload: enc.payload,
@@ -436,7 +453,7 @@ fn refusal_reply(refusal: Refusal, request_id: &str) -> CommandReply {
     let err = ApiError::from(refusal);
     CommandReply {
         status: err.status().as_u16(),
-        body: err.body(request_id),
+        body: err.body(request_id).to_string(),
         etag: None,
         position: None,
         replayed: false,
@@ -455,35 +472,37 @@ fn replay_kept(kept: &IdempotencyRecord, idem: &IdempotencyKey, request_id: &str
     }
     CommandReply {
         status: kept.status,
-        body: serde_json::from_str(&kept.body).unwrap_or(Value::Null),
+        body: kept.body.clone(),
         etag: kept.etag,
         position: None,
         replayed: true,
     }
 }
 
-/// The record a command's answer shows, and its version.
-fn render(rm: &ReadModels, subject: &Subject) -> (Value, Option<u64>) {
+/// The record a command's answer shows, as JSON text, and its version.
+fn render(rm: &ReadModels, subject: &Subject) -> (String, Option<u64>) {
+    fn json<T: serde::Serialize>(v: &T) -> String {
+        serde_json::to_string(v).expect("records serialize")
+    }
     let m = &rm.state.membership;
-    match subject {
-        Subject::Member(id) => m.members.get(id).map_or((Value::Null, None), |member| {
+    let found = match subject {
+        Subject::Member(id) => m
+            .members
+            .get(id)
+            .map(|member| (json(&member_record(member, Some(m.generation))), member.version)),
+        Subject::JoinRequest(id) => m
+            .join_requests
+            .get(id)
+            .map(|r| (json(&JoinRequestRecord::from(r)), r.version)),
+        Subject::Token(id) => rm.state.iam.tokens.get(id).map(|t| {
             (
-                serde_json::to_value(member_record(member, Some(m.generation)))
-                    .expect("records serialize"),
-                Some(member.version),
+                json(&serde_json::json!({ "id": t.token_id, "principal": t.principal, "policies": t.policies })),
+                1,
             )
         }),
-        Subject::JoinRequest(id) => m.join_requests.get(id).map_or((Value::Null, None), |r| {
-            (
-                serde_json::to_value(JoinRequestRecord::from(r)).expect("records serialize"),
-                Some(r.version),
-            )
-        }),
-        Subject::Token(id) => rm.state.iam.tokens.get(id).map_or((Value::Null, None), |t| {
-            (
-                serde_json::json!({ "id": t.token_id, "principal": t.principal, "policies": t.policies }),
-                Some(1),
-            )
-        }),
+    };
+    match found {
+        Some((body, version)) => (body, Some(version)),
+        None => ("null".to_owned(), None),
     }
 }

@@ -23,7 +23,7 @@ use tracing::Instrument;
 
 use crate::auth::{gate, Caller};
 use crate::command::{CommandBus, CommandReply, CommandRequest};
-use crate::error::{json_response, ApiError, REQUEST_ID};
+use crate::error::{ApiError, REQUEST_ID};
 use crate::store::EventStore;
 
 /// The most bytes a request body may have.
@@ -144,7 +144,18 @@ pub async fn execute(state: &AppState, req: CommandRequest) -> Response {
 
 pub fn reply_response(reply: CommandReply) -> Response {
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
-    let mut res = json_response(status, &reply.body);
+    let mut res = (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        reply.body,
+    )
+        .into_response();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        res.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(crate::error::RETRY_AFTER_SECS),
+        );
+    }
     if let Some(v) = reply.etag {
         set_etag(&mut res, v);
     }

@@ -8,8 +8,11 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{Connection, Postgres, Row, Transaction};
+use std::sync::Arc;
+
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection, Executor, Postgres, Row};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 use stratum_domain::log::Recorded;
 use stratum_projections::Changes;
 
@@ -25,6 +28,11 @@ pub const NOTIFY_CHANNEL: &str = "stratum_events";
 
 pub struct PgStore {
     pool: PgPool,
+    /// The connection this process writes through. Writes are serialized by
+    /// the `log_head` row lock anyway, and one connection lets a write end
+    /// in one round trip. `None` until first used, or after it broke.
+    writer: Arc<Mutex<Option<PgConnection>>>,
+    opts: PgConnectOptions,
 }
 
 impl PgStore {
@@ -36,10 +44,14 @@ impl PgStore {
             // A ping on every checkout costs 5-40% of throughput; a broken
             // connection fails its query instead, answered as UNAVAILABLE.
             .test_before_acquire(false)
-            .connect_with(opts)
+            .connect_with(opts.clone())
             .await?;
         sqlx::migrate!("../migrations/postgres").run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            writer: Arc::new(Mutex::new(None)),
+            opts,
+        })
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -59,8 +71,84 @@ impl PgStore {
 }
 
 struct PgTx {
-    tx: Transaction<'static, Postgres>,
+    conn: OwnedMutexGuard<Option<PgConnection>>,
     head: Head,
+    head_moved: bool,
+    cluster: Option<(Option<u64>, u64)>,
+    open: bool,
+}
+
+impl PgTx {
+    fn conn(&mut self) -> &mut PgConnection {
+        self.conn.as_mut().expect("a write holds a connection")
+    }
+}
+
+impl Drop for PgTx {
+    fn drop(&mut self) {
+        // A write abandoned mid-way leaves its transaction open: drop the
+        // connection (the server rolls it back) and reconnect next time.
+        if self.open {
+            self.conn.take();
+        }
+    }
+}
+
+/// Inserts events as arrays: one statement text, prepared once, whatever
+/// the batch size (a multi-row VALUES list is a new statement per size and
+/// binds fourteen parameters a row).
+async fn insert_events_unnest(c: &mut PgConnection, events: &[Recorded]) -> StoreResult<()> {
+    let col = |f: fn(&Recorded) -> i64| events.iter().map(f).collect::<Vec<i64>>();
+    let text = |f: fn(&Recorded) -> String| events.iter().map(f).collect::<Vec<String>>();
+    let opt = |f: fn(&Recorded) -> Option<String>| events.iter().map(f).collect::<Vec<_>>();
+    let bytes = |f: fn(&Recorded) -> Vec<u8>| events.iter().map(f).collect::<Vec<Vec<u8>>>();
+    sqlx::query(
+        "INSERT INTO events (position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash) \
+         SELECT * FROM UNNEST($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::text[], $7::int8[], $8::text[], $9::text[], $10::int8[], $11::text[], $12::bytea[], $13::bytea[], $14::bytea[])",
+    )
+    .bind(col(|e| e.position as i64))
+    .bind(text(|e| e.stream_id.clone()))
+    .bind(col(|e| e.stream_version as i64))
+    .bind(text(|e| e.event_type.clone()))
+    .bind(col(|e| e.schema_version as i64))
+    .bind(text(|e| e.event_id.to_string()))
+    .bind(col(|e| e.occurred_at.timestamp_micros()))
+    .bind(text(|e| e.meta.principal.clone()))
+    .bind(opt(|e| e.meta.request_id.clone()))
+    .bind(events.iter().map(|e| e.meta.causation.map(|c| c as i64)).collect::<Vec<_>>())
+    .bind(opt(|e| e.meta.correlation.clone()))
+    .bind(bytes(|e| e.payload.clone()))
+    .bind(bytes(|e| e.prev_hash.to_vec()))
+    .bind(bytes(|e| e.hash.to_vec()))
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+async fn upsert_members_unnest(
+    c: &mut PgConnection,
+    rows: &[stratum_projections::MemberRow],
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc) \
+         SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[]) \
+         ON CONFLICT (node_id) DO UPDATE SET state = excluded.state, role = excluded.role, \
+         rack = excluded.rack, ordinal = excluded.ordinal, version = excluded.version, doc = excluded.doc",
+    )
+    .bind(rows.iter().map(|r| r.node_id.as_str()).collect::<Vec<_>>())
+    .bind(rows.iter().map(|r| r.state).collect::<Vec<_>>())
+    .bind(rows.iter().map(|r| r.role).collect::<Vec<_>>())
+    .bind(rows.iter().map(|r| r.rack.as_deref()).collect::<Vec<_>>())
+    .bind(rows.iter().map(|r| r.ordinal as i64).collect::<Vec<_>>())
+    .bind(rows.iter().map(|r| r.version as i64).collect::<Vec<_>>())
+    .bind(rows.iter().map(|r| r.doc.as_str()).collect::<Vec<_>>())
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+fn pg_bytea(b: &[u8]) -> String {
+    format!("'\\x{}'::bytea", hex::encode(b))
 }
 
 #[async_trait]
@@ -70,12 +158,29 @@ impl EventStore for PgStore {
     }
 
     async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>> {
-        let mut tx = self.pool.begin().await?;
-        let row = sqlx::query("SELECT position, hash FROM log_head WHERE id = 1 FOR UPDATE")
-            .fetch_one(&mut *tx)
-            .await?;
-        let head = head_from_row(&row)?;
-        Ok(Box::new(PgTx { tx, head }))
+        let mut conn = self.writer.clone().lock_owned().await;
+        if conn.is_none() {
+            *conn = Some(self.opts.connect().await?);
+        }
+        let c = conn.as_mut().expect("connected above");
+        // One round trip: begin, and take the log's write lock.
+        // Text without arguments goes as one simple query: several statements,
+        // one round trip.
+        let row = c
+            .fetch_one("BEGIN; SELECT position, hash FROM log_head WHERE id = 1 FOR UPDATE")
+            .await;
+        let mut tx = PgTx {
+            conn,
+            head: Head {
+                position: 0,
+                hash: [0; 32],
+            },
+            head_moved: false,
+            cluster: None,
+            open: true,
+        };
+        tx.head = head_from_row(&row?)?;
+        Ok(Box::new(tx))
     }
 
     async fn head(&self) -> StoreResult<Head> {
@@ -260,7 +365,7 @@ impl WriteTx for PgTx {
 
     async fn clear_read_models(&mut self) -> StoreResult<()> {
         for stmt in sql::CLEAR_READ_MODELS {
-            sqlx::query(stmt).execute(&mut *self.tx).await?;
+            sqlx::query(stmt).execute(self.conn()).await?;
         }
         Ok(())
     }
@@ -269,7 +374,7 @@ impl WriteTx for PgTx {
         sqlx::query(sql::SELECT_AFTER)
             .bind(after as i64)
             .bind(i64::MAX)
-            .fetch_all(&mut *self.tx)
+            .fetch_all(self.conn())
             .await?
             .iter()
             .map(recorded_from_row)
@@ -279,7 +384,7 @@ impl WriteTx for PgTx {
     async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64> {
         let row = sqlx::query(sql::STREAM_VERSION)
             .bind(stream_id)
-            .fetch_one(&mut *self.tx)
+            .fetch_one(self.conn())
             .await?;
         Ok(row.get::<i64, _>(0) as u64)
     }
@@ -292,7 +397,7 @@ impl WriteTx for PgTx {
         sqlx::query(sql::SELECT_IDEMPOTENCY)
             .bind(principal)
             .bind(key)
-            .fetch_optional(&mut *self.tx)
+            .fetch_optional(self.conn())
             .await?
             .as_ref()
             .map(idempotency_from_row)
@@ -304,17 +409,8 @@ impl WriteTx for PgTx {
             return Ok(());
         };
         check_follows(self.head, events)?;
-        for chunk in events.chunks(CHUNK) {
-            sql::insert_events(chunk)
-                .build()
-                .execute(&mut *self.tx)
-                .await?;
-        }
-        sqlx::query(sql::UPDATE_HEAD)
-            .bind(last.position as i64)
-            .bind(last.hash.as_slice())
-            .execute(&mut *self.tx)
-            .await?;
+        insert_events_unnest(self.conn(), events).await?;
+        self.head_moved = true;
         self.head = Head {
             position: last.position,
             hash: last.hash,
@@ -323,29 +419,22 @@ impl WriteTx for PgTx {
     }
 
     async fn write_changes(&mut self, changes: &Changes, checkpoint: u64) -> StoreResult<()> {
-        for chunk in changes.members.chunks(CHUNK) {
-            sql::upsert_members(chunk)
-                .build()
-                .execute(&mut *self.tx)
-                .await?;
+        if !changes.members.is_empty() {
+            upsert_members_unnest(self.conn(), &changes.members).await?;
         }
         for chunk in changes.tokens.chunks(CHUNK) {
             sql::upsert_tokens(chunk)
                 .build()
-                .execute(&mut *self.tx)
+                .execute(self.conn())
                 .await?;
         }
         for chunk in changes.join_requests.chunks(CHUNK) {
             sql::upsert_join_requests(chunk)
                 .build()
-                .execute(&mut *self.tx)
+                .execute(self.conn())
                 .await?;
         }
-        sqlx::query(sql::UPDATE_CLUSTER)
-            .bind(changes.generation.map(|g| g as i64))
-            .bind(checkpoint as i64)
-            .execute(&mut *self.tx)
-            .await?;
+        self.cluster = Some((changes.generation, checkpoint));
         Ok(())
     }
 
@@ -353,24 +442,27 @@ impl WriteTx for PgTx {
         for chunk in records.chunks(CHUNK) {
             sql::insert_idempotency(chunk)
                 .build()
-                .execute(&mut *self.tx)
+                .execute(self.conn())
                 .await?;
         }
         Ok(())
     }
 
     async fn commit(mut self: Box<Self>) -> StoreResult<()> {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(NOTIFY_CHANNEL)
-            .bind(self.head.position.to_string())
-            .execute(&mut *self.tx)
-            .await?;
-        self.tx.commit().await?;
+        let finish = sql::finish(
+            self.head_moved.then_some(self.head),
+            self.cluster,
+            pg_bytea,
+            Some(NOTIFY_CHANNEL),
+        );
+        self.conn().execute(finish.as_str()).await?;
+        self.open = false;
         Ok(())
     }
 
-    async fn rollback(self: Box<Self>) -> StoreResult<()> {
-        self.tx.rollback().await?;
+    async fn rollback(mut self: Box<Self>) -> StoreResult<()> {
+        self.conn().execute("ROLLBACK").await?;
+        self.open = false;
         Ok(())
     }
 }

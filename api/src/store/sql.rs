@@ -14,10 +14,7 @@ pub(crate) const SELECT_AFTER: &str = "SELECT position, stream_id, stream_versio
 pub(crate) const SELECT_STREAM: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash FROM events WHERE stream_id = $1 ORDER BY stream_version";
 pub(crate) const STREAM_VERSION: &str =
     "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = $1";
-pub(crate) const UPDATE_HEAD: &str = "UPDATE log_head SET position = $1, hash = $2 WHERE id = 1";
 pub(crate) const SELECT_HEAD: &str = "SELECT position, hash FROM log_head WHERE id = 1";
-pub(crate) const UPDATE_CLUSTER: &str =
-    "UPDATE rm_cluster SET generation = COALESCE($1, generation), checkpoint = $2 WHERE id = 1";
 pub(crate) const SELECT_CLUSTER: &str =
     "SELECT generation, checkpoint FROM rm_cluster WHERE id = 1";
 pub(crate) const SELECT_IDEMPOTENCY: &str = "SELECT principal, idem_key, request_hash, status, body, etag, position FROM idempotency WHERE principal = $1 AND idem_key = $2";
@@ -36,6 +33,36 @@ pub(crate) const CLEAR_READ_MODELS: [&str; 3] = [
     "DELETE FROM rm_join_requests",
     "DELETE FROM rm_tokens",
 ];
+
+/// The statements that end a write, in one round trip: move the head, the
+/// generation and the checkpoint, announce the commit, and commit. Only
+/// numbers and a hash are written into the text, never caller input.
+pub(crate) fn finish(
+    head: Option<super::Head>,
+    cluster: Option<(Option<u64>, u64)>,
+    bytea: fn(&[u8]) -> String,
+    notify: Option<&str>,
+) -> String {
+    let mut sql = String::new();
+    if let Some(h) = head {
+        sql.push_str(&format!(
+            "UPDATE log_head SET position = {}, hash = {} WHERE id = 1; ",
+            h.position,
+            bytea(&h.hash)
+        ));
+        if let Some(channel) = notify {
+            sql.push_str(&format!("SELECT pg_notify('{channel}', '{}'); ", h.position));
+        }
+    }
+    if let Some((generation, checkpoint)) = cluster {
+        let generation = generation.map_or("generation".to_owned(), |g| g.to_string());
+        sql.push_str(&format!(
+            "UPDATE rm_cluster SET generation = {generation}, checkpoint = {checkpoint} WHERE id = 1; "
+        ));
+    }
+    sql.push_str("COMMIT");
+    sql
+}
 
 pub(crate) fn insert_events<'a, DB>(events: &'a [Recorded]) -> QueryBuilder<'a, DB>
 where

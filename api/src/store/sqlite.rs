@@ -13,13 +13,14 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
 };
-use sqlx::{ConnectOptions, Connection, Row};
+use sqlx::{ConnectOptions, Connection, Executor, Row};
 use stratum_domain::log::Recorded;
 use stratum_projections::Changes;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::sql::{self, CHUNK};
 use super::{
+    StoreError,
     check_follows, head_from_row, idempotency_from_row, recorded_from_row, token_from_row, Backend,
     EventStore, Head, IdempotencyRecord, Leadership, MemberFilter, StoreResult, StoredReadModels,
     TokenAuth, WriteTx,
@@ -73,6 +74,14 @@ struct SqliteTx {
     conn: OwnedMutexGuard<SqliteConnection>,
     in_tx: Arc<AtomicBool>,
     head: Head,
+    /// Whether events were appended, so the commit moves the head.
+    head_moved: bool,
+    /// The generation and checkpoint the commit writes.
+    cluster: Option<(Option<u64>, u64)>,
+}
+
+fn sqlite_blob(b: &[u8]) -> String {
+    format!("X'{}'", hex::encode(b))
 }
 
 #[async_trait]
@@ -86,20 +95,25 @@ impl EventStore for SqliteStore {
         if self.in_tx.swap(false, Ordering::SeqCst) {
             let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
         }
-        sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
         self.in_tx.store(true, Ordering::SeqCst);
-        let head = match sqlx::query(sql::SELECT_HEAD).fetch_one(&mut *conn).await {
-            Ok(row) => head_from_row(&row)?,
+        // One round trip: take the write lock and read the head under it.
+        let row = (&mut *conn)
+            .fetch_one("BEGIN IMMEDIATE; SELECT position, hash FROM log_head WHERE id = 1")
+            .await;
+        let head = match row.map_err(StoreError::from).and_then(|r| head_from_row(&r)) {
+            Ok(h) => h,
             Err(e) => {
                 let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
                 self.in_tx.store(false, Ordering::SeqCst);
-                return Err(e.into());
+                return Err(e);
             }
         };
         Ok(Box::new(SqliteTx {
             conn,
             in_tx: self.in_tx.clone(),
             head,
+            head_moved: false,
+            cluster: None,
         }))
     }
 
@@ -306,11 +320,7 @@ impl WriteTx for SqliteTx {
                 .execute(&mut *self.conn)
                 .await?;
         }
-        sqlx::query(sql::UPDATE_HEAD)
-            .bind(last.position as i64)
-            .bind(last.hash.as_slice())
-            .execute(&mut *self.conn)
-            .await?;
+        self.head_moved = true;
         self.head = Head {
             position: last.position,
             hash: last.hash,
@@ -337,11 +347,7 @@ impl WriteTx for SqliteTx {
                 .execute(&mut *self.conn)
                 .await?;
         }
-        sqlx::query(sql::UPDATE_CLUSTER)
-            .bind(changes.generation.map(|g| g as i64))
-            .bind(checkpoint as i64)
-            .execute(&mut *self.conn)
-            .await?;
+        self.cluster = Some((changes.generation, checkpoint));
         Ok(())
     }
 
@@ -356,7 +362,13 @@ impl WriteTx for SqliteTx {
     }
 
     async fn commit(mut self: Box<Self>) -> StoreResult<()> {
-        let r = sqlx::query("COMMIT").execute(&mut *self.conn).await;
+        let finish = sql::finish(
+            self.head_moved.then_some(self.head),
+            self.cluster,
+            sqlite_blob,
+            None,
+        );
+        let r = (&mut *self.conn).execute(finish.as_str()).await;
         if r.is_err() {
             let _ = sqlx::query("ROLLBACK").execute(&mut *self.conn).await;
         }
