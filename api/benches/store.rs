@@ -41,7 +41,9 @@ async fn commands(url: &str, writers: usize) -> (u64, f64) {
             bindings: Default::default(),
             labels: Default::default(),
         });
-        bus.execute(CommandRequest::new(admit, "user/bench")).await.unwrap();
+        bus.execute(CommandRequest::new(admit, "user/bench"))
+            .await
+            .unwrap();
     }
     let started = Instant::now();
     let tasks: Vec<_> = (0..writers)
@@ -72,7 +74,11 @@ async fn commands(url: &str, writers: usize) -> (u64, f64) {
     }
     let secs = started.elapsed().as_secs_f64();
     let head = s.head().await.unwrap().position;
-    assert_eq!(head, writers as u64 + total, "every command appended one event");
+    assert_eq!(
+        head,
+        writers as u64 + total,
+        "every command appended one event"
+    );
     (total, total as f64 / secs)
 }
 
@@ -138,10 +144,13 @@ async fn replay(url: &str, n: u64) -> f64 {
     if s.head().await.unwrap().position < n {
         let t = Instant::now();
         build_log(&s, n).await;
-        eprintln!("  built a log of {n} events in {:.1}s", t.elapsed().as_secs_f64());
+        eprintln!(
+            "  built a log of {n} events in {:.1}s",
+            t.elapsed().as_secs_f64()
+        );
     }
     let t = Instant::now();
-    let rm = stratum_api::cli::replay_with(&*s, |_| {}).await.unwrap();
+    let rm = stratum_api::command::load(s.clone(), None).await.unwrap();
     let secs = t.elapsed().as_secs_f64();
     assert_eq!(rm.state.position, n);
     n as f64 / secs
@@ -156,7 +165,10 @@ impl Pg {
     async fn new(admin: &str) -> Option<Self> {
         let mut c = sqlx::PgConnection::connect(admin).await.ok()?;
         let name = format!("stratum_bench_{}", uuid::Uuid::new_v4().simple());
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut c).await.ok()?;
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut c)
+            .await
+            .ok()?;
         Some(Self {
             admin: admin.to_owned(),
             name,
@@ -164,22 +176,31 @@ impl Pg {
     }
 
     fn url(&self) -> String {
-        let base = self.admin.rsplit_once('/').map_or(self.admin.as_str(), |(b, _)| b);
+        let base = self
+            .admin
+            .rsplit_once('/')
+            .map_or(self.admin.as_str(), |(b, _)| b);
         format!("{base}/{}", self.name)
     }
 
     async fn drop_db(self) {
         if let Ok(mut c) = sqlx::PgConnection::connect(&self.admin).await {
-            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name))
-                .execute(&mut c)
-                .await;
+            let _ = sqlx::query(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .execute(&mut c)
+            .await;
         }
     }
 }
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let what = args.first().cloned().unwrap_or_else(|| "all".into());
     let pg_admin = args
         .iter()
@@ -191,23 +212,36 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
-    println!("machine: {} cores", std::thread::available_parallelism().map_or(0, |n| n.get()));
+    println!(
+        "machine: {} cores",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
     if what == "commands" || what == "all" {
         for writers in [1, 8, 64] {
             let dir = tempfile::tempdir().unwrap();
             let url = format!("sqlite://{}", dir.path().join("bench.db").display());
             let (n, rate) = commands(&url, writers).await;
-            println!("commands sqlite   writers={writers:>2}: {rate:>9.0} commands/s ({n} in {}s)", RUN.as_secs());
+            println!(
+                "commands sqlite   writers={writers:>2}: {rate:>9.0} commands/s ({n} in {}s)",
+                RUN.as_secs()
+            );
             if let Some(pg) = Pg::new(&pg_admin).await {
                 let (n, rate) = commands(&pg.url(), writers).await;
-                println!("commands postgres writers={writers:>2}: {rate:>9.0} commands/s ({n} in {}s)", RUN.as_secs());
+                println!(
+                    "commands postgres writers={writers:>2}: {rate:>9.0} commands/s ({n} in {}s)",
+                    RUN.as_secs()
+                );
                 pg.drop_db().await;
             }
         }
     }
     if what == "replay" || what == "all" {
+        // STRATUM_BENCH_REPLAY_DB keeps the SQLite log between runs.
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("replay.db").display());
+        let url = match std::env::var("STRATUM_BENCH_REPLAY_DB") {
+            Ok(path) => format!("sqlite://{path}"),
+            Err(_) => format!("sqlite://{}", dir.path().join("replay.db").display()),
+        };
         let rate = replay(&url, events).await;
         println!("replay sqlite   {events} events: {rate:>10.0} events/s");
         if let Some(pg) = Pg::new(&pg_admin).await {

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use stratum_projections::ReadModels;
 
 use crate::command::READ_CHUNK;
 use crate::http::events::{event_json, verify_chain, Verification};
@@ -146,7 +145,7 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
             let store = open(&db).await?;
             let head = store.head().await?.position;
             let bar = progress(head, if check { "checking" } else { "rebuilding" });
-            let rm = replay_with(&*store, |p| bar.set_position(p)).await?;
+            let rm = crate::command::replay(store.clone(), None, |p| bar.set_position(p)).await?;
             bar.finish_and_clear();
             let rebuilt = rm.all_rows();
             if check {
@@ -218,29 +217,6 @@ async fn shutdown_signal() {
         _ = term => {}
     }
     tracing::info!("shutting down: finishing requests in flight");
-}
-
-/// Folds the whole log, reading the next chunk while the last one folds.
-pub async fn replay_with(
-    store: &dyn EventStore,
-    mut on_progress: impl FnMut(u64),
-) -> anyhow_like::Result<ReadModels> {
-    let mut rm = ReadModels::default();
-    let mut next = store.read_after(0, READ_CHUNK);
-    loop {
-        let chunk = next.await?;
-        let Some(last) = chunk.last().map(|e| e.position) else {
-            break;
-        };
-        next = store.read_after(last, READ_CHUNK);
-        for e in &chunk {
-            rm.apply_recorded(e)
-                .map_err(|err| anyhow_like::Error(format!("position {}: {err}", e.position)))?;
-        }
-        rm.discard_changes();
-        on_progress(last);
-    }
-    Ok(rm)
 }
 
 /// Where stored read models differ from a rebuild.

@@ -17,8 +17,9 @@ use chrono::Utc;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use stratum_domain::log::{log_precision, EventMeta, Recorded};
+use stratum_domain::state::EventCtx;
 use stratum_domain::state::{stream_of, Subject};
-use stratum_domain::stored::encode;
+use stratum_domain::stored::{decode, encode};
 use stratum_domain::{Command, CommandContext, ErrorCode, FieldError, Refusal};
 use stratum_projections::{member_record, JoinRequestRecord, ReadModels};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -126,7 +127,7 @@ pub struct CommandBus {
 impl CommandBus {
     /// Loads the log and starts the writer task.
     pub async fn start(store: Arc<dyn EventStore>) -> StoreResult<Self> {
-        let rm = load(&*store, None).await?;
+        let rm = load(store.clone(), None).await?;
         let (head, _) = watch::channel(rm.state.position);
         let (jobs, rx) = mpsc::channel(4096);
         let writer = Writer {
@@ -171,25 +172,58 @@ fn raise(head: &watch::Sender<u64>, position: u64) {
     });
 }
 
-/// Folds the log (up to `until`, or all of it) into fresh read models,
-/// reading it in chunks.
-pub async fn load(store: &dyn EventStore, until: Option<u64>) -> StoreResult<ReadModels> {
+/// Folds the log (up to `until`, or all of it) into fresh read models. One
+/// task reads the next chunk while this one folds the last.
+pub async fn load(store: Arc<dyn EventStore>, until: Option<u64>) -> StoreResult<ReadModels> {
+    replay(store, until, |_| {}).await
+}
+
+/// [`load`], telling `progress` the position reached after each chunk.
+pub async fn replay(
+    store: Arc<dyn EventStore>,
+    until: Option<u64>,
+    mut progress: impl FnMut(u64),
+) -> StoreResult<ReadModels> {
+    let (tx, mut rx) = mpsc::channel(2);
+    let reader = tokio::spawn(async move {
+        let mut after = 0;
+        loop {
+            let chunk = store.read_for_replay(after, READ_CHUNK).await;
+            let next = match &chunk {
+                Ok(c) => c.last().map(|e| e.position),
+                Err(_) => None,
+            };
+            let done = next.is_none() || until.is_some_and(|u| next >= Some(u));
+            if tx.send(chunk).await.is_err() || done {
+                return;
+            }
+            after = next.unwrap_or(after);
+        }
+    });
     let mut rm = ReadModels::default();
-    let mut after = 0;
-    loop {
-        let chunk = store.read_after(after, READ_CHUNK).await?;
-        let Some(last) = chunk.last() else { break };
-        after = last.position;
+    rm.set_tracking(false);
+    'chunks: while let Some(chunk) = rx.recv().await {
+        let chunk = chunk?;
         for e in &chunk {
             if until.is_some_and(|u| e.position > u) {
-                rm.discard_changes();
-                return Ok(rm);
+                break 'chunks;
             }
-            rm.apply_recorded(e)
+            let event = decode(&e.event_type, e.schema_version, &e.payload)
                 .map_err(|err| StoreError::Corrupt(format!("position {}: {err}", e.position)))?;
+            let ctx = EventCtx {
+                position: e.position,
+                stream_version: e.stream_version,
+                occurred_at: e.occurred_at,
+                principal: &e.principal,
+            };
+            rm.apply_at(&ctx, &e.stream_id, &event);
         }
-        rm.discard_changes();
+        if let Some(last) = chunk.last() {
+            progress(last.position);
+        }
     }
+    reader.abort();
+    rm.set_tracking(true);
     Ok(rm)
 }
 
@@ -247,7 +281,7 @@ impl Writer {
         reqs: &[&CommandRequest],
     ) -> StoreResult<Vec<Result<CommandReply, ApiError>>> {
         if self.reload {
-            self.rm = load(&*self.store, None).await?;
+            self.rm = load(self.store.clone(), None).await?;
             self.reload = false;
         }
         let t0 = std::time::Instant::now();
@@ -289,7 +323,15 @@ impl Writer {
             tx.commit().await?;
             let t4 = std::time::Instant::now();
             if std::env::var("STRATUM_PROFILE").is_ok() {
-                eprintln!("batch {} begin+decide {:?} changes {:?} append {:?} rows {:?} commit {:?}", reqs.len(), t_decided - t0, t1 - t_decided, t2 - t1, t3 - t2, t4 - t3);
+                eprintln!(
+                    "batch {} begin+decide {:?} changes {:?} append {:?} rows {:?} commit {:?}",
+                    reqs.len(),
+                    t_decided - t0,
+                    t1 - t_decided,
+                    t2 - t1,
+                    t3 - t2,
+                    t4 - t3
+                );
             }
         }
         self.reload = false;

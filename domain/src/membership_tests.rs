@@ -1185,7 +1185,7 @@ fn retry_is_refused_unless_failed() {
     ] {
         let s = cluster_with(state);
         let r = refused(&s, retry("n-3"));
-        assert_eq!(r.code, ErrorCode::MemberNotJoining, "{state:?}");
+        assert_eq!(r.code, ErrorCode::MemberNotFailed, "{state:?}");
         assert_eq!(r.details, Some(json!({ "state": state.as_str() })));
     }
 }

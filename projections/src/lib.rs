@@ -78,20 +78,52 @@ impl Changes {
 }
 
 /// Every read model, kept in memory by the command path and rebuilt by replay.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ReadModels {
     pub state: State,
+    /// Whether folds record which rows they touch (a replay that rewrites
+    /// every row, or none, need not).
+    tracking: bool,
     dirty_members: BTreeSet<String>,
     dirty_requests: BTreeSet<String>,
     dirty_tokens: BTreeSet<String>,
     generation_dirty: bool,
 }
 
+impl Default for ReadModels {
+    fn default() -> Self {
+        Self {
+            state: State::default(),
+            tracking: true,
+            dirty_members: BTreeSet::new(),
+            dirty_requests: BTreeSet::new(),
+            dirty_tokens: BTreeSet::new(),
+            generation_dirty: false,
+        }
+    }
+}
+
 impl ReadModels {
+    /// Turns the tracking of changed rows on or off (off while replaying).
+    pub fn set_tracking(&mut self, on: bool) {
+        self.tracking = on;
+        if !on {
+            self.discard_changes();
+        }
+    }
+
     /// Folds one decoded event.
     pub fn apply(&mut self, rec: &Recorded, event: &DomainEvent) {
+        self.apply_at(&EventCtx::of(rec), &rec.stream_id, event);
+    }
+
+    /// Folds one decoded event, given its envelope's parts.
+    pub fn apply_at(&mut self, ctx: &EventCtx, stream_id: &str, event: &DomainEvent) {
         let before = self.state.membership.generation;
-        self.state.evolve(&EventCtx::of(rec), &rec.stream_id, event);
+        self.state.evolve(ctx, stream_id, event);
+        if !self.tracking {
+            return;
+        }
         if let Some(node_id) = stratum_domain::membership::member_of(event) {
             self.dirty_members.insert(node_id.to_owned());
         }

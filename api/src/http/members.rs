@@ -450,7 +450,7 @@ async fn membership_at(
     state: &AppState,
     p: u64,
 ) -> ApiResult<stratum_domain::membership::Membership> {
-    Ok(crate::command::load(&*state.store, Some(p))
+    Ok(crate::command::load(state.store.clone(), Some(p))
         .await?
         .state
         .membership)

@@ -146,7 +146,10 @@ pub fn reply_response(reply: CommandReply) -> Response {
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
     let mut res = (
         status,
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         reply.body,
     )
         .into_response();

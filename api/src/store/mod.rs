@@ -161,6 +161,9 @@ pub trait EventStore: Send + Sync + 'static {
     /// Up to `limit` events after `after`, in position order.
     async fn read_after(&self, after: u64, limit: u32) -> StoreResult<Vec<Recorded>>;
 
+    /// Up to `limit` events after `after`, with only what a fold reads.
+    async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<Vec<ReplayEvent>>;
+
     /// Every event of one stream, in version order.
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>>;
 
@@ -243,6 +246,40 @@ pub trait EventStore: Send + Sync + 'static {
         tx.commit().await?;
         Ok(records)
     }
+}
+
+/// What folding an event into the read models reads of it.
+#[derive(Clone, Debug)]
+pub struct ReplayEvent {
+    pub position: u64,
+    pub stream_id: String,
+    pub stream_version: u64,
+    pub event_type: String,
+    pub schema_version: u16,
+    pub occurred_at: chrono::DateTime<chrono::Utc>,
+    pub principal: String,
+    pub payload: Vec<u8>,
+}
+
+pub(crate) fn replay_event_from_row<'r, R>(row: &'r R) -> StoreResult<ReplayEvent>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    Ok(ReplayEvent {
+        position: row.try_get::<i64, _>(0).map_err(corrupt)? as u64,
+        stream_id: row.try_get(1).map_err(corrupt)?,
+        stream_version: row.try_get::<i64, _>(2).map_err(corrupt)? as u64,
+        event_type: row.try_get(3).map_err(corrupt)?,
+        schema_version: row.try_get::<i64, _>(4).map_err(corrupt)? as u16,
+        occurred_at: micros_to_time(row.try_get(5).map_err(corrupt)?),
+        principal: row.try_get(6).map_err(corrupt)?,
+        payload: row.try_get(7).map_err(corrupt)?,
+    })
 }
 
 /// An event not yet positioned, for [`EventStore::append_to_stream`].

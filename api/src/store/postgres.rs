@@ -12,15 +12,15 @@ use std::sync::Arc;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, Executor, Postgres, Row};
-use tokio::sync::{Mutex, OwnedMutexGuard};
 use stratum_domain::log::Recorded;
 use stratum_projections::Changes;
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::sql::{self, CHUNK};
 use super::{
-    check_follows, head_from_row, idempotency_from_row, recorded_from_row, token_from_row, Backend,
-    EventStore, Head, IdempotencyRecord, Leadership, MemberFilter, StoreResult, StoredReadModels,
-    TokenAuth, WriteTx,
+    check_follows, head_from_row, idempotency_from_row, recorded_from_row, replay_event_from_row,
+    token_from_row, Backend, EventStore, Head, IdempotencyRecord, Leadership, MemberFilter,
+    ReplayEvent, StoreResult, StoredReadModels, TokenAuth, WriteTx,
 };
 
 /// The channel every commit notifies with its last position.
@@ -195,6 +195,17 @@ impl EventStore for PgStore {
             .await?
             .iter()
             .map(recorded_from_row)
+            .collect()
+    }
+
+    async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<Vec<ReplayEvent>> {
+        sqlx::query(sql::SELECT_FOR_REPLAY)
+            .bind(after as i64)
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(replay_event_from_row)
             .collect()
     }
 

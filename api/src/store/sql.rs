@@ -11,6 +11,7 @@ use super::{IdempotencyRecord, EVENT_COLUMNS};
 pub(crate) const CHUNK: usize = 500;
 
 pub(crate) const SELECT_AFTER: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash FROM events WHERE position > $1 ORDER BY position LIMIT $2";
+pub(crate) const SELECT_FOR_REPLAY: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, occurred_at, principal, payload FROM events WHERE position > $1 ORDER BY position LIMIT $2";
 pub(crate) const SELECT_STREAM: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash FROM events WHERE stream_id = $1 ORDER BY stream_version";
 pub(crate) const STREAM_VERSION: &str =
     "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = $1";
@@ -51,7 +52,10 @@ pub(crate) fn finish(
             bytea(&h.hash)
         ));
         if let Some(channel) = notify {
-            sql.push_str(&format!("SELECT pg_notify('{channel}', '{}'); ", h.position));
+            sql.push_str(&format!(
+                "SELECT pg_notify('{channel}', '{}'); ",
+                h.position
+            ));
         }
     }
     if let Some((generation, checkpoint)) = cluster {

@@ -20,10 +20,9 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::sql::{self, CHUNK};
 use super::{
-    StoreError,
-    check_follows, head_from_row, idempotency_from_row, recorded_from_row, token_from_row, Backend,
-    EventStore, Head, IdempotencyRecord, Leadership, MemberFilter, StoreResult, StoredReadModels,
-    TokenAuth, WriteTx,
+    check_follows, head_from_row, idempotency_from_row, recorded_from_row, replay_event_from_row,
+    token_from_row, Backend, EventStore, Head, IdempotencyRecord, Leadership, MemberFilter,
+    ReplayEvent, StoreError, StoreResult, StoredReadModels, TokenAuth, WriteTx,
 };
 
 pub struct SqliteStore {
@@ -100,7 +99,10 @@ impl EventStore for SqliteStore {
         let row = (&mut *conn)
             .fetch_one("BEGIN IMMEDIATE; SELECT position, hash FROM log_head WHERE id = 1")
             .await;
-        let head = match row.map_err(StoreError::from).and_then(|r| head_from_row(&r)) {
+        let head = match row
+            .map_err(StoreError::from)
+            .and_then(|r| head_from_row(&r))
+        {
             Ok(h) => h,
             Err(e) => {
                 let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
@@ -129,6 +131,17 @@ impl EventStore for SqliteStore {
             .await?
             .iter()
             .map(recorded_from_row)
+            .collect()
+    }
+
+    async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<Vec<ReplayEvent>> {
+        sqlx::query(sql::SELECT_FOR_REPLAY)
+            .bind(after as i64)
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await?
+            .iter()
+            .map(replay_event_from_row)
             .collect()
     }
 

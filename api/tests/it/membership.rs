@@ -383,7 +383,7 @@ async fn as_of_answers_the_members_as_they_stood_after_each_position() {
         scenario(&app).await;
         let head = app.head().await;
         for p in 1..=head {
-            let rm = stratum_api::command::load(&*app.svc.state.store, Some(p))
+            let rm = stratum_api::command::load(app.svc.state.store.clone(), Some(p))
                 .await
                 .unwrap();
             let expected: Vec<Value> = stratum_projections::member_records(&rm.state.membership)

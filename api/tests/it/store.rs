@@ -144,7 +144,7 @@ async fn read_models_written_inline_equal_a_replay_from_zero() {
         let app = crate::support::spawn_app(&db).await;
         crate::membership::scenario(&app).await;
         let store = &app.svc.state.store;
-        let rm = stratum_api::cli::replay_with(&**store, |_| {})
+        let rm = stratum_api::command::load(store.clone(), None)
             .await
             .unwrap();
         let rebuilt = store::StoredReadModels::from_changes(&rm.all_rows(), rm.state.position);
