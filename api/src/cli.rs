@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::command::READ_CHUNK;
-use crate::http::events::{event_json, verify_chain, Verification};
+use crate::http::events::{verify_chain, Verification};
 use crate::service::{self, ServiceConfig};
 use crate::store::{self, redact_url, EventStore, StoredReadModels};
 
@@ -275,11 +275,13 @@ pub async fn export(
             if until.is_some_and(|u| e.position > u) {
                 return Ok(());
             }
-            let mut line = event_json(e).map_err(|err| anyhow_like::Error(err.message))?;
-            line["payloadPostcard"] = serde_json::Value::String({
-                use base64::Engine;
-                base64::engine::general_purpose::STANDARD.encode(&e.payload)
-            });
+            let payload =
+                stratum_domain::stored::decode(&e.event_type, e.schema_version, &e.payload)
+                    .map_err(|err| anyhow_like::Error(format!("position {}: {err}", e.position)))?;
+            let line = stratum_domain::log::LogLine::new(
+                e,
+                serde_json::to_value(payload).expect("events serialize"),
+            );
             serde_json::to_writer(&mut *out, &line)?;
             out.write_all(b"\n")?;
             at = e.position;

@@ -9,3 +9,5 @@ pub mod http;
 pub mod raft;
 pub mod service;
 pub mod store;
+#[doc(hidden)]
+pub mod testing;
