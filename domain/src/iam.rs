@@ -300,6 +300,10 @@ pub fn valid_principal(p: &str) -> bool {
             .is_some_and(crate::membership::valid_node_id)
 }
 
+fn hex_bytes<S: serde::Serializer>(b: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&hex::encode(b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,8 +349,4 @@ mod tests {
             assert!(name.chars().next().unwrap().is_ascii_uppercase());
         }
     }
-}
-
-fn hex_bytes<S: serde::Serializer>(b: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&hex::encode(b))
 }

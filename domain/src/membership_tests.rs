@@ -918,7 +918,7 @@ fn run_checking_generation(s: &mut State, principal: &str, c: MemberCommand) -> 
         .enumerate()
         .filter(|(_, e)| e.is_topology_change())
         .map(|(i, _)| start + i as u64 + 1)
-        .last();
+        .next_back();
     assert_eq!(
         s.membership.generation,
         last_topology.unwrap_or(before),

@@ -28,6 +28,10 @@ fn free_port() -> u16 {
         .port()
 }
 
+#[allow(
+    clippy::zombie_processes,
+    reason = "the Server guard kills and waits for it on drop"
+)]
 async fn serve(db_url: &str) -> Server {
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_stratum"))
