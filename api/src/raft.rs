@@ -323,3 +323,121 @@ impl RaftCleanup {
         }
     }
 }
+
+/// OpenBao's raft, over its HTTP API: `POST /v1/sys/storage/raft/remove-peer`
+/// with `{"server_id": nodeId}` and the `X-Vault-Token` header, against the
+/// active node (a standby redirects there).
+pub struct OpenBaoAdapter {
+    client: reqwest::Client,
+    addr: String,
+    token: String,
+}
+
+impl std::fmt::Debug for OpenBaoAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenBaoAdapter")
+            .field("addr", &self.addr)
+            .field("token", &"***")
+            .finish()
+    }
+}
+
+impl OpenBaoAdapter {
+    /// `addr` like `https://10.0.0.1:8200`; `ca_pem` the cluster CA, if
+    /// OpenBao's certificate is not signed by a public root.
+    pub fn new(addr: &str, token: String, ca_pem: Option<&[u8]>) -> Result<Self, AdapterError> {
+        let mut builder = reqwest::Client::builder().timeout(Duration::from_secs(10));
+        if let Some(pem) = ca_pem {
+            let ca = reqwest::Certificate::from_pem(pem)
+                .map_err(|e| AdapterError(format!("OpenBao CA certificate: {e}")))?;
+            builder = builder.add_root_certificate(ca);
+        }
+        Ok(Self {
+            client: builder
+                .build()
+                .map_err(|e| AdapterError(format!("OpenBao client: {e}")))?,
+            addr: addr.trim_end_matches('/').to_owned(),
+            token,
+        })
+    }
+}
+
+#[async_trait]
+impl RaftAdapter for OpenBaoAdapter {
+    async fn remove_peer(&self, peer: &RaftPeer) -> Result<Removal, AdapterError> {
+        let res = self
+            .client
+            .post(format!("{}/v1/sys/storage/raft/remove-peer", self.addr))
+            .header("X-Vault-Token", &self.token)
+            .json(&serde_json::json!({ "server_id": peer.node_id }))
+            .send()
+            .await
+            .map_err(|e| AdapterError(format!("OpenBao unreachable: {}", e.without_url())))?;
+        let status = res.status();
+        if status.is_success() {
+            return Ok(Removal::Removed);
+        }
+        let body = res.text().await.unwrap_or_default();
+        // OpenBao answers a peer that is not in the configuration with an
+        // error naming it as not found: already gone counts as done.
+        let gone = status == reqwest::StatusCode::NOT_FOUND
+            || (status.is_client_error() && body.to_lowercase().contains("not found"));
+        if gone {
+            return Ok(Removal::AlreadyGone);
+        }
+        let line = body
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(200)
+            .collect::<String>();
+        Err(AdapterError(format!("OpenBao answered {status}: {line}")))
+    }
+}
+
+/// The raft adapters the environment configures; the record-only default
+/// for any raft it does not name.
+///
+/// - `STRATUM_OPENBAO_ADDR`, `STRATUM_OPENBAO_TOKEN` (and optionally
+///   `STRATUM_OPENBAO_CACERT`, a PEM file): OpenBao over HTTP.
+/// - `STRATUM_RAFT_OVN_COMMANDS`, `STRATUM_RAFT_PATRONI_COMMANDS`: JSON arrays
+///   of argument vectors with `{nodeId}` and `{address}` placeholders, e.g.
+///   `[["ovs-appctl","-t","/var/run/ovn/ovnnb_db.ctl","cluster/kick","OVN_Northbound","{address}"],
+///     ["ovs-appctl","-t","/var/run/ovn/ovnsb_db.ctl","cluster/kick","OVN_Southbound","{address}"]]`.
+pub fn adapters_from_env() -> Result<RaftAdapters, AdapterError> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let mut adapters = RaftAdapters::default();
+    if let Some(addr) = var("STRATUM_OPENBAO_ADDR") {
+        let token = var("STRATUM_OPENBAO_TOKEN").ok_or_else(|| {
+            AdapterError("STRATUM_OPENBAO_ADDR is set without STRATUM_OPENBAO_TOKEN".into())
+        })?;
+        let ca = match var("STRATUM_OPENBAO_CACERT") {
+            Some(path) => {
+                Some(std::fs::read(&path).map_err(|e| AdapterError(format!("{path}: {e}")))?)
+            }
+            None => None,
+        };
+        adapters.openbao = Arc::new(OpenBaoAdapter::new(&addr, token, ca.as_deref())?);
+    }
+    let commands = |k: &str| -> Result<Option<CommandAdapter>, AdapterError> {
+        let Some(json) = var(k) else { return Ok(None) };
+        let commands: Vec<Vec<String>> = serde_json::from_str(&json).map_err(|e| {
+            AdapterError(format!("{k} must be a JSON array of argument vectors: {e}"))
+        })?;
+        if commands.is_empty() || commands.iter().any(Vec::is_empty) {
+            return Err(AdapterError(format!("{k} names an empty command")));
+        }
+        Ok(Some(CommandAdapter {
+            commands,
+            gone_statuses: Vec::new(),
+        }))
+    };
+    if let Some(c) = commands("STRATUM_RAFT_OVN_COMMANDS")? {
+        adapters.ovn = Arc::new(c);
+    }
+    if let Some(c) = commands("STRATUM_RAFT_PATRONI_COMMANDS")? {
+        adapters.patroni = Arc::new(c);
+    }
+    Ok(adapters)
+}

@@ -6,5 +6,6 @@ mod cli;
 mod errors;
 mod idempotency;
 mod membership;
+mod raft;
 mod replicas;
 mod store;
