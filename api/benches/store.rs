@@ -23,7 +23,7 @@ use stratum_domain::state::stream_of;
 use stratum_domain::stored::encode;
 use stratum_domain::Command;
 
-const RUN: Duration = Duration::from_secs(3);
+const RUN: Duration = Duration::from_secs(10);
 
 fn step(k: u64) -> String {
     // A long step name makes the stored event about 200 bytes.

@@ -284,15 +284,14 @@ impl Writer {
             self.rm = load(self.store.clone(), None).await?;
             self.reload = false;
         }
-        let t0 = std::time::Instant::now();
         let mut tx = self.store.begin_write().await?;
         let head = tx.head();
+        // From here until the commit the state may run ahead of the log.
+        self.reload = true;
         if let Err(e) = self.catch_up(&mut *tx, head.position).await {
             let _ = tx.rollback().await;
             return Err(e);
         }
-        // From here the state runs ahead of the log until the commit.
-        self.reload = true;
         let mut batch = Batch {
             prev_hash: head.hash,
             position: head.position,
@@ -309,30 +308,21 @@ impl Writer {
             };
             replies.push(reply);
         }
-        let t_decided = std::time::Instant::now();
         if batch.events.is_empty() && batch.kept.is_empty() {
             tx.rollback().await?;
         } else {
             let changes = self.rm.take_changes();
-            let t1 = std::time::Instant::now();
-            tx.append(&batch.events).await?;
-            let t2 = std::time::Instant::now();
-            tx.write_changes(&changes, batch.position).await?;
-            let t3 = std::time::Instant::now();
-            tx.put_idempotency(&batch.kept).await?;
-            tx.commit().await?;
-            let t4 = std::time::Instant::now();
-            if std::env::var("STRATUM_PROFILE").is_ok() {
-                eprintln!(
-                    "batch {} begin+decide {:?} changes {:?} append {:?} rows {:?} commit {:?}",
-                    reqs.len(),
-                    t_decided - t0,
-                    t1 - t_decided,
-                    t2 - t1,
-                    t3 - t2,
-                    t4 - t3
-                );
+            let written = async {
+                tx.append(&batch.events).await?;
+                tx.write_changes(&changes, batch.position).await?;
+                tx.put_idempotency(&batch.kept).await
             }
+            .await;
+            if let Err(e) = written {
+                let _ = tx.rollback().await;
+                return Err(e);
+            }
+            tx.commit().await?;
         }
         self.reload = false;
         raise(&self.head, batch.position);

@@ -67,7 +67,9 @@ impl RaftAdapter for RecordOnly {
 /// strings) with `{nodeId}` and `{address}` placeholders: OVN's
 /// `ovs-appctl ... cluster/kick` on both databases, or Patroni's
 /// `syncobj_admin -remove`. Every command must succeed; an exit status in
-/// `gone_statuses` means the peer was already gone.
+/// `gone_statuses`, or an error saying the server is unknown or not found,
+/// means the peer was already gone (so a retry after a partial success
+/// finishes instead of failing on the part already done).
 #[derive(Clone, Debug)]
 pub struct CommandAdapter {
     pub commands: Vec<Vec<String>>,
@@ -98,6 +100,7 @@ impl RaftAdapter for CommandAdapter {
             match out.status.code() {
                 Some(0) => outcome = Removal::Removed,
                 Some(c) if self.gone_statuses.contains(&c) => {}
+                _ if says_gone(&out.stderr) || says_gone(&out.stdout) => {}
                 _ => {
                     let err = String::from_utf8_lossy(&out.stderr);
                     let line = err.lines().last().unwrap_or("").trim();
@@ -110,6 +113,18 @@ impl RaftAdapter for CommandAdapter {
         }
         Ok(outcome)
     }
+}
+
+fn says_gone(output: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(output).to_lowercase();
+    [
+        "unknown server",
+        "not found",
+        "no such server",
+        "not a member",
+    ]
+    .iter()
+    .any(|p| text.contains(p))
 }
 
 /// One adapter per raft.
@@ -380,8 +395,9 @@ impl RaftAdapter for OpenBaoAdapter {
         let body = res.text().await.unwrap_or_default();
         // OpenBao answers a peer that is not in the configuration with an
         // error naming it as not found: already gone counts as done.
-        let gone = status == reqwest::StatusCode::NOT_FOUND
-            || (status.is_client_error() && body.to_lowercase().contains("not found"));
+        // A bare 404 may be a wrong address or path: only an answer that
+        // says the peer is not found counts.
+        let gone = status.is_client_error() && body.to_lowercase().contains("not found");
         if gone {
             return Ok(Removal::AlreadyGone);
         }

@@ -700,11 +700,12 @@ async fn wait_for_generation(
     let deadline = tokio::time::Instant::now() + wait;
     let mut head = state.bus.head();
     loop {
+        // Mark the head seen before reading, so a commit in between wakes us.
+        head.borrow_and_update();
         let (generation, _) = state.store.cluster_row().await?;
         if generation > after {
             return Ok(());
         }
-        head.borrow_and_update();
         match tokio::time::timeout_at(deadline, head.changed()).await {
             Ok(Ok(())) => continue,
             _ => return Ok(()),

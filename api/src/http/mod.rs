@@ -126,11 +126,51 @@ async fn request_context(req: Request, next: Next) -> Response {
             tracing::debug!(status = status.as_u16(), ms, "answered");
         }
     });
+    if (status.is_client_error() || status.is_server_error()) && !is_json(&res) {
+        res = into_error_shape(res, &id).await;
+    }
     if let Ok(v) = HeaderValue::from_str(&id) {
         res.headers_mut()
             .insert(HeaderName::from_static(REQUEST_ID_HEADER), v);
     }
     res
+}
+
+fn is_json(res: &Response) -> bool {
+    res.headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
+}
+
+/// Rewrites an error that did not come from us (an extractor's rejection of
+/// a path parameter, say) into the one error shape, keeping its status.
+async fn into_error_shape(res: Response, request_id: &str) -> Response {
+    let status = res.status();
+    let code = match status.as_u16() {
+        401 => ErrorCode::Unauthenticated,
+        403 => ErrorCode::AccessDenied,
+        404 => ErrorCode::NotFound,
+        405 => ErrorCode::MethodNotAllowed,
+        412 => ErrorCode::PreconditionFailed,
+        413 => ErrorCode::PayloadTooLarge,
+        415 => ErrorCode::UnsupportedMediaType,
+        503 => ErrorCode::Unavailable,
+        500..=599 => ErrorCode::Internal,
+        _ => ErrorCode::InvalidInput,
+    };
+    let text = axum::body::to_bytes(res.into_body(), 16 * 1024)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let message = if text.is_empty() || status.is_server_error() {
+        status
+            .canonical_reason()
+            .unwrap_or("The request failed.")
+            .to_owned()
+    } else {
+        text
+    };
+    crate::error::json_response(status, &ApiError::new(code, message).body(request_id))
 }
 
 /// Runs a command and answers with its reply: the status, the record, its

@@ -148,7 +148,8 @@ async fn upsert_members_unnest(
 }
 
 fn pg_bytea(b: &[u8]) -> String {
-    format!("'\\x{}'::bytea", hex::encode(b))
+    // decode() reads the same whatever standard_conforming_strings says.
+    format!("decode('{}', 'hex')", hex::encode(b))
 }
 
 #[async_trait]
@@ -160,7 +161,13 @@ impl EventStore for PgStore {
     async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>> {
         let mut conn = self.writer.clone().lock_owned().await;
         if conn.is_none() {
-            *conn = Some(self.opts.connect().await?);
+            // A writer that stalls holding the log's lock must not freeze
+            // every replica: the server ends such a session.
+            let opts = self
+                .opts
+                .clone()
+                .options([("idle_in_transaction_session_timeout", "30s")]);
+            *conn = Some(opts.connect().await?);
         }
         let c = conn.as_mut().expect("connected above");
         // One round trip: begin, and take the log's write lock.

@@ -42,7 +42,7 @@ pub(crate) fn finish(
     head: Option<super::Head>,
     cluster: Option<(Option<u64>, u64)>,
     bytea: fn(&[u8]) -> String,
-    notify: Option<&str>,
+    notify: Option<&'static str>,
 ) -> String {
     let mut sql = String::new();
     if let Some(h) = head {

@@ -107,6 +107,9 @@ async fn every_error_answers_in_the_one_json_shape() {
         "{}",
         r.body
     );
+    // A path parameter that is not UTF-8 (rejected by the router's extractor).
+    let r = app.get("/v1/admin/cluster/members/%FF").await;
+    assert_error_shape(&r, StatusCode::BAD_REQUEST, "INVALID_INPUT");
     // A request id sent by the caller comes back in the body and the header.
     let r = app
         .send(
