@@ -169,18 +169,25 @@ fn parse<T: BodyFields>(bytes: &[u8], raw: Bytes) -> Result<JsonBody<T>, ApiErro
     Ok(JsonBody { value, errors, raw })
 }
 
-/// `Idempotency-Key` and `If-Match`, parsed.
+/// What a write needs of its request besides the body: `Idempotency-Key`
+/// and `If-Match`, parsed, and the method and path the idempotency hash
+/// covers.
 #[derive(Clone, Debug, Default)]
 pub struct WriteHeaders {
     pub idempotency_key: Option<String>,
     pub if_match: Option<u64>,
+    pub method: String,
+    pub path: String,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for WriteHeaders {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        write_headers(&parts.headers)
+        let mut w = write_headers(&parts.headers)?;
+        w.method = parts.method.to_string();
+        w.path = parts.uri.path().to_owned();
+        Ok(w)
     }
 }
 
@@ -221,6 +228,7 @@ pub fn write_headers(h: &HeaderMap) -> Result<WriteHeaders, ApiError> {
         Ok(WriteHeaders {
             idempotency_key,
             if_match,
+            ..Default::default()
         })
     } else {
         Err(ApiError::invalid(errors))
@@ -228,10 +236,11 @@ pub fn write_headers(h: &HeaderMap) -> Result<WriteHeaders, ApiError> {
 }
 
 impl WriteHeaders {
-    pub fn idempotency(&self, method: &str, path: &str, body: &[u8]) -> Option<IdempotencyKey> {
+    /// The idempotency key with the hash of this request and `body`.
+    pub fn idempotency(&self, body: &[u8]) -> Option<IdempotencyKey> {
         self.idempotency_key
             .clone()
-            .map(|k| IdempotencyKey::new(k, method, path, body))
+            .map(|k| IdempotencyKey::new(k, &self.method, &self.path, body))
     }
 }
 

@@ -159,19 +159,19 @@ pub(crate) fn query<'a>(
     move |name| q.get(name).map(String::as_str)
 }
 
-/// Runs a member command addressed by path, with the write headers.
+/// Runs a member command with the write headers of its request and the raw
+/// body the idempotency hash covers.
 async fn member_command(
     state: &AppState,
     caller: &Caller,
     headers: &WriteHeaders,
-    (path, raw): (&str, &[u8]),
+    (raw, input_errors): (&[u8], Vec<FieldError>),
     command: MemberCommand,
-    input_errors: Vec<FieldError>,
     success_status: u16,
 ) -> Response {
     let mut req = command_request(caller, Command::Member(command), input_errors);
     req.if_match = headers.if_match;
-    req.idempotency = headers.idempotency("POST", path, raw);
+    req.idempotency = headers.idempotency(raw);
     req.success_status = success_status;
     execute(state, req).await
 }
@@ -211,9 +211,8 @@ pub async fn admit(
         &state,
         &caller,
         &headers,
-        ("/v1/admin/cluster/members", &body.raw),
+        (&body.raw, body.errors),
         cmd,
-        body.errors,
         201,
     )
     .await
@@ -237,7 +236,6 @@ pub async fn join_progress(
     headers: WriteHeaders,
     body: JsonBody<JoinProgressBody>,
 ) -> Response {
-    let path = format!("/v1/admin/cluster/members/{node_id}/join-progress");
     let cmd = MemberCommand::ReportJoinProgress {
         node_id,
         step: body.value.step.into_option(),
@@ -246,9 +244,8 @@ pub async fn join_progress(
         &state,
         &caller,
         &headers,
-        (&path, &body.raw),
+        (&body.raw, body.errors),
         cmd,
-        body.errors,
         200,
     )
     .await
@@ -264,18 +261,8 @@ pub async fn join_complete(
     Path(node_id): Path<String>,
     headers: WriteHeaders,
 ) -> Response {
-    let path = format!("/v1/admin/cluster/members/{node_id}/join-complete");
     let cmd = MemberCommand::CompleteJoin { node_id };
-    member_command(
-        &state,
-        &caller,
-        &headers,
-        (&path, b""),
-        cmd,
-        Vec::new(),
-        200,
-    )
-    .await
+    member_command(&state, &caller, &headers, (b"", Vec::new()), cmd, 200).await
 }
 
 request_body! {
@@ -311,7 +298,6 @@ pub async fn join_failed(
     headers: WriteHeaders,
     body: JsonBody<JoinFailedBody>,
 ) -> Response {
-    let path = format!("/v1/admin/cluster/members/{node_id}/join-failed");
     let cmd = MemberCommand::ReportJoinFailure {
         node_id,
         step: body.value.step.into_option(),
@@ -321,9 +307,8 @@ pub async fn join_failed(
         &state,
         &caller,
         &headers,
-        (&path, &body.raw),
+        (&body.raw, body.errors),
         cmd,
-        body.errors,
         200,
     )
     .await
@@ -339,18 +324,8 @@ pub async fn retry_join(
     Path(node_id): Path<String>,
     headers: WriteHeaders,
 ) -> Response {
-    let path = format!("/v1/admin/cluster/members/{node_id}/retry-join");
     let cmd = MemberCommand::RetryJoin { node_id };
-    member_command(
-        &state,
-        &caller,
-        &headers,
-        (&path, b""),
-        cmd,
-        Vec::new(),
-        200,
-    )
-    .await
+    member_command(&state, &caller, &headers, (b"", Vec::new()), cmd, 200).await
 }
 
 request_body! {
@@ -373,7 +348,6 @@ pub async fn decommission(
     headers: WriteHeaders,
     body: JsonBody<DecommissionBody>,
 ) -> Response {
-    let path = format!("/v1/admin/cluster/members/{node_id}/decommission");
     let cmd = MemberCommand::Decommission {
         node_id,
         reason: body.value.reason.into_option(),
@@ -383,9 +357,8 @@ pub async fn decommission(
         &state,
         &caller,
         &headers,
-        (&path, &body.raw),
+        (&body.raw, body.errors),
         cmd,
-        body.errors,
         200,
     )
     .await
@@ -409,7 +382,6 @@ pub async fn applied_generation(
     headers: WriteHeaders,
     body: JsonBody<AppliedGenerationBody>,
 ) -> Response {
-    let path = format!("/v1/admin/cluster/members/{node_id}/applied-generation");
     let cmd = MemberCommand::ReportAppliedGeneration {
         node_id,
         generation: body.value.generation.into_option(),
@@ -418,9 +390,8 @@ pub async fn applied_generation(
         &state,
         &caller,
         &headers,
-        (&path, &body.raw),
+        (&body.raw, body.errors),
         cmd,
-        body.errors,
         200,
     )
     .await
@@ -771,9 +742,8 @@ pub async fn request_join(
         &state,
         &caller,
         &headers,
-        ("/v1/admin/cluster/join-requests", &body.raw),
+        (&body.raw, body.errors),
         cmd,
-        body.errors,
         201,
     )
     .await
@@ -837,7 +807,6 @@ pub async fn approve_join(
     headers: WriteHeaders,
     body: JsonBody<ApproveBody>,
 ) -> Response {
-    let path = format!("/v1/admin/cluster/join-requests/{id}/approve");
     let b = body.value;
     let cmd = MemberCommand::ApproveJoin {
         request_id: id,
@@ -850,9 +819,8 @@ pub async fn approve_join(
         &state,
         &caller,
         &headers,
-        (&path, &body.raw),
+        (&body.raw, body.errors),
         cmd,
-        body.errors,
         200,
     )
     .await
@@ -876,7 +844,6 @@ pub async fn reject_join(
     headers: WriteHeaders,
     body: JsonBody<RejectBody>,
 ) -> Response {
-    let path = format!("/v1/admin/cluster/join-requests/{id}/reject");
     let cmd = MemberCommand::RejectJoin {
         request_id: id,
         reason: body.value.reason.into_option(),
@@ -885,9 +852,8 @@ pub async fn reject_join(
         &state,
         &caller,
         &headers,
-        (&path, &body.raw),
+        (&body.raw, body.errors),
         cmd,
-        body.errors,
         200,
     )
     .await

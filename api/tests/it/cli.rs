@@ -160,3 +160,112 @@ async fn export_writes_every_event_as_a_json_line_and_replay_checks_the_read_mod
         assert_eq!(code, 0, "{}: {out}", db.backend);
     }
 }
+
+#[tokio::test]
+async fn an_export_verifies_offline_and_names_a_changed_removed_or_reordered_line() {
+    let db = crate::support::sqlite();
+    let app = spawn_app(&db).await;
+    scenario(&app).await;
+    drop(app);
+    let (_, export) = stratum(&["events", "export"], &db.url);
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, lines: &[&str]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        p.display().to_string()
+    };
+    let lines: Vec<&str> = export.lines().collect();
+    let ok = write("ok.jsonl", &lines);
+    let (code, out) = stratum(&["events", "verify", "--file", &ok], "sqlite://unused.db");
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!("verified: {} events", lines.len())),
+        "{out}"
+    );
+
+    // A changed line: the principal of event 4.
+    let mut changed = lines.clone();
+    let edited = changed[3].replace(
+        "\"principal\":\"user/admin\"",
+        "\"principal\":\"user/mallory\"",
+    );
+    assert_ne!(edited, changed[3]);
+    changed[3] = &edited;
+    let (code, out) = stratum(
+        &["events", "verify", "--file", &write("c.jsonl", &changed)],
+        "sqlite://unused.db",
+    );
+    assert_eq!(code, 1);
+    assert!(out.contains("broken at position 4"), "{out}");
+    // A changed decoded payload, the bytes untouched.
+    let mut lied = lines.clone();
+    let edited = lied[2].replace("\"nodeId\":\"n-1\"", "\"nodeId\":\"n-9\"");
+    assert_ne!(edited, lied[2]);
+    lied[2] = &edited;
+    let (code, out) = stratum(
+        &["events", "verify", "--file", &write("p.jsonl", &lied)],
+        "sqlite://unused.db",
+    );
+    assert_eq!(code, 1);
+    assert!(out.contains("broken at position 3"), "{out}");
+    // A removed line.
+    let mut removed = lines.clone();
+    removed.remove(5);
+    let (code, out) = stratum(
+        &["events", "verify", "--file", &write("r.jsonl", &removed)],
+        "sqlite://unused.db",
+    );
+    assert_eq!(code, 1);
+    assert!(out.contains("broken at position 6"), "{out}");
+    // Two lines swapped.
+    let mut swapped = lines.clone();
+    swapped.swap(6, 7);
+    let (code, out) = stratum(
+        &["events", "verify", "--file", &write("s.jsonl", &swapped)],
+        "sqlite://unused.db",
+    );
+    assert_eq!(code, 1);
+    assert!(out.contains("broken at position 7"), "{out}");
+}
+
+#[tokio::test]
+async fn an_export_imports_into_an_empty_database_on_the_other_backend() {
+    let source = crate::support::sqlite();
+    let app = spawn_app(&source).await;
+    scenario(&app).await;
+    let expected = app.svc.state.store.read_models().await.unwrap();
+    let head = app.svc.state.store.head().await.unwrap();
+    drop(app);
+    let (_, export) = stratum(&["events", "export"], &source.url);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("log.jsonl");
+    std::fs::write(&file, &export).unwrap();
+    for target in crate::support::each_backend().await {
+        let (code, out) = stratum(
+            &["events", "import", "--file", file.to_str().unwrap()],
+            &target.url,
+        );
+        assert_eq!(code, 0, "{}: {out}", target.backend);
+        let s = stratum_api::store::connect(&target.url).await.unwrap();
+        assert_eq!(
+            s.head().await.unwrap(),
+            head,
+            "{}: same positions and hashes",
+            target.backend
+        );
+        assert_eq!(
+            s.read_models().await.unwrap(),
+            expected,
+            "{}",
+            target.backend
+        );
+        let (code, _) = stratum(&["events", "verify"], &target.url);
+        assert_eq!(code, 0);
+        // Importing again is refused: the database is no longer empty.
+        let (code, _) = stratum(
+            &["events", "import", "--file", file.to_str().unwrap()],
+            &target.url,
+        );
+        assert_ne!(code, 0);
+    }
+}
