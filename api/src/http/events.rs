@@ -2,8 +2,11 @@
 
 use std::collections::HashMap;
 
+use std::convert::Infallible;
+
 use axum::extract::{Query, State};
-use axum::http::Method;
+use axum::http::{HeaderMap, Method};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::routing::get;
 use axum::Json;
 use serde_json::{json, Value};
@@ -32,7 +35,97 @@ pub fn routes() -> Vec<Route> {
             action: Some(Action::ReadEvents),
             handler: get(verify),
         },
+        Route {
+            method: Method::GET,
+            path: "/v1/admin/events/stream",
+            action: Some(Action::ReadEvents),
+            handler: get(stream),
+        },
     ]
+}
+
+/// Where a stream of events resumes: `Last-Event-ID` (a reconnecting
+/// client) wins over `?after=`.
+fn resume_from(
+    headers: &HeaderMap,
+    after: Option<u64>,
+    errors: &mut Vec<stratum_domain::FieldError>,
+) -> u64 {
+    match headers
+        .get("last-event-id")
+        .map(|v| v.to_str().map(str::parse::<u64>))
+    {
+        Some(Ok(Ok(id))) => id,
+        Some(_) => {
+            errors.push(stratum_domain::FieldError::new(
+                "Last-Event-ID",
+                "must be a position this stream sent",
+            ));
+            0
+        }
+        None => after.unwrap_or(0),
+    }
+}
+
+#[utoipa::path(get, path = "/v1/admin/events/stream", tag = "audit",
+    params(("after" = Option<u64>, Query, description = "Send events after this position; a reconnect's Last-Event-ID wins.")),
+    responses((status = 200, description = "Server-Sent Events: each event's id is its position and its data the event as JSON, in order, each once.")),
+    security(("bearer" = [])))]
+pub async fn stream(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Sse<impl futures::Stream<Item = Result<SseEvent, Infallible>>>> {
+    let mut errors = Vec::new();
+    let get = query(&q, &["after"], &mut errors);
+    let after = number("after", get("after"), &mut errors);
+    let from = resume_from(&headers, after, &mut errors);
+    finish(errors)?;
+    struct Tail {
+        state: AppState,
+        head: tokio::sync::watch::Receiver<u64>,
+        last: u64,
+        pending: std::collections::VecDeque<Recorded>,
+    }
+    let tail = Tail {
+        head: state.bus.head(),
+        state,
+        last: from,
+        pending: Default::default(),
+    };
+    let events = futures::stream::unfold(tail, |mut t| async move {
+        loop {
+            if let Some(e) = t.pending.pop_front() {
+                t.last = e.position;
+                let data = match event_json(&e) {
+                    Ok(v) => v.to_string(),
+                    Err(err) => json!({ "error": err.message }).to_string(),
+                };
+                let sse = SseEvent::default()
+                    .id(e.position.to_string())
+                    .event(e.event_type.clone())
+                    .data(data);
+                return Some((Ok(sse), t));
+            }
+            // Mark the head seen before reading, so a commit in between wakes us.
+            t.head.borrow_and_update();
+            match t.state.store.read_after(t.last, 1000).await {
+                Ok(chunk) if !chunk.is_empty() => t.pending.extend(chunk),
+                Ok(_) => {
+                    // Commits of this process wake us at once; those of
+                    // other replicas by notification or within a second.
+                    let _ =
+                        tokio::time::timeout(std::time::Duration::from_secs(1), t.head.changed())
+                            .await;
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "event stream cannot read the log; ending it");
+                    return None;
+                }
+            }
+        }
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
 /// One event as auditors read it: every envelope field and the payload

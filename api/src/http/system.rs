@@ -79,7 +79,7 @@ impl Modify for Bearer {
         super::members::applied_generation, super::members::membership, super::members::get_peers,
         super::members::admission, super::members::request_join, super::members::list_join_requests,
         super::members::approve_join, super::members::reject_join,
-        super::events::list_events, super::events::verify,
+        super::events::list_events, super::events::verify, super::events::stream,
     ),
     components(schemas(ErrorBody, FieldErrorDoc)),
     modifiers(&Bearer),

@@ -8,4 +8,5 @@ mod idempotency;
 mod membership;
 mod raft;
 mod replicas;
+mod sse;
 mod store;
