@@ -185,7 +185,63 @@ pub mod v1 {
     }
 }
 
+/// Version 2 of the types that changed since version 1.
+pub mod v2 {
+    use super::*;
+
+    /// `MemberJoinFailed` v2 keeps the rafts to clean as a bit set
+    /// (patroni 1, openbao 2, ovn 4): they are a set, and a set cannot hold
+    /// a raft twice or in another order. v1 kept a list.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct MemberJoinFailedV2 {
+        pub node_id: String,
+        pub step: String,
+        pub error: String,
+        pub rafts: u8,
+    }
+
+    pub fn raft_bit(r: Raft) -> u8 {
+        match r {
+            Raft::Patroni => 1,
+            Raft::Openbao => 2,
+            Raft::Ovn => 4,
+        }
+    }
+
+    /// The rafts of a bit set, in order; `None` for bits no raft has.
+    pub fn rafts_of_bits(bits: u8) -> Option<Vec<Raft>> {
+        if bits & !7 != 0 {
+            return None;
+        }
+        Some(
+            Raft::ALL
+                .into_iter()
+                .filter(|r| bits & raft_bit(*r) != 0)
+                .collect(),
+        )
+    }
+}
+
+/// Upcasters: each turns a version into the next, small and separately
+/// tested, so old bytes reach the newest shape step by step.
+pub mod upcast {
+    use super::*;
+
+    pub fn member_join_failed_v1_to_v2(e: v1::MemberJoinFailedV1) -> v2::MemberJoinFailedV2 {
+        v2::MemberJoinFailedV2 {
+            node_id: e.node_id,
+            step: e.step,
+            error: e.error,
+            rafts: e
+                .rafts
+                .into_iter()
+                .fold(0, |bits, r| bits | v2::raft_bit(r.into())),
+        }
+    }
+}
+
 use v1::*;
+use v2::*;
 
 fn bytes<T: Serialize>(v: &T) -> Vec<u8> {
     postcard::to_allocvec(v).expect("postcard encodes plain data")
@@ -216,11 +272,11 @@ pub fn encode(event: &DomainEvent) -> Encoded {
         | DomainEvent::MemberJoinRetried { node_id } => bytes(&NodeV1 {
             node_id: node_id.clone(),
         }),
-        DomainEvent::MemberJoinFailed(e) => bytes(&MemberJoinFailedV1 {
+        DomainEvent::MemberJoinFailed(e) => bytes(&MemberJoinFailedV2 {
             node_id: e.node_id.clone(),
             step: e.step.clone(),
             error: e.error.clone(),
-            rafts: rafts_v1(&e.rafts),
+            rafts: e.rafts.iter().fold(0, |bits, r| bits | raft_bit(*r)),
         }),
         DomainEvent::RaftPeerRemoved {
             node_id,
@@ -281,8 +337,16 @@ pub fn encode(event: &DomainEvent) -> Encoded {
     };
     Encoded {
         event_type: event.event_type(),
-        schema_version: 1,
+        schema_version: schema_version(event),
         payload,
+    }
+}
+
+/// The version `encode` writes of an event's type: the newest.
+pub fn schema_version(event: &DomainEvent) -> u16 {
+    match event {
+        DomainEvent::MemberJoinFailed(_) => 2,
+        _ => 1,
     }
 }
 
@@ -326,13 +390,20 @@ pub fn decode(
         ("MemberJoinRetried", 1) => DomainEvent::MemberJoinRetried {
             node_id: de::<NodeV1>(t, v, payload)?.node_id,
         },
-        ("MemberJoinFailed", 1) => {
-            let e: MemberJoinFailedV1 = de(t, v, payload)?;
+        ("MemberJoinFailed", 1 | 2) => {
+            let e: MemberJoinFailedV2 = if v == 1 {
+                upcast::member_join_failed_v1_to_v2(de(t, v, payload)?)
+            } else {
+                de(t, v, payload)?
+            };
+            let rafts = rafts_of_bits(e.rafts).ok_or_else(|| {
+                DecodeError::Payload(t.to_owned(), v, format!("unknown raft bits {:#x}", e.rafts))
+            })?;
             DomainEvent::MemberJoinFailed(MemberJoinFailed {
                 node_id: e.node_id,
                 step: e.step,
                 error: e.error,
-                rafts: e.rafts.into_iter().map(Into::into).collect(),
+                rafts,
             })
         }
         ("RaftPeerRemoved", 1) => {
@@ -435,6 +506,23 @@ mod tests {
             let back = decode(enc.event_type, enc.schema_version, &enc.payload).unwrap();
             assert_eq!(back, e);
         }
+    }
+
+    #[test]
+    fn member_join_failed_v1_upcasts_to_the_v2_shape() {
+        let v1 = MemberJoinFailedV1 {
+            node_id: "n-1".into(),
+            step: "join/raft-openbao".into(),
+            error: "boom".into(),
+            rafts: vec![RaftV1::Patroni, RaftV1::Openbao],
+        };
+        let v2 = upcast::member_join_failed_v1_to_v2(v1.clone());
+        assert_eq!(v2.rafts, 0b011);
+        let from_v1 = decode("MemberJoinFailed", 1, &bytes(&v1)).unwrap();
+        let from_v2 = decode("MemberJoinFailed", 2, &bytes(&v2)).unwrap();
+        assert_eq!(from_v1, from_v2);
+        let bad = MemberJoinFailedV2 { rafts: 8, ..v2 };
+        assert!(decode("MemberJoinFailed", 2, &bytes(&bad)).is_err());
     }
 
     #[test]
