@@ -48,14 +48,25 @@ pub enum Cmd {
         #[command(subcommand)]
         command: EventsCmd,
     },
-    /// Rebuilds the read models from the log, or checks them against it.
+    /// Rebuilds the read models from the log, checks them against it, or
+    /// prints the digest of the membership read model at a position.
     Replay {
         /// Compares a rebuild with the stored read models; exits 1 on drift.
-        #[arg(long, conflicts_with = "rebuild", required_unless_present = "rebuild")]
+        #[arg(long, group = "mode")]
         check: bool,
         /// Rebuilds every read model from position 0.
-        #[arg(long)]
+        #[arg(long, group = "mode")]
         rebuild: bool,
+        /// Prints the digest of the membership read model (what the API's
+        /// `GET /v1/admin/cluster/membership?asOf=P` answers).
+        #[arg(long, group = "mode")]
+        digest: bool,
+        /// With --digest: replay only up to this position.
+        #[arg(long, requires = "digest")]
+        until: Option<u64>,
+        /// With --digest: replay an export instead of the database.
+        #[arg(long, requires = "digest")]
+        file: Option<std::path::PathBuf>,
         #[command(flatten)]
         db: Db,
     },
@@ -164,6 +175,23 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
             export(&*store, after, until, &mut std::io::stdout().lock()).await?;
             Ok(0)
         }
+        Cmd::Replay {
+            digest: true,
+            until,
+            file,
+            db,
+            ..
+        } => {
+            let rm = match file {
+                Some(path) => replay_file(&path, until)?,
+                None => crate::command::load(open(&db).await?, until).await?,
+            };
+            println!("{}", rm.membership_digest());
+            Ok(0)
+        }
+        Cmd::Replay { check, rebuild, .. } if !check && !rebuild => Err(anyhow_like::Error(
+            "say --check, --rebuild or --digest".into(),
+        )),
         Cmd::Replay { check, db, .. } => {
             let store = open(&db).await?;
             let head = store.head().await?.position;
@@ -336,6 +364,27 @@ pub fn verify_file(path: &std::path::Path) -> anyhow_like::Result<Verification> 
         position: v.position,
         hash: v.hash,
     })
+}
+
+/// Replays an export (up to `until`) into read models, without a database.
+pub fn replay_file(
+    path: &std::path::Path,
+    until: Option<u64>,
+) -> anyhow_like::Result<stratum_projections::ReadModels> {
+    let mut rm = stratum_projections::ReadModels::default();
+    rm.set_tracking(false);
+    let mut v = stratum_domain::log::ChainVerifier::default();
+    for (n, line) in export_lines(path)? {
+        let e = parse_line(n, &line?).map_err(anyhow_like::Error)?;
+        if until.is_some_and(|u| e.position > u) {
+            break;
+        }
+        v.check(&e)
+            .map_err(|b| anyhow_like::Error(format!("line {}: the chain breaks: {b:?}", n + 1)))?;
+        rm.apply_recorded(&e)
+            .map_err(|err| anyhow_like::Error(format!("line {}: {err}", n + 1)))?;
+    }
+    Ok(rm)
 }
 
 /// Imports an export into an empty database: the events as they are

@@ -193,6 +193,17 @@ impl ReadModels {
         }
     }
 
+    /// The digest of the membership read model as these rows are stored.
+    pub fn membership_digest(&self) -> String {
+        let rows = self.all_rows();
+        members::membership_digest(
+            self.state.membership.generation,
+            rows.members
+                .iter()
+                .map(|r| (r.node_id.as_str(), r.doc.as_str())),
+        )
+    }
+
     /// Replays stored events from position 0.
     pub fn replay<'a>(events: impl IntoIterator<Item = &'a Recorded>) -> Result<Self, DecodeError> {
         let mut rm = ReadModels::default();

@@ -155,6 +155,31 @@ pub struct MembershipSummary {
     pub generation: u64,
     pub counts: BTreeMap<&'static str, usize>,
     pub lagging: Vec<String>,
+    /// SHA-256 of the membership read model (see [`membership_digest`]),
+    /// which an auditor reproduces by replaying an export to the same
+    /// position.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+/// The digest of the membership read model: SHA-256 over a version tag, the
+/// generation, and every member's stored document in node id order.
+pub fn membership_digest<'a>(
+    generation: u64,
+    members: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(format!("stratum-membership-v1\ngeneration {generation}\n"));
+    let mut sorted: Vec<(&str, &str)> = members.into_iter().collect();
+    sorted.sort();
+    for (node_id, doc) in sorted {
+        h.update(node_id.as_bytes());
+        h.update(b"\n");
+        h.update(doc.as_bytes());
+        h.update(b"\n");
+    }
+    hex::encode(h.finalize())
 }
 
 pub fn membership_summary<'a>(
@@ -175,6 +200,7 @@ pub fn membership_summary<'a>(
         generation,
         counts,
         lagging: lagging_ids,
+        digest: None,
     }
 }
 

@@ -13,7 +13,7 @@ use stratum_domain::event::StringMap;
 use stratum_domain::iam::Action;
 use stratum_domain::membership::{member_stream, MemberCommand, MemberState, Role};
 use stratum_domain::{Command, FieldError};
-use stratum_projections::members::{with_lagging, MembershipSummary, Peers};
+use stratum_projections::members::{membership_digest, with_lagging, MembershipSummary, Peers};
 use stratum_projections::{
     member_records, membership_summary, peers, transport_admission, MemberRecord,
 };
@@ -609,7 +609,7 @@ async fn all_records(state: &AppState, only_listed: bool) -> ApiResult<(u64, Vec
 
 #[utoipa::path(get, path = "/v1/admin/cluster/membership", tag = "membership",
     params(("asOf" = Option<u64>, Query)),
-    responses((status = 200, description = "The membership generation, counts by state and lagging members.")),
+    responses((status = 200, description = "The membership generation, counts by state, lagging members, and the digest of the membership read model (`stratum replay --until P --digest` reproduces it from an export).")),
     security(("bearer" = [])))]
 pub async fn membership(
     State(state): State<AppState>,
@@ -619,14 +619,39 @@ pub async fn membership(
     let get = query(&q, &["asOf"], &mut errors);
     let at = as_of(&state, get("asOf"), &mut errors).await?;
     finish(errors)?;
-    let (generation, records) = match at {
+    let summary = match at {
         Some(p) => {
-            let m = membership_at(&state, p).await?;
-            (m.generation, member_records(&m))
+            let rm = crate::command::load(state.store.clone(), Some(p)).await?;
+            let m = &rm.state.membership;
+            MembershipSummary {
+                digest: Some(rm.membership_digest()),
+                ..membership_summary(m.generation, &member_records(m))
+            }
         }
-        None => all_records(&state, false).await?,
+        None => {
+            // One read of every stored row, so the digest and the summary
+            // describe the same state.
+            let stored = state.store.read_models().await?;
+            let records = stored
+                .members
+                .iter()
+                .map(|(_, doc)| serde_json::from_str::<MemberRecord>(doc))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ApiError::internal(format!("member document: {e}")))?;
+            let digest = membership_digest(
+                stored.generation,
+                stored
+                    .members
+                    .iter()
+                    .map(|(id, doc)| (id.as_str(), doc.as_str())),
+            );
+            MembershipSummary {
+                digest: Some(digest),
+                ..membership_summary(stored.generation, &records)
+            }
+        }
     };
-    Ok(Json(membership_summary(generation, &records)))
+    Ok(Json(summary))
 }
 
 #[utoipa::path(get, path = "/v1/admin/cluster/peers", tag = "membership",
