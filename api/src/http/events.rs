@@ -153,8 +153,10 @@ pub fn event_json(e: &Recorded) -> Result<Value, ApiError> {
 
 #[utoipa::path(get, path = "/v1/admin/events", tag = "audit",
     params(("after" = Option<u64>, Query), ("limit" = Option<u32>, Query), ("stream" = Option<String>, Query),
-           ("type" = Option<String>, Query), ("actor" = Option<String>, Query)),
-    responses((status = 200, description = "Events after a position, oldest first, and where to continue.")),
+           ("type" = Option<String>, Query), ("actor" = Option<String>, Query),
+           ("from" = Option<String>, Query, description = "RFC 3339: only events at or after this time."),
+           ("to" = Option<String>, Query, description = "RFC 3339: only events before this time.")),
+    responses((status = 200, description = "Up to `limit` events after a position, oldest first, filtered, and `nextAfter`, where to continue: with filters a page may hold fewer events than the positions it covered.")),
     security(("bearer" = [])))]
 pub async fn list_events(
     State(state): State<AppState>,
@@ -163,10 +165,23 @@ pub async fn list_events(
     let mut errors = Vec::new();
     let get = query(
         &q,
-        &["after", "limit", "stream", "type", "actor"],
+        &["after", "limit", "stream", "type", "actor", "from", "to"],
         &mut errors,
     );
     let after = number("after", get("after"), &mut errors).unwrap_or(0);
+    let mut time = |name: &str| {
+        get(name).and_then(|t| match chrono::DateTime::parse_from_rfc3339(t) {
+            Ok(t) => Some(t.with_timezone(&chrono::Utc)),
+            Err(_) => {
+                errors.push(stratum_domain::FieldError::new(
+                    name,
+                    "must be an RFC 3339 time such as 2026-11-30T12:00:00Z",
+                ));
+                None
+            }
+        })
+    };
+    let (from, to) = (time("from"), time("to"));
     let limit = number("limit", get("limit"), &mut errors).unwrap_or(100);
     if !(1..=1000).contains(&limit) {
         errors.push(stratum_domain::FieldError::new(
@@ -182,6 +197,8 @@ pub async fn list_events(
         .filter(|e| get("stream").is_none_or(|s| e.stream_id == s))
         .filter(|e| get("type").is_none_or(|t| e.event_type == t))
         .filter(|e| get("actor").is_none_or(|a| e.meta.principal == a))
+        .filter(|e| from.is_none_or(|f| e.occurred_at >= f))
+        .filter(|e| to.is_none_or(|t| e.occurred_at < t))
         .map(event_json)
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Json(json!({ "events": events, "nextAfter": next_after })))

@@ -207,3 +207,32 @@ async fn health_readiness_and_the_openapi_document_need_no_token() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_event_history_filters_by_stream_type_actor_and_time() {
+    let db = sqlite();
+    let app = spawn_app(&db).await;
+    app.admit("n-1", "hybrid", "192.0.2.11").await;
+    app.admit("n-2", "compute", "192.0.2.12").await;
+    let all = app.get("/v1/admin/events?limit=1000").await.body;
+    let events = all["events"].as_array().unwrap();
+    assert_eq!(events.len(), 3, "bootstrap token and two admissions");
+    assert_eq!(all["nextAfter"], 3);
+    assert_eq!(events[1]["payload"]["nodeId"], "n-1");
+    assert_eq!(events[1]["prevHash"], events[0]["hash"]);
+    let by_stream = app.get("/v1/admin/events?stream=member/n-2").await.body;
+    assert_eq!(by_stream["events"].as_array().unwrap().len(), 1);
+    let by_type = app.get("/v1/admin/events?type=MemberAdmitted&actor=user/admin").await.body;
+    assert_eq!(by_type["events"].as_array().unwrap().len(), 2);
+    let second = events[2]["occurredAt"].as_str().unwrap();
+    let from = app.get(&format!("/v1/admin/events?from={second}")).await.body;
+    assert_eq!(from["events"].as_array().unwrap().len(), 1);
+    let to = app.get(&format!("/v1/admin/events?to={second}")).await.body;
+    assert_eq!(to["events"].as_array().unwrap().len(), 2);
+    let page = app.get("/v1/admin/events?after=1&limit=1").await.body;
+    assert_eq!(page["events"][0]["position"], 2);
+    assert_eq!(page["nextAfter"], 2);
+    let bad = app.get("/v1/admin/events?from=yesterday&limit=0").await;
+    assert_error_shape(&bad, StatusCode::BAD_REQUEST, "INVALID_INPUT");
+    assert_eq!(bad.body["fieldErrors"].as_array().unwrap().len(), 2, "{}", bad.body);
+}
