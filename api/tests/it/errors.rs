@@ -222,10 +222,16 @@ async fn the_event_history_filters_by_stream_type_actor_and_time() {
     assert_eq!(events[1]["prevHash"], events[0]["hash"]);
     let by_stream = app.get("/v1/admin/events?stream=member/n-2").await.body;
     assert_eq!(by_stream["events"].as_array().unwrap().len(), 1);
-    let by_type = app.get("/v1/admin/events?type=MemberAdmitted&actor=user/admin").await.body;
+    let by_type = app
+        .get("/v1/admin/events?type=MemberAdmitted&actor=user/admin")
+        .await
+        .body;
     assert_eq!(by_type["events"].as_array().unwrap().len(), 2);
     let second = events[2]["occurredAt"].as_str().unwrap();
-    let from = app.get(&format!("/v1/admin/events?from={second}")).await.body;
+    let from = app
+        .get(&format!("/v1/admin/events?from={second}"))
+        .await
+        .body;
     assert_eq!(from["events"].as_array().unwrap().len(), 1);
     let to = app.get(&format!("/v1/admin/events?to={second}")).await.body;
     assert_eq!(to["events"].as_array().unwrap().len(), 2);
@@ -234,5 +240,10 @@ async fn the_event_history_filters_by_stream_type_actor_and_time() {
     assert_eq!(page["nextAfter"], 2);
     let bad = app.get("/v1/admin/events?from=yesterday&limit=0").await;
     assert_error_shape(&bad, StatusCode::BAD_REQUEST, "INVALID_INPUT");
-    assert_eq!(bad.body["fieldErrors"].as_array().unwrap().len(), 2, "{}", bad.body);
+    assert_eq!(
+        bad.body["fieldErrors"].as_array().unwrap().len(),
+        2,
+        "{}",
+        bad.body
+    );
 }

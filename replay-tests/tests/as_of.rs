@@ -1,0 +1,77 @@
+//! Time travel: for every position of a recorded log, the API's `asOf`
+//! answers equal a replay of the log up to that position.
+
+use axum::body::Body;
+use axum::http::Request;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use stratum_api::service::{self, ServiceConfig};
+use stratum_projections::{member_records, membership_summary, peers};
+use stratum_replay_tests::{read_log, replay, root};
+use tower::ServiceExt;
+
+/// The recorded log was made with this bootstrap token (see the record example).
+const TOKEN: &str = "recorded-log-token";
+
+async fn get(app: &axum::Router, path: &str) -> Value {
+    let req = Request::get(path)
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(Body::empty())
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    assert_eq!(res.status(), 200, "{path}");
+    serde_json::from_slice(&res.into_body().collect().await.unwrap().to_bytes()).unwrap()
+}
+
+#[tokio::test]
+async fn as_of_every_position_equals_a_replay_to_it() {
+    let events = read_log(&root().join("logs/membership.postcard")).unwrap();
+    for db in stratum_api::testing::each_backend().await {
+        let store = stratum_api::store::connect(&db.url).await.unwrap();
+        let mut tx = store.begin_write().await.unwrap();
+        tx.append(&events).await.unwrap();
+        tx.commit().await.unwrap();
+        let rm = stratum_api::command::load(store.clone(), None)
+            .await
+            .unwrap();
+        store
+            .replace_read_models(&rm.all_rows(), rm.state.position)
+            .await
+            .unwrap();
+        let svc = service::start(store, ServiceConfig::default())
+            .await
+            .unwrap();
+        assert!(
+            svc.generated_token.is_none(),
+            "a non-empty log is never bootstrapped"
+        );
+        let app = stratum_api::http::app(svc.state.clone());
+        for p in 1..=events.len() {
+            let at = replay(&events[..p]);
+            let m = &at.state.membership;
+            let records = member_records(m);
+            let members = get(
+                &app,
+                &format!("/v1/admin/cluster/members?asOf={p}&limit=1000"),
+            )
+            .await;
+            assert_eq!(
+                members["items"],
+                serde_json::to_value(&records).unwrap(),
+                "{} asOf={p}",
+                db.backend
+            );
+            let peers_at = get(&app, &format!("/v1/admin/cluster/peers?asOf={p}")).await;
+            assert_eq!(
+                peers_at,
+                serde_json::to_value(peers(m.generation, &records)).unwrap(),
+                "asOf={p}"
+            );
+            let summary = get(&app, &format!("/v1/admin/cluster/membership?asOf={p}")).await;
+            let mut expected =
+                serde_json::to_value(membership_summary(m.generation, &records)).unwrap();
+            expected["digest"] = Value::String(at.membership_digest());
+            assert_eq!(summary, expected, "asOf={p}");
+        }
+    }
+}
