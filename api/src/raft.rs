@@ -221,9 +221,8 @@ impl RaftCleanup {
                     _ = head.changed() => {}
                     _ = tokio::time::sleep_until(wake) => {}
                 }
-                if self.state.store.backend() == crate::store::Backend::Postgres
-                    && self.state.store.ping().await.is_err()
-                {
+                if !lead.still_held().await {
+                    tracing::warn!("lost the raft cleanup lock; trying to take it again");
                     break;
                 }
             }

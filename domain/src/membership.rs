@@ -149,6 +149,7 @@ pub struct Member {
     pub rafts_removed: BTreeSet<Raft>,
     pub raft_cleanup_at: Option<DateTime<Utc>>,
     pub removal_requested_by: Option<String>,
+    pub removal_started_at: Option<DateTime<Utc>>,
     pub decommission_reason: Option<String>,
     pub decommissioned_by: Option<String>,
     pub decommissioned_at: Option<DateTime<Utc>>,
@@ -893,6 +894,7 @@ impl Membership {
                     rafts_removed: BTreeSet::new(),
                     raft_cleanup_at: None,
                     removal_requested_by: None,
+                    removal_started_at: None,
                     decommission_reason: None,
                     decommissioned_by: None,
                     decommissioned_at: None,
@@ -990,6 +992,7 @@ impl Membership {
                 m.state = MemberState::Removing;
                 m.decommission_reason = Some(e.reason.clone());
                 m.removal_requested_by = Some(ctx.principal.to_owned());
+                m.removal_started_at = Some(ctx.occurred_at);
                 m.rafts_to_clean = e.rafts.iter().copied().collect();
                 m.rafts_removed.clear();
             }

@@ -43,6 +43,9 @@ pub struct MemberRecord {
     pub raft_cleanup_at: Option<String>,
     pub decommission_reason: Option<String>,
     pub decommissioned_by: Option<String>,
+    /// When decommissioning began (the member went to removing).
+    #[serde(default)]
+    pub removal_started_at: Option<String>,
     pub decommissioned_at: Option<String>,
     pub join_request: Option<String>,
     pub admitted_by: String,
@@ -78,6 +81,7 @@ pub fn member_record(m: &Member, generation: Option<u64>) -> MemberRecord {
             .decommissioned_by
             .clone()
             .or_else(|| m.removal_requested_by.clone()),
+        removal_started_at: m.removal_started_at.as_ref().map(rfc3339),
         decommissioned_at: m.decommissioned_at.as_ref().map(rfc3339),
         join_request: m.join_request.clone(),
         admitted_by: m.admitted_by.clone(),
@@ -311,8 +315,12 @@ pub fn transport_admission(
                     m.state.as_str(),
                     m.decommission_reason.clone().unwrap_or_default()
                 ),
+                // Revoked the moment decommissioning began.
                 revoked_by: m.decommissioned_by.clone(),
-                revoked_at: m.decommissioned_at.clone(),
+                revoked_at: m
+                    .removal_started_at
+                    .clone()
+                    .or_else(|| m.decommissioned_at.clone()),
             },
             _ => Refusal {
                 reason: format!(

@@ -77,8 +77,23 @@ pub struct IdempotencyRecord {
     pub position: u64,
 }
 
-/// Holds a background role while it lives.
-pub struct Leadership(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>);
+/// Holds a background role while it lives. On PostgreSQL it owns the
+/// connection whose session holds the advisory lock.
+pub struct Leadership(pub(crate) Option<tokio::sync::Mutex<sqlx::PgConnection>>);
+
+impl Leadership {
+    /// Whether the role is still held: the lock's session still answers.
+    /// A lost session lost the lock, and another replica may have taken it.
+    pub async fn still_held(&self) -> bool {
+        match &self.0 {
+            None => true,
+            Some(conn) => {
+                use sqlx::Connection;
+                conn.lock().await.ping().await.is_ok()
+            }
+        }
+    }
+}
 
 impl std::fmt::Debug for Leadership {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -338,7 +338,7 @@ impl EventStore for PgStore {
             .bind(key)
             .fetch_one(&mut conn)
             .await?;
-        Ok(won.then(|| Leadership(Box::new(std::sync::Mutex::new(conn)))))
+        Ok(won.then(|| Leadership(Some(tokio::sync::Mutex::new(conn)))))
     }
 
     async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<u64>>> {

@@ -261,7 +261,7 @@ impl EventStore for SqliteStore {
     }
 
     async fn try_lead(&self, _key: i64) -> StoreResult<Option<Leadership>> {
-        Ok(Some(Leadership(Box::new(()))))
+        Ok(Some(Leadership(None)))
     }
 
     async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<u64>>> {

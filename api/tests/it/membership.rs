@@ -325,7 +325,11 @@ async fn a_decommissioned_member_stays_on_record_with_who_when_and_why() {
             .body;
         assert_eq!(adm["admitted"], false);
         assert_eq!(adm["refusal"]["revokedBy"], "user/admin");
-        assert_eq!(adm["refusal"]["revokedAt"], m["decommissionedAt"]);
+        assert_eq!(adm["refusal"]["revokedAt"], m["removalStartedAt"]);
+        assert_eq!(
+            m["removalStartedAt"], m["decommissionedAt"],
+            "no raft to leave: one commit"
+        );
         assert!(adm["refusal"]["reason"]
             .as_str()
             .unwrap()
