@@ -182,11 +182,61 @@ pub async fn load(store: Arc<dyn EventStore>, until: Option<u64>) -> StoreResult
 pub async fn replay(
     store: Arc<dyn EventStore>,
     until: Option<u64>,
+    progress: impl FnMut(u64),
+) -> StoreResult<ReadModels> {
+    replay_onto(store, ReadModels::default(), until, progress).await
+}
+
+/// How far a time-travel read may replay before it keeps a snapshot of
+/// where it arrived.
+pub const SNAPSHOT_DISTANCE: u64 = 10_000;
+
+/// The read models as they stood right after position `p`: from the newest
+/// snapshot at or before `p` (a cache; one of another format is ignored),
+/// then replaying the rest. When that replay was long, the result is kept
+/// as a snapshot for the next reader.
+pub async fn state_at(store: Arc<dyn EventStore>, p: u64) -> StoreResult<ReadModels> {
+    state_at_with(store, p, SNAPSHOT_DISTANCE).await
+}
+
+pub async fn state_at_with(
+    store: Arc<dyn EventStore>,
+    p: u64,
+    snapshot_distance: u64,
+) -> StoreResult<ReadModels> {
+    let start = match store.snapshot_at_or_before(p).await? {
+        Some((at, bytes)) => ReadModels::from_snapshot(&bytes)
+            .filter(|rm| rm.state.position == at)
+            .unwrap_or_else(|| {
+                tracing::info!(position = at, "ignoring a snapshot of another format");
+                ReadModels::default()
+            }),
+        None => ReadModels::default(),
+    };
+    let from = start.state.position;
+    let rm = replay_onto(store.clone(), start, Some(p), |_| {}).await?;
+    if rm.state.position - from >= snapshot_distance {
+        if let Err(e) = store.put_snapshot(rm.state.position, &rm.snapshot()).await {
+            tracing::warn!(error = %e, "could not keep a snapshot; time travel stays correct, only slower");
+        }
+    }
+    Ok(rm)
+}
+
+/// Folds the log after `rm`'s position (up to `until`) into `rm`.
+async fn replay_onto(
+    store: Arc<dyn EventStore>,
+    mut rm: ReadModels,
+    until: Option<u64>,
     mut progress: impl FnMut(u64),
 ) -> StoreResult<ReadModels> {
+    let start = rm.state.position;
     let (tx, mut rx) = mpsc::channel(2);
     let reader = tokio::spawn(async move {
-        let mut after = 0;
+        let mut after = start;
+        if until.is_some_and(|u| u <= after) {
+            return;
+        }
         loop {
             let chunk = store.read_for_replay(after, READ_CHUNK).await;
             let next = match &chunk {
@@ -200,7 +250,6 @@ pub async fn replay(
             after = next.unwrap_or(after);
         }
     });
-    let mut rm = ReadModels::default();
     rm.set_tracking(false);
     'chunks: while let Some(chunk) = rx.recv().await {
         let chunk = chunk?;

@@ -120,7 +120,7 @@ impl Action {
 }
 
 /// A token, as the log knows it: never its secret.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Token {
     pub token_id: String,
     pub principal: String,
@@ -145,7 +145,7 @@ pub fn allows(policies: &[String], _action: Action, _resource: &str) -> bool {
     policies.iter().any(|p| p == ADMINISTRATOR_ACCESS)
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Iam {
     pub tokens: BTreeMap<String, Token>,
 }

@@ -130,7 +130,8 @@ impl Raft {
 }
 
 /// One member, as folded from its stream.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Snapshots (a cache of the fold, never the truth) serialize it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Member {
     pub node_id: String,
     pub state: MemberState,
@@ -198,7 +199,7 @@ pub enum JoinRequestStatus {
     Rejected,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JoinRequest {
     pub request_id: String,
     pub node_id: String,
@@ -215,7 +216,7 @@ pub struct JoinRequest {
 }
 
 /// Every member and join request, and the generation.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Membership {
     pub members: BTreeMap<String, Member>,
     pub join_requests: BTreeMap<String, JoinRequest>,

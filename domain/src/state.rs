@@ -99,7 +99,9 @@ pub fn stream_of(event: &DomainEvent) -> String {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Serializable for snapshots: a cache of the fold at a position, which a
+/// replay can always rebuild.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct State {
     pub membership: Membership,
     pub iam: Iam,

@@ -21,6 +21,16 @@ pub use members::{
     JoinRequestRecord, MemberRecord,
 };
 
+/// The format of snapshot bytes. Snapshots are a cache: when the state's
+/// shape changes, bump this and old snapshots are ignored (and replaced).
+pub const SNAPSHOT_FORMAT: u32 = 1;
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Snapshot {
+    format: u32,
+    state: State,
+}
+
 /// One row of the `rm_members` table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemberRow {
@@ -191,6 +201,25 @@ impl ReadModels {
             tokens: self.state.iam.tokens.values().map(token_row).collect(),
             generation: Some(m.generation),
         }
+    }
+
+    /// The fold as snapshot bytes: a cache for time travel, never the truth.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let s = Snapshot {
+            format: SNAPSHOT_FORMAT,
+            state: self.state.clone(),
+        };
+        postcard::to_allocvec(&s).expect("the state serializes")
+    }
+
+    /// Read models from snapshot bytes; `None` for bytes of another format
+    /// (a snapshot is only a cache: the caller replays instead).
+    pub fn from_snapshot(bytes: &[u8]) -> Option<Self> {
+        let s: Snapshot = postcard::from_bytes(bytes).ok()?;
+        (s.format == SNAPSHOT_FORMAT).then(|| Self {
+            state: s.state,
+            ..Self::default()
+        })
     }
 
     /// The digest of the membership read model as these rows are stored.

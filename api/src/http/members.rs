@@ -421,7 +421,7 @@ async fn membership_at(
     state: &AppState,
     p: u64,
 ) -> ApiResult<stratum_domain::membership::Membership> {
-    Ok(crate::command::load(state.store.clone(), Some(p))
+    Ok(crate::command::state_at(state.store.clone(), p)
         .await?
         .state
         .membership)
@@ -621,7 +621,7 @@ pub async fn membership(
     finish(errors)?;
     let summary = match at {
         Some(p) => {
-            let rm = crate::command::load(state.store.clone(), Some(p)).await?;
+            let rm = crate::command::state_at(state.store.clone(), p).await?;
             let m = &rm.state.membership;
             MembershipSummary {
                 digest: Some(rm.membership_digest()),

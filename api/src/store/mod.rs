@@ -228,6 +228,12 @@ pub trait EventStore: Send + Sync + 'static {
     /// Whether the database answers.
     async fn ping(&self) -> StoreResult<()>;
 
+    /// Keeps a snapshot of the fold at `position` (a cache).
+    async fn put_snapshot(&self, position: u64, state: &[u8]) -> StoreResult<()>;
+
+    /// The newest snapshot at or before `position`.
+    async fn snapshot_at_or_before(&self, position: u64) -> StoreResult<Option<(u64, Vec<u8>)>>;
+
     /// Tries to become the one process that runs the background work named
     /// by `key`; the returned guard holds that role until dropped. On
     /// PostgreSQL this is a session advisory lock, so among replicas exactly

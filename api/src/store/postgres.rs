@@ -368,6 +368,23 @@ impl EventStore for PgStore {
         Ok(Some(rx))
     }
 
+    async fn put_snapshot(&self, position: u64, state: &[u8]) -> StoreResult<()> {
+        sqlx::query(sql::PUT_SNAPSHOT)
+            .bind(position as i64)
+            .bind(state)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn snapshot_at_or_before(&self, position: u64) -> StoreResult<Option<(u64, Vec<u8>)>> {
+        Ok(sqlx::query(sql::SELECT_SNAPSHOT)
+            .bind(position as i64)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|r| (r.get::<i64, _>(0) as u64, r.get::<Vec<u8>, _>(1))))
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         let mut c = self.pool.acquire().await?;
         c.ping().await?;
