@@ -238,6 +238,23 @@ async fn the_event_history_filters_by_stream_type_actor_and_time() {
     let page = app.get("/v1/admin/events?after=1&limit=1").await.body;
     assert_eq!(page["events"][0]["position"], 2);
     assert_eq!(page["nextAfter"], 2);
+    // A member's history: its stream's events, oldest first.
+    app.post(
+        "/v1/admin/cluster/members/n-1/join-complete",
+        serde_json::json!({}),
+    )
+    .await;
+    let h = app.get("/v1/admin/cluster/members/n-1/history").await.body;
+    let types: Vec<&str> = h["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["MemberAdmitted", "MemberJoinCompleted"]);
+    assert_eq!(h["events"][1]["streamVersion"], 2);
+    let r = app.get("/v1/admin/cluster/members/n-9/history").await;
+    assert_error_shape(&r, StatusCode::NOT_FOUND, "NOT_FOUND");
     let bad = app.get("/v1/admin/events?from=yesterday&limit=0").await;
     assert_error_shape(&bad, StatusCode::BAD_REQUEST, "INVALID_INPUT");
     assert_eq!(
