@@ -14,7 +14,7 @@ use stratum_domain::iam::Action;
 use stratum_domain::log::{ChainVerifier, Recorded};
 use stratum_domain::stored::decode;
 
-use super::extract::{finish, number};
+use super::extract::{finish, number, page};
 use super::members::query;
 use super::{AppState, Route};
 use crate::command::READ_CHUNK;
@@ -182,15 +182,10 @@ pub async fn list_events(
         })
     };
     let (from, to) = (time("from"), time("to"));
-    let limit = number("limit", get("limit"), &mut errors).unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        errors.push(stratum_domain::FieldError::new(
-            "limit",
-            "must be a whole number from 1 to 1000",
-        ));
-    }
+    // The same limit rule as every list (default 100, at most 1000).
+    let limit = page(get("limit"), None, &mut errors).limit;
     finish(errors)?;
-    let scanned = state.store.read_after(after, limit as u32).await?;
+    let scanned = state.store.read_after(after, limit).await?;
     let next_after = scanned.last().map_or(after, |e| e.position);
     let events = scanned
         .iter()
