@@ -129,6 +129,12 @@ impl Raft {
     }
 }
 
+/// A member is lagging when it renders peer lists (joining or active) and
+/// has not applied the cluster's generation.
+pub fn lagging(state: MemberState, applied: u64, generation: u64) -> bool {
+    state.in_peer_lists() && applied < generation
+}
+
 /// One member, as folded from its stream.
 /// Snapshots (a cache of the fold, never the truth) serialize it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -2015,3 +2015,13 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_member_lags_only_while_it_renders_peer_lists_below_the_generation() {
+    assert!(super::lagging(MemberState::Joining, 3, 4));
+    assert!(super::lagging(MemberState::Active, 3, 4));
+    assert!(!super::lagging(MemberState::Active, 4, 4));
+    assert!(!super::lagging(MemberState::Failed, 0, 4));
+    assert!(!super::lagging(MemberState::Removing, 0, 4));
+    assert!(!super::lagging(MemberState::Decommissioned, 0, 4));
+}

@@ -91,11 +91,7 @@ pub fn member_record(m: &Member, generation: Option<u64>) -> MemberRecord {
     }
 }
 
-/// A member is lagging when it renders peer lists (joining or active) and
-/// has not applied the cluster's generation.
-pub fn lagging(state: MemberState, applied: u64, generation: u64) -> bool {
-    state.in_peer_lists() && applied < generation
-}
+pub use stratum_domain::membership::lagging;
 
 /// Adds `lagging` to a stored member document.
 pub fn with_lagging(mut doc: Value, generation: u64) -> Value {
