@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
-use stratum_domain::iam::{allows, Action, ADMINISTRATOR_ACCESS};
+use stratum_domain::iam::{allows, Action};
 
 use crate::error::ApiError;
 use crate::http::AppState;
@@ -82,10 +82,6 @@ impl Caller {
         } else {
             Err(ApiError::access_denied(action.name(), resource))
         }
-    }
-
-    pub fn is_admin(&self) -> bool {
-        self.policies.iter().any(|p| p == ADMINISTRATOR_ACCESS)
     }
 }
 

@@ -441,8 +441,8 @@ impl Writer {
         req: &CommandRequest,
         request_id: &str,
     ) -> CommandReply {
-        let stream = req.command.stream_id();
         if let Some(expected) = req.if_match {
+            let stream = req.command.stream_id();
             let current = self.rm.state.stream_version(&stream);
             if current != expected {
                 return refusal_reply(

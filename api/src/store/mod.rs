@@ -52,12 +52,6 @@ impl From<sqlx::migrate::MigrateError> for StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Postgres,
-}
-
 /// The last position of the log and its hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Head {
@@ -165,8 +159,6 @@ impl StoredReadModels {
 
 #[async_trait]
 pub trait EventStore: Send + Sync + 'static {
-    fn backend(&self) -> Backend;
-
     /// Begins a write: takes the log's write lock and reads its head.
     async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>>;
 

@@ -19,8 +19,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use super::sql::{self, CHUNK};
 use super::{
     check_follows, head_from_row, idempotency_from_row, recorded_from_row, replay_event_from_row,
-    token_from_row, Backend, EventStore, Head, IdempotencyRecord, Leadership, MemberFilter,
-    ReplayEvent, StoreResult, StoredReadModels, TokenAuth, WriteTx,
+    token_from_row, EventStore, Head, IdempotencyRecord, Leadership, MemberFilter, ReplayEvent,
+    StoreResult, StoredReadModels, TokenAuth, WriteTx,
 };
 
 /// The channel every commit notifies with its last position.
@@ -154,10 +154,6 @@ fn pg_bytea(b: &[u8]) -> String {
 
 #[async_trait]
 impl EventStore for PgStore {
-    fn backend(&self) -> Backend {
-        Backend::Postgres
-    }
-
     async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>> {
         let mut conn = self.writer.clone().lock_owned().await;
         if conn.is_none() {

@@ -21,8 +21,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use super::sql::{self, CHUNK};
 use super::{
     check_follows, head_from_row, idempotency_from_row, recorded_from_row, replay_event_from_row,
-    token_from_row, Backend, EventStore, Head, IdempotencyRecord, Leadership, MemberFilter,
-    ReplayEvent, StoreError, StoreResult, StoredReadModels, TokenAuth, WriteTx,
+    token_from_row, EventStore, Head, IdempotencyRecord, Leadership, MemberFilter, ReplayEvent,
+    StoreError, StoreResult, StoredReadModels, TokenAuth, WriteTx,
 };
 
 pub struct SqliteStore {
@@ -85,10 +85,6 @@ fn sqlite_blob(b: &[u8]) -> String {
 
 #[async_trait]
 impl EventStore for SqliteStore {
-    fn backend(&self) -> Backend {
-        Backend::Sqlite
-    }
-
     async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>> {
         let mut conn = self.writer.clone().lock_owned().await;
         if self.in_tx.swap(false, Ordering::SeqCst) {
