@@ -183,49 +183,48 @@ async fn an_export_verifies_offline_and_names_a_changed_removed_or_reordered_lin
         "{out}"
     );
 
+    // `stratum events verify --file` on a tampered copy exits 1 naming `position`.
+    let broken_at = |name: &str, tampered: &[String], position: u64| {
+        let lines: Vec<&str> = tampered.iter().map(String::as_str).collect();
+        let (code, out) = stratum(
+            &["events", "verify", "--file", &write(name, &lines)],
+            "sqlite://unused.db",
+        );
+        assert_eq!(code, 1, "{name}: {out}");
+        assert!(
+            out.contains(&format!("broken at position {position}")),
+            "{name}: {out}"
+        );
+    };
+    let owned: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let edit = |i: usize, from: &str, to: &str| {
+        let mut copy = owned.clone();
+        let edited = copy[i].replace(from, to);
+        assert_ne!(edited, copy[i]);
+        copy[i] = edited;
+        copy
+    };
     // A changed line: the principal of event 4.
-    let mut changed = lines.clone();
-    let edited = changed[3].replace(
+    let changed = edit(
+        3,
         "\"principal\":\"user/admin\"",
         "\"principal\":\"user/mallory\"",
     );
-    assert_ne!(edited, changed[3]);
-    changed[3] = &edited;
-    let (code, out) = stratum(
-        &["events", "verify", "--file", &write("c.jsonl", &changed)],
-        "sqlite://unused.db",
-    );
-    assert_eq!(code, 1);
-    assert!(out.contains("broken at position 4"), "{out}");
+    broken_at("c.jsonl", &changed, 4);
     // A changed decoded payload, the bytes untouched.
-    let mut lied = lines.clone();
-    let edited = lied[2].replace("\"nodeId\":\"n-1\"", "\"nodeId\":\"n-9\"");
-    assert_ne!(edited, lied[2]);
-    lied[2] = &edited;
-    let (code, out) = stratum(
-        &["events", "verify", "--file", &write("p.jsonl", &lied)],
-        "sqlite://unused.db",
+    broken_at(
+        "p.jsonl",
+        &edit(2, "\"nodeId\":\"n-1\"", "\"nodeId\":\"n-9\""),
+        3,
     );
-    assert_eq!(code, 1);
-    assert!(out.contains("broken at position 3"), "{out}");
     // A removed line.
-    let mut removed = lines.clone();
+    let mut removed = owned.clone();
     removed.remove(5);
-    let (code, out) = stratum(
-        &["events", "verify", "--file", &write("r.jsonl", &removed)],
-        "sqlite://unused.db",
-    );
-    assert_eq!(code, 1);
-    assert!(out.contains("broken at position 6"), "{out}");
+    broken_at("r.jsonl", &removed, 6);
     // Two lines swapped.
-    let mut swapped = lines.clone();
+    let mut swapped = owned.clone();
     swapped.swap(6, 7);
-    let (code, out) = stratum(
-        &["events", "verify", "--file", &write("s.jsonl", &swapped)],
-        "sqlite://unused.db",
-    );
-    assert_eq!(code, 1);
-    assert!(out.contains("broken at position 7"), "{out}");
+    broken_at("s.jsonl", &swapped, 7);
 }
 
 #[tokio::test]

@@ -110,30 +110,26 @@ async fn two_replicas_on_one_database_make_one_gap_free_log() {
     for h in reports {
         assert_eq!(h.await.unwrap().status(), 200);
     }
+    let get = |url: String| {
+        let client = client.clone();
+        async move {
+            let res = client
+                .get(url)
+                .bearer_auth(ADMIN_TOKEN)
+                .send()
+                .await
+                .unwrap();
+            res.json::<Value>().await.unwrap()
+        }
+    };
     // Each reads the other's writes, with no lost update.
     for (base, other) in [(&a.base, 1), (&b.base, 0)] {
-        let m: Value = client
-            .get(format!("{base}/v1/admin/cluster/members/n-{other}"))
-            .bearer_auth(ADMIN_TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let m = get(format!("{base}/v1/admin/cluster/members/n-{other}")).await;
         assert!(m["joinStep"].as_str().unwrap().starts_with("join/s"), "{m}");
         assert_eq!(m["version"], 6, "admitted and five reports, none lost: {m}");
     }
     // One log: bootstrap + 40 admissions + 200 reports, gap-free, chained.
-    let v: Value = client
-        .get(format!("{}/v1/admin/events/verify", a.base))
-        .bearer_auth(ADMIN_TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = get(format!("{}/v1/admin/events/verify", a.base)).await;
     assert_eq!(v["verified"], true, "{v}");
     assert_eq!(v["position"], 241, "{v}");
     let tokens: i64 = {
