@@ -11,6 +11,7 @@ use crate::command::READ_CHUNK;
 use crate::http::events::{verify_chain, Verification};
 use crate::service::{self, ServiceConfig};
 use crate::store::{self, redact_url, EventStore, StoredReadModels};
+use stratum_domain::release::TrustedKeys;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -229,6 +230,7 @@ async fn serve(listen: SocketAddr, db: &Db) -> anyhow_like::Result<i32> {
         bootstrap_token: std::env::var("STRATUM_BOOTSTRAP_TOKEN")
             .ok()
             .filter(|t| !t.is_empty()),
+        release_keys: release_keys_from_env()?,
         ..Default::default()
     };
     let svc = service::start(store, cfg).await?;
@@ -248,6 +250,29 @@ async fn serve(listen: SocketAddr, db: &Db) -> anyhow_like::Result<i32> {
         .await?;
     tracing::info!("stopped");
     Ok(0)
+}
+
+/// The trusted release keys: `STRATUM_RELEASE_KEYS` (`keyId=base64-key`,
+/// comma-separated) and the lines of the file `STRATUM_RELEASE_KEYS_FILE`
+/// names (one `keyId=base64-key` a line, `#` comments).
+fn release_keys_from_env() -> anyhow_like::Result<TrustedKeys> {
+    let mut spec = std::env::var("STRATUM_RELEASE_KEYS").unwrap_or_default();
+    if let Ok(path) = std::env::var("STRATUM_RELEASE_KEYS_FILE") {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| anyhow_like::Error(format!("release keys file {path}: {e}")))?;
+        for line in text.lines().map(str::trim) {
+            if !line.is_empty() && !line.starts_with('#') {
+                spec.push(',');
+                spec.push_str(line);
+            }
+        }
+    }
+    let keys =
+        TrustedKeys::parse(&spec).map_err(|e| anyhow_like::Error(format!("release keys: {e}")))?;
+    if keys.0.is_empty() {
+        tracing::warn!("no trusted release keys (STRATUM_RELEASE_KEYS): every release registration will be refused");
+    }
+    Ok(keys)
 }
 
 async fn shutdown_signal() {

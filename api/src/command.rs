@@ -21,6 +21,7 @@ use stratum_domain::state::EventCtx;
 use stratum_domain::state::{stream_of, Subject};
 use stratum_domain::stored::{decode, encode};
 use stratum_domain::{Command, CommandContext, ErrorCode, FieldError, Refusal};
+use stratum_projections::upgrades::{release_record, running_release_record, upgrade_record};
 use stratum_projections::{member_record, JoinRequestRecord, ReadModels};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
@@ -122,6 +123,7 @@ struct Job {
 pub struct CommandBus {
     jobs: mpsc::Sender<Job>,
     head: watch::Sender<u64>,
+    upgrade_due: watch::Sender<Option<String>>,
 }
 
 impl CommandBus {
@@ -129,15 +131,21 @@ impl CommandBus {
     pub async fn start(store: Arc<dyn EventStore>) -> StoreResult<Self> {
         let rm = load(store.clone(), None).await?;
         let (head, _) = watch::channel(rm.state.position);
+        let (upgrade_due, _) = watch::channel(rm.state.upgrade_step_due().map(str::to_owned));
         let (jobs, rx) = mpsc::channel(4096);
         let writer = Writer {
             store,
             rm,
             reload: false,
             head: head.clone(),
+            upgrade_due: upgrade_due.clone(),
         };
         tokio::spawn(writer.run(rx).instrument(tracing::info_span!("writer")));
-        Ok(Self { jobs, head })
+        Ok(Self {
+            jobs,
+            head,
+            upgrade_due,
+        })
     }
 
     /// Decides and commits one command.
@@ -154,6 +162,12 @@ impl CommandBus {
     /// The last committed position this process knows of.
     pub fn head(&self) -> watch::Receiver<u64> {
         self.head.subscribe()
+    }
+
+    /// The upgrade whose driver step is due, as of this process's last
+    /// write: what the upgrade driver watches.
+    pub fn upgrade_due(&self) -> watch::Receiver<Option<String>> {
+        self.upgrade_due.subscribe()
     }
 
     /// Tells watchers the log reached `position` (another replica wrote).
@@ -282,6 +296,7 @@ struct Writer {
     /// The in-memory state may be ahead of the log (a failed commit).
     reload: bool,
     head: watch::Sender<u64>,
+    upgrade_due: watch::Sender<Option<String>>,
 }
 
 impl Writer {
@@ -375,6 +390,12 @@ impl Writer {
         }
         self.reload = false;
         raise(&self.head, batch.position);
+        let due = self.rm.state.upgrade_step_due().map(str::to_owned);
+        self.upgrade_due.send_if_modified(|d| {
+            let changed = *d != due;
+            *d = due;
+            changed
+        });
         Ok(replies)
     }
 
@@ -581,6 +602,24 @@ fn render(rm: &ReadModels, subject: &Subject) -> (String, Option<u64>) {
                 1,
             )
         }),
+        Subject::Upgrade(id) => rm
+            .state
+            .upgrades
+            .upgrades
+            .get(id)
+            .map(|u| (json(&upgrade_record(u)), u.version)),
+        Subject::Release(v) => rm
+            .state
+            .upgrades
+            .releases
+            .get(v)
+            .map(|r| (json(&release_record(r)), 1)),
+        Subject::RunningRelease => rm
+            .state
+            .upgrades
+            .running
+            .as_ref()
+            .map(|r| (json(&running_release_record(r)), r.version_of_stream)),
     };
     match found {
         Some((body, version)) => (body, Some(version)),

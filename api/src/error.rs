@@ -42,7 +42,14 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         | ErrorCode::QuorumAtRisk
         | ErrorCode::JoinApprovalRefused
         | ErrorCode::JoinRequestClosed
-        | ErrorCode::VersionConflict => StatusCode::CONFLICT,
+        | ErrorCode::VersionConflict
+        | ErrorCode::UpgradeAlreadyActive
+        | ErrorCode::UpgradeNotCancelable
+        | ErrorCode::UpgradeStateConflict
+        | ErrorCode::NotNodeTurn
+        | ErrorCode::ReleaseExists
+        | ErrorCode::RunningReleaseAlreadySet
+        | ErrorCode::RunningReleaseNotSet => StatusCode::CONFLICT,
         ErrorCode::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
         ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -11,3 +11,4 @@ pub mod service;
 pub mod store;
 #[doc(hidden)]
 pub mod testing;
+pub mod upgrade_driver;

@@ -1,5 +1,5 @@
 //! Starting the service: the store, the command bus, the bootstrap token,
-//! and the background tasks (head watcher, raft cleanup).
+//! and the background tasks (head watcher, raft cleanup, upgrade driver).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +13,8 @@ use crate::command::{CommandBus, CommandRequest};
 use crate::http::AppState;
 use crate::raft::{Backoff, RaftAdapters, RaftCleanup};
 use crate::store::{EventStore, StoreError};
+use crate::upgrade_driver::UpgradeDriver;
+use stratum_domain::release::TrustedKeys;
 
 #[derive(Clone, Default)]
 pub struct ServiceConfig {
@@ -20,6 +22,8 @@ pub struct ServiceConfig {
     pub bootstrap_token: Option<String>,
     pub adapters: RaftAdapters,
     pub backoff: Backoff,
+    /// The keys release manifests must be signed by.
+    pub release_keys: TrustedKeys,
 }
 
 /// A started service and its background tasks (aborted on drop).
@@ -47,11 +51,15 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
     let state = AppState {
         store: store.clone(),
         bus: bus.clone(),
+        release_keys: Arc::new(cfg.release_keys.clone()),
     };
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];
     tasks.push(tokio::spawn(
         RaftCleanup::new(state.clone(), cfg.adapters.clone(), cfg.backoff).run(),
+    ));
+    tasks.push(tokio::spawn(
+        UpgradeDriver::new(bus.clone(), cfg.backoff).run(),
     ));
     Ok(Service {
         state,

@@ -8,6 +8,11 @@ use serde::Serialize;
 
 pub use crate::iam::TokenIssued;
 use crate::membership::{Raft, Role};
+pub use crate::upgrade::{
+    ReleaseRegistered, RunningReleaseSet, UpgradeBackupReported, UpgradeCompleted, UpgradeFailed,
+    UpgradeNodeReported, UpgradeNodeTurnStarted, UpgradePlanned, UpgradePrechecked, UpgradeRef,
+    UpgradeRolledBack, UpgradeStateChanged,
+};
 
 /// Labels and bindings are ordered maps so every rendering is deterministic.
 pub type StringMap = BTreeMap<String, String>;
@@ -57,6 +62,19 @@ pub enum DomainEvent {
         reason: String,
     },
     TokenIssued(TokenIssued),
+    ReleaseRegistered(ReleaseRegistered),
+    RunningReleaseSet(RunningReleaseSet),
+    UpgradePlanned(UpgradePlanned),
+    UpgradeStateChanged(UpgradeStateChanged),
+    UpgradePrechecked(UpgradePrechecked),
+    UpgradeNodeTurnStarted(UpgradeNodeTurnStarted),
+    UpgradeNodeReported(UpgradeNodeReported),
+    UpgradeBackupReported(UpgradeBackupReported),
+    UpgradeFailed(UpgradeFailed),
+    UpgradeCompleted(UpgradeCompleted),
+    UpgradeCanceled(UpgradeRef),
+    UpgradeRolledBack(UpgradeRolledBack),
+    UpgradeAcknowledged(UpgradeRef),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -120,6 +138,19 @@ impl DomainEvent {
             DomainEvent::JoinRequestApproved { .. } => "JoinRequestApproved",
             DomainEvent::JoinRequestRejected { .. } => "JoinRequestRejected",
             DomainEvent::TokenIssued(_) => "TokenIssued",
+            DomainEvent::ReleaseRegistered(_) => "ReleaseRegistered",
+            DomainEvent::RunningReleaseSet(_) => "RunningReleaseSet",
+            DomainEvent::UpgradePlanned(_) => "UpgradePlanned",
+            DomainEvent::UpgradeStateChanged(_) => "UpgradeStateChanged",
+            DomainEvent::UpgradePrechecked(_) => "UpgradePrechecked",
+            DomainEvent::UpgradeNodeTurnStarted(_) => "UpgradeNodeTurnStarted",
+            DomainEvent::UpgradeNodeReported(_) => "UpgradeNodeReported",
+            DomainEvent::UpgradeBackupReported(_) => "UpgradeBackupReported",
+            DomainEvent::UpgradeFailed(_) => "UpgradeFailed",
+            DomainEvent::UpgradeCompleted(_) => "UpgradeCompleted",
+            DomainEvent::UpgradeCanceled(_) => "UpgradeCanceled",
+            DomainEvent::UpgradeRolledBack(_) => "UpgradeRolledBack",
+            DomainEvent::UpgradeAcknowledged(_) => "UpgradeAcknowledged",
         }
     }
 

@@ -49,10 +49,24 @@ pub enum Action {
     GetTransportAdmission,
     ReadEvents,
     RebuildReadModels,
+    RegisterRelease,
+    ListReleases,
+    GetRelease,
+    SetRunningRelease,
+    GetRunningRelease,
+    CreateUpgrade,
+    ListUpgrades,
+    GetUpgrade,
+    ApplyUpgrade,
+    CancelUpgrade,
+    RollbackUpgrade,
+    AcknowledgeUpgrade,
+    ReportNodeProgress,
+    ReportBackup,
 }
 
 impl Action {
-    pub const ALL: [Action; 17] = [
+    pub const ALL: [Action; 31] = [
         Action::AdmitMember,
         Action::ApproveNodeJoin,
         Action::RequestJoin,
@@ -70,6 +84,20 @@ impl Action {
         Action::GetTransportAdmission,
         Action::ReadEvents,
         Action::RebuildReadModels,
+        Action::RegisterRelease,
+        Action::ListReleases,
+        Action::GetRelease,
+        Action::SetRunningRelease,
+        Action::GetRunningRelease,
+        Action::CreateUpgrade,
+        Action::ListUpgrades,
+        Action::GetUpgrade,
+        Action::ApplyUpgrade,
+        Action::CancelUpgrade,
+        Action::RollbackUpgrade,
+        Action::AcknowledgeUpgrade,
+        Action::ReportNodeProgress,
+        Action::ReportBackup,
     ];
 
     /// The action's name in policies, e.g. `cluster:ReportJoinFailure`.
@@ -92,6 +120,20 @@ impl Action {
             Action::GetTransportAdmission => "cluster:GetTransportAdmission",
             Action::ReadEvents => "audit:ReadEvents",
             Action::RebuildReadModels => "audit:RebuildReadModels",
+            Action::RegisterRelease => "release:RegisterRelease",
+            Action::ListReleases => "release:ListReleases",
+            Action::GetRelease => "release:GetRelease",
+            Action::SetRunningRelease => "cluster:SetRunningRelease",
+            Action::GetRunningRelease => "cluster:GetRunningRelease",
+            Action::CreateUpgrade => "upgrade:CreateUpgrade",
+            Action::ListUpgrades => "upgrade:ListUpgrades",
+            Action::GetUpgrade => "upgrade:GetUpgrade",
+            Action::ApplyUpgrade => "upgrade:ApplyUpgrade",
+            Action::CancelUpgrade => "upgrade:CancelUpgrade",
+            Action::RollbackUpgrade => "upgrade:RollbackUpgrade",
+            Action::AcknowledgeUpgrade => "upgrade:AcknowledgeUpgrade",
+            Action::ReportNodeProgress => "upgrade:ReportNodeProgress",
+            Action::ReportBackup => "upgrade:ReportBackup",
         }
     }
 
@@ -104,6 +146,14 @@ impl Action {
             | Action::ReportAppliedGeneration
             | Action::GetMember
             | Action::GetTransportAdmission => ResourceType::Member,
+            // The seed: cancel is install-scope.
+            Action::GetUpgrade
+            | Action::ApplyUpgrade
+            | Action::RollbackUpgrade
+            | Action::AcknowledgeUpgrade
+            | Action::ReportNodeProgress
+            | Action::ReportBackup => ResourceType::Upgrade,
+            Action::GetRelease => ResourceType::Release,
             _ => ResourceType::Install,
         }
     }
@@ -345,7 +395,7 @@ mod tests {
     fn every_action_names_its_service() {
         for a in Action::ALL {
             let (svc, name) = a.name().split_once(':').unwrap();
-            assert!(["cluster", "audit"].contains(&svc));
+            assert!(["cluster", "audit", "upgrade", "release"].contains(&svc));
             assert!(name.chars().next().unwrap().is_ascii_uppercase());
         }
     }

@@ -11,10 +11,14 @@ pub mod event;
 pub mod iam;
 pub mod log;
 pub mod membership;
+pub mod release;
 pub mod state;
 pub mod stored;
 #[doc(hidden)]
 pub mod testing;
+pub mod upgrade;
+#[cfg(test)]
+mod upgrade_tests;
 
 pub use error::{ErrorCode, FieldError, Refusal};
 pub use event::DomainEvent;

@@ -1049,7 +1049,20 @@ pub fn member_of(event: &DomainEvent) -> Option<&str> {
         DomainEvent::JoinRequested(_)
         | DomainEvent::JoinRequestApproved { .. }
         | DomainEvent::JoinRequestRejected { .. }
-        | DomainEvent::TokenIssued(_) => return None,
+        | DomainEvent::TokenIssued(_)
+        | DomainEvent::ReleaseRegistered(_)
+        | DomainEvent::RunningReleaseSet(_)
+        | DomainEvent::UpgradePlanned(_)
+        | DomainEvent::UpgradeStateChanged(_)
+        | DomainEvent::UpgradePrechecked(_)
+        | DomainEvent::UpgradeNodeTurnStarted(_)
+        | DomainEvent::UpgradeNodeReported(_)
+        | DomainEvent::UpgradeBackupReported(_)
+        | DomainEvent::UpgradeFailed(_)
+        | DomainEvent::UpgradeCompleted(_)
+        | DomainEvent::UpgradeCanceled(_)
+        | DomainEvent::UpgradeRolledBack(_)
+        | DomainEvent::UpgradeAcknowledged(_) => return None,
     })
 }
 

@@ -10,11 +10,13 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use crate::error::Refusal;
+use crate::error::{ErrorCode, Refusal};
 use crate::event::DomainEvent;
 use crate::iam::{token_stream, Iam, IamCommand};
 use crate::log::Recorded;
 use crate::membership::{join_request_stream, member_of, member_stream, MemberCommand, Membership};
+use crate::release::{release_stream, RUNNING_RELEASE_STREAM};
+use crate::upgrade::{upgrade_of, upgrade_stream, UpgradeCommand, Upgrades};
 
 /// What a command is decided with besides the state: when and by whom.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,6 +51,9 @@ pub enum Subject {
     Member(String),
     JoinRequest(String),
     Token(String),
+    Upgrade(String),
+    Release(String),
+    RunningRelease,
 }
 
 /// The events a command decided (possibly none: the state already says what
@@ -72,6 +77,7 @@ impl Decision {
 pub enum Command {
     Member(MemberCommand),
     Iam(IamCommand),
+    Upgrade(UpgradeCommand),
 }
 
 impl Command {
@@ -81,6 +87,23 @@ impl Command {
         match self {
             Command::Member(c) => c.stream_id(),
             Command::Iam(c) => c.stream_id(),
+            Command::Upgrade(c) => c.stream_id(),
+        }
+    }
+
+    /// Whether the command may run while an upgrade freezes writes: the
+    /// upgrade's own reports (node reports, backup, applied generation),
+    /// its driver and its cancel, and the raft cleanup the service itself
+    /// records. Every other change waits.
+    pub fn passes_write_freeze(&self) -> bool {
+        match self {
+            Command::Upgrade(c) => c.passes_write_freeze(),
+            Command::Member(c) => matches!(
+                c,
+                MemberCommand::ReportAppliedGeneration { .. }
+                    | MemberCommand::RecordRaftRemoval { .. }
+            ),
+            Command::Iam(_) => false,
         }
     }
 }
@@ -90,12 +113,17 @@ pub fn stream_of(event: &DomainEvent) -> String {
     if let Some(node_id) = member_of(event) {
         return member_stream(node_id);
     }
+    if let Some(id) = upgrade_of(event) {
+        return upgrade_stream(id);
+    }
     match event {
         DomainEvent::JoinRequested(r) => join_request_stream(&r.request_id),
         DomainEvent::JoinRequestApproved { request_id, .. }
         | DomainEvent::JoinRequestRejected { request_id, .. } => join_request_stream(request_id),
         DomainEvent::TokenIssued(t) => token_stream(&t.token_id),
-        _ => unreachable!("member events are handled above"),
+        DomainEvent::ReleaseRegistered(r) => release_stream(&r.version),
+        DomainEvent::RunningReleaseSet(_) => RUNNING_RELEASE_STREAM.to_owned(),
+        _ => unreachable!("member and upgrade events are handled above"),
     }
 }
 
@@ -105,6 +133,7 @@ pub fn stream_of(event: &DomainEvent) -> String {
 pub struct State {
     pub membership: Membership,
     pub iam: Iam,
+    pub upgrades: Upgrades,
     /// The version of every stream.
     pub streams: HashMap<String, u64>,
     /// The position of the last event folded.
@@ -116,10 +145,42 @@ impl State {
         self.streams.get(stream_id).copied().unwrap_or(0)
     }
 
+    /// Decides a command. The write freeze of SPEC §5 is decided here, in
+    /// the one place every change passes, not in each handler.
     pub fn decide(&self, cmd: &Command, ctx: &CommandContext) -> Result<Decision, Refusal> {
+        if let Some(u) = self.upgrades.write_freeze() {
+            if !cmd.passes_write_freeze() {
+                return Err(Refusal::new(
+                    ErrorCode::UpgradeInProgress,
+                    format!(
+                        "Upgrade {} is {}: changes wait until it ends. Reads keep working.",
+                        u.id,
+                        u.state.as_str()
+                    ),
+                )
+                .with_details(
+                    serde_json::json!({ "upgradeId": u.id, "state": u.state.as_str() }),
+                ));
+            }
+        }
         match cmd {
             Command::Member(c) => self.membership.decide(c, ctx),
             Command::Iam(c) => self.iam.decide(c, ctx.now, self.position == 0),
+            Command::Upgrade(c) => self.upgrades.decide(self, c, ctx),
+        }
+    }
+
+    /// The upgrade whose driver step is due, if any: what the upgrade
+    /// driver acts on.
+    pub fn upgrade_step_due(&self) -> Option<&str> {
+        let u = self.upgrades.active_upgrade()?;
+        let ctx = CommandContext {
+            now: u.updated_at,
+            principal: crate::iam::SERVICE_PRINCIPAL.to_owned(),
+        };
+        match self.upgrades.decide(self, &UpgradeCommand::Advance, &ctx) {
+            Ok(d) if !d.events.is_empty() => Some(&u.id),
+            _ => None,
         }
     }
 
@@ -129,5 +190,6 @@ impl State {
             .insert(stream_id.to_owned(), ctx.stream_version);
         self.membership.evolve(ctx, event);
         self.iam.evolve(ctx, event);
+        self.upgrades.evolve(ctx, event);
     }
 }

@@ -6,6 +6,12 @@
 //! a variant, not their order. A new shape is a new schema version with its
 //! own type, and an upcaster from the previous one. Golden bytes of every
 //! version live in `replay-tests/fixtures` and must keep decoding.
+//!
+//! The upgrade events (SPEC §5) are stored as their own payload types from
+//! [`crate::upgrade`], which are therefore frozen at schema version 1 under
+//! the same rule: a change to one of them (or to a type inside it, such as
+//! `Plan` or `UpgradeState`) is a new version with a `v2` type here and an
+//! upcaster, and the golden fixtures catch any change that forgets it.
 
 use std::collections::BTreeMap;
 
@@ -334,6 +340,18 @@ pub fn encode(event: &DomainEvent) -> Encoded {
             policies: t.policies.clone(),
             expires_at: t.expires_at.map(|e| e.timestamp_micros()),
         }),
+        DomainEvent::ReleaseRegistered(e) => bytes(e),
+        DomainEvent::RunningReleaseSet(e) => bytes(e),
+        DomainEvent::UpgradePlanned(e) => bytes(e),
+        DomainEvent::UpgradeStateChanged(e) => bytes(e),
+        DomainEvent::UpgradePrechecked(e) => bytes(e),
+        DomainEvent::UpgradeNodeTurnStarted(e) => bytes(e),
+        DomainEvent::UpgradeNodeReported(e) => bytes(e),
+        DomainEvent::UpgradeBackupReported(e) => bytes(e),
+        DomainEvent::UpgradeFailed(e) => bytes(e),
+        DomainEvent::UpgradeCompleted(e) => bytes(e),
+        DomainEvent::UpgradeRolledBack(e) => bytes(e),
+        DomainEvent::UpgradeCanceled(e) | DomainEvent::UpgradeAcknowledged(e) => bytes(e),
     };
     Encoded {
         event_type: event.event_type(),
@@ -472,8 +490,34 @@ pub fn decode(
                 expires_at: e.expires_at.map(crate::log::micros_to_time),
             })
         }
+        ("ReleaseRegistered", 1) => DomainEvent::ReleaseRegistered(de(t, v, payload)?),
+        ("RunningReleaseSet", 1) => DomainEvent::RunningReleaseSet(de(t, v, payload)?),
+        ("UpgradePlanned", 1) => DomainEvent::UpgradePlanned(de(t, v, payload)?),
+        ("UpgradeStateChanged", 1) => DomainEvent::UpgradeStateChanged(de(t, v, payload)?),
+        ("UpgradePrechecked", 1) => DomainEvent::UpgradePrechecked(de(t, v, payload)?),
+        ("UpgradeNodeTurnStarted", 1) => DomainEvent::UpgradeNodeTurnStarted(de(t, v, payload)?),
+        ("UpgradeNodeReported", 1) => DomainEvent::UpgradeNodeReported(de(t, v, payload)?),
+        ("UpgradeBackupReported", 1) => DomainEvent::UpgradeBackupReported(de(t, v, payload)?),
+        ("UpgradeFailed", 1) => DomainEvent::UpgradeFailed(de(t, v, payload)?),
+        ("UpgradeCompleted", 1) => DomainEvent::UpgradeCompleted(de(t, v, payload)?),
+        ("UpgradeCanceled", 1) => DomainEvent::UpgradeCanceled(de(t, v, payload)?),
+        ("UpgradeRolledBack", 1) => DomainEvent::UpgradeRolledBack(de(t, v, payload)?),
+        ("UpgradeAcknowledged", 1) => DomainEvent::UpgradeAcknowledged(de(t, v, payload)?),
         (
-            "TokenIssued"
+            "ReleaseRegistered"
+            | "RunningReleaseSet"
+            | "UpgradePlanned"
+            | "UpgradeStateChanged"
+            | "UpgradePrechecked"
+            | "UpgradeNodeTurnStarted"
+            | "UpgradeNodeReported"
+            | "UpgradeBackupReported"
+            | "UpgradeFailed"
+            | "UpgradeCompleted"
+            | "UpgradeCanceled"
+            | "UpgradeRolledBack"
+            | "UpgradeAcknowledged"
+            | "TokenIssued"
             | "MemberAdmitted"
             | "JoinProgressReported"
             | "MemberJoinCompleted"

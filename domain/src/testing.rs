@@ -69,7 +69,7 @@ pub fn admitted(node_id: &str, role: Role, ordinal: u32) -> DomainEvent {
 /// One example of every event type, in the newest shape.
 pub fn one_of_each() -> Vec<DomainEvent> {
     let n = || "n-msst0002".to_owned();
-    vec![
+    let mut events = vec![
         admitted("n-msst0002", Role::Hybrid, 2),
         DomainEvent::JoinProgressReported {
             node_id: n(),
@@ -126,5 +126,150 @@ pub fn one_of_each() -> Vec<DomainEvent> {
             policies: vec!["AdministratorAccess".into()],
             expires_at: Some(t0() + chrono::Duration::days(30)),
         }),
+    ];
+    events.extend(upgrade_examples());
+    events
+}
+
+/// The key id of the test release key.
+pub const RELEASE_KEY_ID: &str = "test-release-key";
+
+/// A fixed Ed25519 key for signing test releases (never a real key).
+pub fn release_key() -> ed25519_dalek::SigningKey {
+    ed25519_dalek::SigningKey::from_bytes(&[42; 32])
+}
+
+/// `STRATUM_RELEASE_KEYS` text trusting [`release_key`].
+pub fn release_keys_spec() -> String {
+    use base64::Engine;
+    format!(
+        "{RELEASE_KEY_ID}={}",
+        base64::engine::general_purpose::STANDARD.encode(release_key().verifying_key().to_bytes())
+    )
+}
+
+/// A signed manifest of `version`: one image `api` whose digest is the
+/// version's, one package if `package` is set, and the OS `os`.
+pub fn manifest(version: &str, os: &str, package: Option<&str>) -> serde_json::Value {
+    let digest = format!(
+        "sha256:{}",
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(version.as_bytes()))
+    );
+    let mut components = vec![serde_json::json!({
+        "kind": "image", "name": "api", "version": version, "digest": digest,
+    })];
+    if let Some(p) = package {
+        components.push(serde_json::json!({
+            "kind": "package", "name": "stratum-host", "epoch": 0, "version": p,
+            "release": "1", "arch": "x86_64",
+        }));
+    }
+    let mut m = serde_json::json!({
+        "version": version,
+        "components": components,
+        "os": {"version": os, "kernel": "6.12", "kernelArgs": []},
+        "requiredStops": [],
+        "knownBroken": [],
+        "cves": [],
+    });
+    crate::release::sign(&mut m, RELEASE_KEY_ID, &release_key());
+    m
+}
+
+/// The event registering `manifest`.
+pub fn registered(manifest: &serde_json::Value) -> DomainEvent {
+    DomainEvent::ReleaseRegistered(crate::upgrade::ReleaseRegistered {
+        version: manifest["version"].as_str().unwrap_or_default().to_owned(),
+        manifest: crate::release::canonical(manifest),
+    })
+}
+
+/// One example of every upgrade event.
+pub fn upgrade_examples() -> Vec<DomainEvent> {
+    use crate::release::ComponentChange;
+    use crate::upgrade::*;
+    let id = || "upg-0123456789".to_owned();
+    vec![
+        registered(&manifest("1.1.0", "13.1", Some("1.1"))),
+        DomainEvent::RunningReleaseSet(RunningReleaseSet {
+            version: "1.0.0".into(),
+        }),
+        DomainEvent::UpgradePlanned(UpgradePlanned {
+            upgrade_id: id(),
+            mode: UpgradeMode::StageOnly,
+            target_release: "1.1.0".into(),
+            from_release: "1.0.0".into(),
+            backup_location: BackupLocation::Target,
+            backup_encrypted: true,
+            rollback_of: Some("upg-abcdefghij".into()),
+            restore_backup: true,
+            plan: Plan {
+                kind: NodeKind::Os,
+                reboot_reason: Some("security".into()),
+                cves: vec!["CVE-2026-0001".into()],
+                component_changes: vec![ComponentChange {
+                    kind: "image".into(),
+                    name: "api".into(),
+                    from: "1.0.0@aaaaaaaaaaaa".into(),
+                    to: "1.1.0@bbbbbbbbbbbb".into(),
+                    from_id: "sha256:aa".into(),
+                    to_id: "sha256:bb".into(),
+                }],
+                components_from: "release".into(),
+                nodes: vec![PlanNode {
+                    node_id: "n-msst0002".into(),
+                    ordinal: 2,
+                    kind: NodeKind::Os,
+                }],
+                steps: vec!["prechecks".into(), "fetch".into()],
+            },
+        }),
+        DomainEvent::UpgradeStateChanged(UpgradeStateChanged {
+            upgrade_id: id(),
+            from: UpgradeState::Staged,
+            to: UpgradeState::BackingUp,
+        }),
+        DomainEvent::UpgradePrechecked(UpgradePrechecked {
+            upgrade_id: id(),
+            prechecks: vec![Precheck {
+                name: "upgrade-path".into(),
+                passed: false,
+                message: "upgrade to 1.0.5 first".into(),
+            }],
+        }),
+        DomainEvent::UpgradeNodeTurnStarted(UpgradeNodeTurnStarted {
+            upgrade_id: id(),
+            node_id: "n-msst0002".into(),
+        }),
+        DomainEvent::UpgradeNodeReported(UpgradeNodeReported {
+            upgrade_id: id(),
+            node_id: "n-msst0002".into(),
+            phase: Phase::Roll,
+            state: NodeStatus::Done,
+            message: "rolled".into(),
+            host_steps: Some(host_steps(NodeKind::Host, true)),
+            rebooted_at: Some(t0().timestamp_micros()),
+            instances: Some(vec!["vm-1".into()]),
+        }),
+        DomainEvent::UpgradeBackupReported(UpgradeBackupReported {
+            upgrade_id: id(),
+            location: BackupLocation::Node,
+            bundle: "/var/lib/stratum/backup/upg-0123456789.tar".into(),
+            encrypted: false,
+        }),
+        DomainEvent::UpgradeFailed(UpgradeFailed {
+            upgrade_id: id(),
+            reason: "n-msst0002 failed verify: api did not start".into(),
+        }),
+        DomainEvent::UpgradeCompleted(UpgradeCompleted {
+            upgrade_id: id(),
+            release: "1.1.0".into(),
+        }),
+        DomainEvent::UpgradeCanceled(UpgradeRef { upgrade_id: id() }),
+        DomainEvent::UpgradeRolledBack(UpgradeRolledBack {
+            upgrade_id: id(),
+            by: "upg-abcdefghij".into(),
+        }),
+        DomainEvent::UpgradeAcknowledged(UpgradeRef { upgrade_id: id() }),
     ]
 }

@@ -8,6 +8,7 @@
 //! rows. Projections never read the clock.
 
 pub mod members;
+pub mod upgrades;
 
 use std::collections::BTreeSet;
 
@@ -23,7 +24,7 @@ pub use members::{
 
 /// The format of snapshot bytes. Snapshots are a cache: when the state's
 /// shape changes, bump this and old snapshots are ignored (and replaced).
-pub const SNAPSHOT_FORMAT: u32 = 1;
+pub const SNAPSHOT_FORMAT: u32 = 2;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Snapshot {
@@ -68,12 +69,32 @@ pub struct TokenRow {
     pub doc: String,
 }
 
+/// The kinds of document in the `rm_docs` table.
+pub mod doc_kind {
+    pub const UPGRADE: &str = "upgrade";
+    pub const RELEASE: &str = "release";
+    /// One row, id [`RUNNING`]: the release the cluster runs.
+    pub const CLUSTER: &str = "cluster";
+    pub const RUNNING: &str = "release";
+}
+
+/// One row of the `rm_docs` table: a read model kept as one JSON document
+/// per id (upgrades, releases, the running release), listed by `sort_key`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocRow {
+    pub kind: &'static str,
+    pub id: String,
+    pub sort_key: i64,
+    pub doc: String,
+}
+
 /// The rows a fold changed, to be written in one transaction.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Changes {
     pub members: Vec<MemberRow>,
     pub join_requests: Vec<JoinRequestRow>,
     pub tokens: Vec<TokenRow>,
+    pub docs: Vec<DocRow>,
     /// The membership generation, when it changed.
     pub generation: Option<u64>,
 }
@@ -83,6 +104,7 @@ impl Changes {
         self.members.is_empty()
             && self.join_requests.is_empty()
             && self.tokens.is_empty()
+            && self.docs.is_empty()
             && self.generation.is_none()
     }
 }
@@ -97,6 +119,7 @@ pub struct ReadModels {
     dirty_members: BTreeSet<String>,
     dirty_requests: BTreeSet<String>,
     dirty_tokens: BTreeSet<String>,
+    dirty_docs: BTreeSet<(&'static str, String)>,
     generation_dirty: bool,
 }
 
@@ -108,6 +131,7 @@ impl Default for ReadModels {
             dirty_members: BTreeSet::new(),
             dirty_requests: BTreeSet::new(),
             dirty_tokens: BTreeSet::new(),
+            dirty_docs: BTreeSet::new(),
             generation_dirty: false,
         }
     }
@@ -148,7 +172,22 @@ impl ReadModels {
             DomainEvent::TokenIssued(t) => {
                 self.dirty_tokens.insert(t.token_id.clone());
             }
+            DomainEvent::ReleaseRegistered(r) => {
+                self.dirty_docs
+                    .insert((doc_kind::RELEASE, r.version.clone()));
+            }
+            DomainEvent::RunningReleaseSet(_) => {
+                self.dirty_docs
+                    .insert((doc_kind::CLUSTER, doc_kind::RUNNING.to_owned()));
+            }
             _ => {}
+        }
+        if let Some(id) = stratum_domain::upgrade::upgrade_of(event) {
+            self.dirty_docs.insert((doc_kind::UPGRADE, id.to_owned()));
+            if let DomainEvent::UpgradeCompleted(_) = event {
+                self.dirty_docs
+                    .insert((doc_kind::CLUSTER, doc_kind::RUNNING.to_owned()));
+            }
         }
         self.generation_dirty |= self.state.membership.generation != before;
     }
@@ -175,11 +214,16 @@ impl ReadModels {
             .into_iter()
             .filter_map(|id| self.state.iam.tokens.get(&id).map(token_row))
             .collect();
+        let docs = std::mem::take(&mut self.dirty_docs)
+            .into_iter()
+            .filter_map(|(kind, id)| doc_row(&self.state, kind, &id))
+            .collect();
         let generation = std::mem::take(&mut self.generation_dirty).then_some(m.generation);
         Changes {
             members,
             join_requests,
             tokens,
+            docs,
             generation,
         }
     }
@@ -189,6 +233,7 @@ impl ReadModels {
         self.dirty_members.clear();
         self.dirty_requests.clear();
         self.dirty_tokens.clear();
+        self.dirty_docs.clear();
         self.generation_dirty = false;
     }
 
@@ -199,6 +244,7 @@ impl ReadModels {
             members: m.members.values().map(member_row).collect(),
             join_requests: m.join_requests.values().map(join_request_row).collect(),
             tokens: self.state.iam.tokens.values().map(token_row).collect(),
+            docs: all_docs(&self.state),
             generation: Some(m.generation),
         }
     }
@@ -242,6 +288,54 @@ impl ReadModels {
         rm.discard_changes();
         Ok(rm)
     }
+}
+
+/// The document row of one (kind, id), as the state renders it now.
+fn doc_row(state: &State, kind: &'static str, id: &str) -> Option<DocRow> {
+    let up = &state.upgrades;
+    let (sort_key, doc) = match kind {
+        doc_kind::UPGRADE => {
+            let u = up.upgrades.get(id)?;
+            (
+                u.created_position as i64,
+                json(&upgrades::upgrade_record(u)),
+            )
+        }
+        doc_kind::RELEASE => {
+            let r = up.releases.get(id)?;
+            (0, json(&upgrades::release_record(r)))
+        }
+        doc_kind::CLUSTER => (
+            0,
+            json(&upgrades::running_release_record(up.running.as_ref()?)),
+        ),
+        _ => return None,
+    };
+    Some(DocRow {
+        kind,
+        id: id.to_owned(),
+        sort_key,
+        doc,
+    })
+}
+
+fn all_docs(state: &State) -> Vec<DocRow> {
+    let up = &state.upgrades;
+    let upgrades = up
+        .upgrades
+        .keys()
+        .map(|id| (doc_kind::UPGRADE, id.as_str()));
+    let releases = up.releases.keys().map(|v| (doc_kind::RELEASE, v.as_str()));
+    let running = std::iter::once((doc_kind::CLUSTER, doc_kind::RUNNING));
+    upgrades
+        .chain(releases)
+        .chain(running)
+        .filter_map(|(kind, id)| doc_row(state, kind, id))
+        .collect()
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("records serialize")
 }
 
 fn member_row(m: &stratum_domain::membership::Member) -> MemberRow {

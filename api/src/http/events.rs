@@ -14,8 +14,8 @@ use stratum_domain::iam::Action;
 use stratum_domain::log::{ChainVerifier, Recorded};
 use stratum_domain::stored::decode;
 
-use super::extract::{finish, number, page};
-use super::members::query;
+use super::extract::{finish, number, page, query};
+
 use super::{AppState, Route};
 use crate::command::READ_CHUNK;
 use crate::error::{ApiError, ApiResult};

@@ -5,6 +5,8 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
+use std::collections::HashMap;
+
 use axum::http::{header, HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
@@ -313,4 +315,43 @@ pub fn finish(errors: Vec<FieldError>) -> Result<(), ApiError> {
     } else {
         Err(ApiError::invalid(errors))
     }
+}
+
+/// Rejects query parameters a route does not take, and answers the rest.
+pub fn query<'a>(
+    q: &'a HashMap<String, String>,
+    allowed: &[&str],
+    errors: &mut Vec<FieldError>,
+) -> impl Fn(&str) -> Option<&'a str> {
+    let mut unknown: Vec<&String> = q
+        .keys()
+        .filter(|k| !allowed.contains(&k.as_str()))
+        .collect();
+    unknown.sort();
+    for k in unknown {
+        errors.push(FieldError::new(
+            k.as_str(),
+            "is not a query parameter of this route",
+        ));
+    }
+    move |name| q.get(name).map(String::as_str)
+}
+
+/// `asOf`: the position a read answers as of, checked against the head.
+pub async fn as_of(
+    state: &super::AppState,
+    raw: Option<&str>,
+    errors: &mut Vec<FieldError>,
+) -> crate::error::ApiResult<Option<u64>> {
+    let Some(p) = number("asOf", raw, errors) else {
+        return Ok(None);
+    };
+    let head = state.store.head().await?.position;
+    if p > head {
+        errors.push(FieldError::new(
+            "asOf",
+            format!("is beyond the log's last position {head}"),
+        ));
+    }
+    Ok(Some(p))
 }

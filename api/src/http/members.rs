@@ -18,8 +18,8 @@ use stratum_projections::{
     member_records, membership_summary, peers, transport_admission, MemberRecord,
 };
 
-use super::extract::{encode_cursor, finish, number, page, JsonBody, WriteHeaders};
-use super::{command_request, execute, set_etag, AppState, Route, MAX_WAIT};
+use super::extract::{as_of, encode_cursor, finish, number, page, query, JsonBody, WriteHeaders};
+use super::{run_command, set_etag, AppState, Route, MAX_WAIT};
 use crate::auth::{new_id, Caller};
 use crate::error::{ApiError, ApiResult};
 use crate::http::events::event_json;
@@ -139,41 +139,24 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-/// Rejects query parameters a route does not take, and answers the rest.
-pub(crate) fn query<'a>(
-    q: &'a HashMap<String, String>,
-    allowed: &[&str],
-    errors: &mut Vec<FieldError>,
-) -> impl Fn(&str) -> Option<&'a str> {
-    let mut unknown: Vec<&String> = q
-        .keys()
-        .filter(|k| !allowed.contains(&k.as_str()))
-        .collect();
-    unknown.sort();
-    for k in unknown {
-        errors.push(FieldError::new(
-            k.as_str(),
-            "is not a query parameter of this route",
-        ));
-    }
-    move |name| q.get(name).map(String::as_str)
-}
-
-/// Runs a member command with the write headers of its request and the raw
-/// body the idempotency hash covers.
+/// Runs a member command (see [`run_command`]).
 async fn member_command(
     state: &AppState,
     caller: &Caller,
     headers: &WriteHeaders,
-    (raw, input_errors): (&[u8], Vec<FieldError>),
+    body: (&[u8], Vec<FieldError>),
     command: MemberCommand,
     success_status: u16,
 ) -> Response {
-    let mut req = command_request(caller, Command::Member(command), input_errors);
-    req.if_match = headers.if_match;
-    req.idempotency = headers.idempotency(raw);
-    req.success_status = success_status;
-    execute(state, req).await
+    run_command(
+        state,
+        caller,
+        headers,
+        body,
+        Command::Member(command),
+        success_status,
+    )
+    .await
 }
 
 request_body! {
@@ -395,25 +378,6 @@ pub async fn applied_generation(
         200,
     )
     .await
-}
-
-/// `asOf`: the position a read answers as of, checked against the head.
-async fn as_of(
-    state: &AppState,
-    raw: Option<&str>,
-    errors: &mut Vec<FieldError>,
-) -> ApiResult<Option<u64>> {
-    let Some(p) = number("asOf", raw, errors) else {
-        return Ok(None);
-    };
-    let head = state.store.head().await?.position;
-    if p > head {
-        errors.push(FieldError::new(
-            "asOf",
-            format!("is beyond the log's last position {head}"),
-        ));
-    }
-    Ok(Some(p))
 }
 
 /// The membership as it stood right after position `p`.

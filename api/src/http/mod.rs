@@ -6,6 +6,7 @@ pub mod events;
 pub mod extract;
 pub mod members;
 pub mod system;
+pub mod upgrades;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +36,8 @@ pub const REQUEST_ID_HEADER: &str = "x-request-id";
 pub struct AppState {
     pub store: Arc<dyn EventStore>,
     pub bus: CommandBus,
+    /// The keys release manifests must be signed by.
+    pub release_keys: Arc<stratum_domain::release::TrustedKeys>,
 }
 
 /// One route: its method and path, the action it is gated on, and its handler.
@@ -52,6 +55,7 @@ pub fn routes() -> Vec<Route> {
     all.extend(system::routes());
     all.extend(members::routes());
     all.extend(events::routes());
+    all.extend(upgrades::routes());
     all
 }
 
@@ -215,6 +219,23 @@ pub fn set_etag(res: &mut Response, version: u64) {
     if let Ok(v) = HeaderValue::from_str(&format!("\"{version}\"")) {
         res.headers_mut().insert(header::ETAG, v);
     }
+}
+
+/// Runs a caller's command with the write headers of its request and the
+/// raw body the idempotency hash covers.
+pub async fn run_command(
+    state: &AppState,
+    caller: &Caller,
+    headers: &extract::WriteHeaders,
+    (raw, input_errors): (&[u8], Vec<FieldError>),
+    command: stratum_domain::Command,
+    success_status: u16,
+) -> Response {
+    let mut req = command_request(caller, command, input_errors);
+    req.if_match = headers.if_match;
+    req.idempotency = headers.idempotency(raw);
+    req.success_status = success_status;
+    execute(state, req).await
 }
 
 /// The metadata of events a caller's request causes.

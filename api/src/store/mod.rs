@@ -105,6 +105,14 @@ pub struct TokenAuth {
     pub revoked_at: Option<i64>,
 }
 
+/// One listed document and where it sorts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocEntry {
+    pub sort_key: i64,
+    pub id: String,
+    pub doc: String,
+}
+
 /// Which members a list asks for.
 #[derive(Clone, Debug, Default)]
 pub struct MemberFilter {
@@ -122,6 +130,8 @@ pub struct StoredReadModels {
     pub members: Vec<(String, String)>,
     pub join_requests: Vec<(String, String)>,
     pub tokens: Vec<(String, String)>,
+    /// `kind/id` and document of every `rm_docs` row.
+    pub docs: Vec<(String, String)>,
     pub generation: u64,
     pub checkpoint: u64,
 }
@@ -147,10 +157,17 @@ impl StoredReadModels {
             .map(|r| (r.token_id.clone(), r.doc.clone()))
             .collect();
         tokens.sort();
+        let mut docs: Vec<_> = c
+            .docs
+            .iter()
+            .map(|r| (format!("{}/{}", r.kind, r.id), r.doc.clone()))
+            .collect();
+        docs.sort();
         Self {
             members,
             join_requests,
             tokens,
+            docs,
             generation: c.generation.unwrap_or(0),
             checkpoint,
         }
@@ -189,6 +206,17 @@ pub trait EventStore: Send + Sync + 'static {
     ) -> StoreResult<Vec<String>>;
 
     async fn join_request_doc(&self, request_id: &str) -> StoreResult<Option<String>>;
+
+    /// One document of `rm_docs` (an upgrade, a release, the running release).
+    async fn read_doc(&self, kind: &str, id: &str) -> StoreResult<Option<String>>;
+
+    /// Documents of one kind in (sort key, id) order, after the cursor.
+    async fn list_docs(
+        &self,
+        kind: &str,
+        after: Option<(i64, String)>,
+        limit: u32,
+    ) -> StoreResult<Vec<DocEntry>>;
 
     /// The token whose secret has this SHA-256, for authentication.
     async fn token_by_secret(&self, secret_sha256: &[u8; 32]) -> StoreResult<Option<TokenAuth>>;

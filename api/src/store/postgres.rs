@@ -19,8 +19,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use super::sql::{self, CHUNK};
 use super::{
     check_follows, head_from_row, idempotency_from_row, recorded_from_row, replay_event_from_row,
-    token_from_row, EventStore, Head, IdempotencyRecord, Leadership, MemberFilter, ReplayEvent,
-    StoreResult, StoredReadModels, TokenAuth, WriteTx,
+    token_from_row, DocEntry, EventStore, Head, IdempotencyRecord, Leadership, MemberFilter,
+    ReplayEvent, StoreResult, StoredReadModels, TokenAuth, WriteTx,
 };
 
 /// The channel every commit notifies with its last position.
@@ -263,6 +263,38 @@ impl EventStore for PgStore {
             .pop())
     }
 
+    async fn read_doc(&self, kind: &str, id: &str) -> StoreResult<Option<String>> {
+        Ok(sqlx::query(sql::SELECT_DOC)
+            .bind(kind)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|r| r.get::<String, _>(0)))
+    }
+
+    async fn list_docs(
+        &self,
+        kind: &str,
+        after: Option<(i64, String)>,
+        limit: u32,
+    ) -> StoreResult<Vec<DocEntry>> {
+        let (key, id) = after.unwrap_or((i64::MIN, String::new()));
+        Ok(sqlx::query(sql::SELECT_DOCS)
+            .bind(kind)
+            .bind(key)
+            .bind(id)
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| DocEntry {
+                sort_key: r.get(0),
+                id: r.get(1),
+                doc: r.get(2),
+            })
+            .collect())
+    }
+
     async fn token_by_secret(&self, secret_sha256: &[u8; 32]) -> StoreResult<Option<TokenAuth>> {
         sqlx::query(sql::SELECT_TOKEN_BY_SECRET)
             .bind(secret_sha256.as_slice())
@@ -317,11 +349,13 @@ impl EventStore for PgStore {
                 .await?,
         );
         let tokens = self.token_docs().await?;
+        let docs = pairs(sqlx::query(sql::ALL_DOCS).fetch_all(&self.pool).await?);
         let (generation, checkpoint) = self.cluster_row().await?;
         Ok(StoredReadModels {
             members,
             join_requests,
             tokens,
+            docs,
             generation,
             checkpoint,
         })
@@ -458,6 +492,9 @@ impl WriteTx for PgTx {
                 .build()
                 .execute(self.conn())
                 .await?;
+        }
+        for chunk in changes.docs.chunks(CHUNK) {
+            sql::upsert_docs(chunk).build().execute(self.conn()).await?;
         }
         for chunk in changes.join_requests.chunks(CHUNK) {
             sql::upsert_join_requests(chunk)

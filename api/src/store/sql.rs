@@ -3,7 +3,7 @@
 
 use sqlx::{Database, Encode, QueryBuilder, Type};
 use stratum_domain::log::Recorded;
-use stratum_projections::{JoinRequestRow, MemberRow, TokenRow};
+use stratum_projections::{DocRow, JoinRequestRow, MemberRow, TokenRow};
 
 use super::{IdempotencyRecord, EVENT_COLUMNS};
 
@@ -32,10 +32,14 @@ pub(crate) const ALL_JOIN_REQUESTS: &str =
     "SELECT request_id, doc FROM rm_join_requests ORDER BY request_id";
 pub(crate) const ALL_TOKENS: &str = "SELECT token_id, doc FROM rm_tokens ORDER BY token_id";
 pub(crate) const SELECT_TOKEN_BY_SECRET: &str = "SELECT token_id, principal, policies, expires_at, revoked_at FROM rm_tokens WHERE secret_sha256 = $1";
-pub(crate) const CLEAR_READ_MODELS: [&str; 3] = [
+pub(crate) const SELECT_DOC: &str = "SELECT doc FROM rm_docs WHERE kind = $1 AND id = $2";
+pub(crate) const SELECT_DOCS: &str = "SELECT sort_key, id, doc FROM rm_docs WHERE kind = $1 AND (sort_key > $2 OR (sort_key = $2 AND id > $3)) ORDER BY sort_key, id LIMIT $4";
+pub(crate) const ALL_DOCS: &str = "SELECT kind || '/' || id, doc FROM rm_docs ORDER BY kind, id";
+pub(crate) const CLEAR_READ_MODELS: [&str; 4] = [
     "DELETE FROM rm_members",
     "DELETE FROM rm_join_requests",
     "DELETE FROM rm_tokens",
+    "DELETE FROM rm_docs",
 ];
 
 /// The statements that end a write, in one round trip: move the head, the
@@ -194,6 +198,25 @@ where
         " ON CONFLICT (token_id) DO UPDATE SET principal = excluded.principal, \
          policies = excluded.policies, expires_at = excluded.expires_at, \
          revoked_at = excluded.revoked_at, doc = excluded.doc",
+    );
+    qb
+}
+
+pub(crate) fn upsert_docs<'a, DB>(rows: &'a [DocRow]) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    i64: Encode<'a, DB> + Type<DB>,
+    &'a str: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb = QueryBuilder::new("INSERT INTO rm_docs (kind, id, sort_key, doc) ");
+    qb.push_values(rows, |mut b, r| {
+        b.push_bind(r.kind)
+            .push_bind(r.id.as_str())
+            .push_bind(r.sort_key)
+            .push_bind(r.doc.as_str());
+    });
+    qb.push(
+        " ON CONFLICT (kind, id) DO UPDATE SET sort_key = excluded.sort_key, doc = excluded.doc",
     );
     qb
 }

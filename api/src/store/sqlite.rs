@@ -21,8 +21,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use super::sql::{self, CHUNK};
 use super::{
     check_follows, head_from_row, idempotency_from_row, recorded_from_row, replay_event_from_row,
-    token_from_row, EventStore, Head, IdempotencyRecord, Leadership, MemberFilter, ReplayEvent,
-    StoreError, StoreResult, StoredReadModels, TokenAuth, WriteTx,
+    token_from_row, DocEntry, EventStore, Head, IdempotencyRecord, Leadership, MemberFilter,
+    ReplayEvent, StoreError, StoreResult, StoredReadModels, TokenAuth, WriteTx,
 };
 
 pub struct SqliteStore {
@@ -192,6 +192,38 @@ impl EventStore for SqliteStore {
             .pop())
     }
 
+    async fn read_doc(&self, kind: &str, id: &str) -> StoreResult<Option<String>> {
+        Ok(sqlx::query(sql::SELECT_DOC)
+            .bind(kind)
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?
+            .map(|r| r.get::<String, _>(0)))
+    }
+
+    async fn list_docs(
+        &self,
+        kind: &str,
+        after: Option<(i64, String)>,
+        limit: u32,
+    ) -> StoreResult<Vec<DocEntry>> {
+        let (key, id) = after.unwrap_or((i64::MIN, String::new()));
+        Ok(sqlx::query(sql::SELECT_DOCS)
+            .bind(kind)
+            .bind(key)
+            .bind(id)
+            .bind(limit as i64)
+            .fetch_all(&self.read)
+            .await?
+            .iter()
+            .map(|r| DocEntry {
+                sort_key: r.get(0),
+                id: r.get(1),
+                doc: r.get(2),
+            })
+            .collect())
+    }
+
     async fn token_by_secret(&self, secret_sha256: &[u8; 32]) -> StoreResult<Option<TokenAuth>> {
         sqlx::query(sql::SELECT_TOKEN_BY_SECRET)
             .bind(secret_sha256.as_slice())
@@ -246,11 +278,13 @@ impl EventStore for SqliteStore {
                 .await?,
         );
         let tokens = self.token_docs().await?;
+        let docs = pairs(sqlx::query(sql::ALL_DOCS).fetch_all(&self.read).await?);
         let (generation, checkpoint) = self.cluster_row().await?;
         Ok(StoredReadModels {
             members,
             join_requests,
             tokens,
+            docs,
             generation,
             checkpoint,
         })
@@ -363,6 +397,12 @@ impl WriteTx for SqliteTx {
         }
         for chunk in changes.tokens.chunks(CHUNK) {
             sql::upsert_tokens(chunk)
+                .build()
+                .execute(&mut *self.conn)
+                .await?;
+        }
+        for chunk in changes.docs.chunks(CHUNK) {
+            sql::upsert_docs(chunk)
                 .build()
                 .execute(&mut *self.conn)
                 .await?;

@@ -10,3 +10,4 @@ mod raft;
 mod replicas;
 mod sse;
 mod store;
+mod upgrades;

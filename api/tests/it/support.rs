@@ -21,6 +21,10 @@ pub struct TestApp {
 pub fn config() -> ServiceConfig {
     ServiceConfig {
         bootstrap_token: Some(ADMIN_TOKEN.to_owned()),
+        release_keys: stratum_domain::release::TrustedKeys::parse(
+            &stratum_domain::testing::release_keys_spec(),
+        )
+        .unwrap(),
         ..Default::default()
     }
 }

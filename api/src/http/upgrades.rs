@@ -1,0 +1,720 @@
+//! Upgrade endpoints (SPEC §5): releases, the running release, upgrades,
+//! node and backup reports, apply, cancel, rollback and acknowledge.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
+use axum::http::Method;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::{Extension, Json};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use stratum_domain::iam::Action;
+use stratum_domain::release::verify_signature;
+use stratum_domain::upgrade::{upgrade_stream, HostStep, UpgradeCommand};
+use stratum_domain::{Command, FieldError};
+use stratum_projections::doc_kind;
+use stratum_projections::upgrades::{
+    running_release_record, upgrade_record, RunningReleaseRecord, UpgradeRecord,
+};
+
+use super::extract::{
+    as_of, encode_cursor, finish, page, query, BodyFields, JsonBody, WriteHeaders,
+};
+use super::{run_command, set_etag, AppState, Route};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::http::events::event_json;
+use crate::request_body;
+
+pub fn routes() -> Vec<Route> {
+    let r = |method: Method, path, action, handler| Route {
+        method,
+        path,
+        action: Some(action),
+        handler,
+    };
+    vec![
+        r(
+            Method::POST,
+            "/v1/admin/releases",
+            Action::RegisterRelease,
+            post(register_release),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/releases",
+            Action::ListReleases,
+            get(list_releases),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/releases/{version}",
+            Action::GetRelease,
+            get(get_release),
+        ),
+        r(
+            Method::PUT,
+            "/v1/admin/cluster/release",
+            Action::SetRunningRelease,
+            put(set_running_release),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/cluster/release",
+            Action::GetRunningRelease,
+            get(get_running_release),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/upgrades",
+            Action::CreateUpgrade,
+            post(create_upgrade),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/upgrades",
+            Action::ListUpgrades,
+            get(list_upgrades),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/upgrades/{id}",
+            Action::GetUpgrade,
+            get(get_upgrade),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/upgrades/{id}/history",
+            Action::ReadEvents,
+            get(upgrade_history),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/upgrades/{id}/apply",
+            Action::ApplyUpgrade,
+            post(apply),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/upgrades/{id}/cancel",
+            Action::CancelUpgrade,
+            post(cancel),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/upgrades/{id}/rollback",
+            Action::RollbackUpgrade,
+            post(rollback),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/upgrades/{id}/acknowledge",
+            Action::AcknowledgeUpgrade,
+            post(acknowledge),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/upgrades/{id}/backup",
+            Action::ReportBackup,
+            post(report_backup),
+        ),
+        r(
+            Method::POST,
+            "/v1/admin/upgrades/{id}/nodes/{nodeId}/report",
+            Action::ReportNodeProgress,
+            post(report_node),
+        ),
+    ]
+}
+
+/// A release manifest, as the release tooling signed it.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(transparent)]
+#[schema(value_type = Object)]
+pub struct ManifestBody(pub Value);
+
+impl BodyFields for ManifestBody {
+    const FIELDS: &'static [&'static str] = &[
+        "version",
+        "components",
+        "os",
+        "requiredStops",
+        "knownBroken",
+        "cves",
+        "signature",
+    ];
+
+    fn type_errors(&self) -> Vec<FieldError> {
+        Vec::new()
+    }
+}
+
+async fn upgrade_command(
+    state: &AppState,
+    caller: &Caller,
+    headers: &WriteHeaders,
+    body: (&[u8], Vec<FieldError>),
+    command: UpgradeCommand,
+    success_status: u16,
+) -> Response {
+    run_command(
+        state,
+        caller,
+        headers,
+        body,
+        Command::Upgrade(command),
+        success_status,
+    )
+    .await
+}
+
+/// Register a signed release manifest.
+///
+/// The signature is an Ed25519 signature (standard base64) over the RFC 8785
+/// canonical JSON of the manifest without its `signature` member, by a
+/// trusted release key (`STRATUM_RELEASE_KEYS`). A bad signature or an
+/// unknown key is refused 400 naming `signature`. Registering the same
+/// manifest again answers the release unchanged.
+#[utoipa::path(post, path = "/v1/admin/releases", tag = "upgrades", request_body = ManifestBody,
+    responses((status = 201, description = "The registered release."),
+              (status = 400, description = "A bad manifest or signature.", body = crate::http::system::ErrorBody),
+              (status = 409, description = "RELEASE_EXISTS: the version is registered with another manifest.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn register_release(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: WriteHeaders,
+    body: JsonBody<ManifestBody>,
+) -> Response {
+    let mut errors = body.errors;
+    if let Err(e) = verify_signature(&body.value.0, &state.release_keys) {
+        errors.push(e);
+    }
+    let cmd = UpgradeCommand::RegisterRelease {
+        manifest: body.value.0,
+    };
+    upgrade_command(&state, &caller, &headers, (&body.raw, errors), cmd, 201).await
+}
+
+#[utoipa::path(get, path = "/v1/admin/releases", tag = "upgrades",
+    params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    responses((status = 200, description = "A page of releases ordered by version text.")),
+    security(("bearer" = [])))]
+pub async fn list_releases(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    list_docs(&state, doc_kind::RELEASE, &q).await
+}
+
+#[utoipa::path(get, path = "/v1/admin/releases/{version}", tag = "upgrades",
+    params(("version" = String, Path)),
+    responses((status = 200, description = "The release's manifest as registered."),
+              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_release(
+    State(state): State<AppState>,
+    Path(version): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let doc = state
+        .store
+        .read_doc(doc_kind::RELEASE, &version)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Release {version}")))?;
+    Ok(Json(parse_doc(&doc)))
+}
+
+request_body! {
+    /// Set the running release, once, at install.
+    pub struct RunningReleaseBody {
+        version: String = "version",
+    }
+}
+
+/// Set the release the cluster runs: once, at install; afterwards only
+/// upgrades change it (409 `RUNNING_RELEASE_ALREADY_SET`).
+#[utoipa::path(put, path = "/v1/admin/cluster/release", tag = "upgrades", request_body = RunningReleaseBody,
+    responses((status = 200, description = "The running release.", body = RunningReleaseRecord),
+              (status = 409, description = "RUNNING_RELEASE_ALREADY_SET.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn set_running_release(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: WriteHeaders,
+    body: JsonBody<RunningReleaseBody>,
+) -> Response {
+    let cmd = UpgradeCommand::SetRunningRelease {
+        version: body.value.version.into_option(),
+    };
+    upgrade_command(
+        &state,
+        &caller,
+        &headers,
+        (&body.raw, body.errors),
+        cmd,
+        200,
+    )
+    .await
+}
+
+#[utoipa::path(get, path = "/v1/admin/cluster/release", tag = "upgrades",
+    params(("asOf" = Option<u64>, Query)),
+    responses((status = 200, description = "The running release.", body = RunningReleaseRecord),
+              (status = 404, description = "Not set yet.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_running_release(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let mut errors = Vec::new();
+    let get = query(&q, &["asOf"], &mut errors);
+    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    finish(errors)?;
+    let not_set = || ApiError::not_found("The running release (it is set at install)");
+    match at {
+        Some(p) => {
+            let rm = crate::command::state_at(state.store.clone(), p).await?;
+            let r = rm.state.upgrades.running.as_ref().ok_or_else(not_set)?;
+            Ok(Json(to_value(&running_release_record(r))))
+        }
+        None => {
+            let doc = state
+                .store
+                .read_doc(doc_kind::CLUSTER, doc_kind::RUNNING)
+                .await?
+                .ok_or_else(not_set)?;
+            Ok(Json(parse_doc(&doc)))
+        }
+    }
+}
+
+/// The backup an upgrade takes.
+#[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackupSpec {
+    /// node (on the node) or target (the backup target); default node.
+    pub location: Option<String>,
+    /// Encrypt to the backup recipient; default false.
+    pub encrypted: Option<bool>,
+}
+
+request_body! {
+    /// Plan an upgrade.
+    pub struct CreateUpgradeBody {
+        target_release: String = "targetRelease",
+        /// now (default) or stage-only.
+        mode: String = "mode",
+        backup: BackupSpec = "backup",
+    }
+}
+
+/// Plan an upgrade to a registered release.
+///
+/// The component changes are the target release's list against the
+/// running release's. The upgrade driver then runs the prechecks and moves
+/// it on as the nodes report. One upgrade at a time (409
+/// `UPGRADE_ALREADY_ACTIVE`).
+#[utoipa::path(post, path = "/v1/admin/upgrades", tag = "upgrades", request_body = CreateUpgradeBody,
+    responses((status = 201, description = "The planned upgrade.", body = UpgradeRecord),
+              (status = 400, description = "Bad request.", body = crate::http::system::ErrorBody),
+              (status = 409, description = "UPGRADE_ALREADY_ACTIVE or RUNNING_RELEASE_NOT_SET.", body = crate::http::system::ErrorBody),
+              (status = 503, description = "UPGRADE_IN_PROGRESS.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn create_upgrade(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: WriteHeaders,
+    body: JsonBody<CreateUpgradeBody>,
+) -> Response {
+    let b = body.value;
+    let backup = b.backup.into_option().unwrap_or_default();
+    let cmd = UpgradeCommand::Create {
+        upgrade_id: new_upgrade_id(),
+        target_release: b.target_release.into_option(),
+        mode: b.mode.into_option(),
+        backup_location: backup.location,
+        backup_encrypted: backup.encrypted,
+    };
+    upgrade_command(
+        &state,
+        &caller,
+        &headers,
+        (&body.raw, body.errors),
+        cmd,
+        201,
+    )
+    .await
+}
+
+/// `upg-` and 10 random characters of `[0-9a-z]`.
+pub fn new_upgrade_id() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut rng = rand::thread_rng();
+    let tail: String = (0..10)
+        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("upg-{tail}")
+}
+
+#[utoipa::path(get, path = "/v1/admin/upgrades", tag = "upgrades",
+    params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("asOf" = Option<u64>, Query)),
+    responses((status = 200, description = "A page of upgrades, oldest first.")),
+    security(("bearer" = [])))]
+pub async fn list_upgrades(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    if !q.contains_key("asOf") {
+        return list_docs(&state, doc_kind::UPGRADE, &q).await;
+    }
+    let mut errors = Vec::new();
+    let get = query(&q, &["limit", "cursor", "asOf"], &mut errors);
+    let pg = page(get("limit"), get("cursor"), &mut errors);
+    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    let after = cursor_key(pg.cursor.as_deref(), &mut errors);
+    finish(errors)?;
+    let rm = crate::command::state_at(state.store.clone(), at.unwrap_or_default()).await?;
+    let mut all: Vec<_> = rm.state.upgrades.upgrades.values().collect();
+    all.sort_by_key(|u| (u.created_position, u.id.clone()));
+    let items: Vec<(i64, String, Value)> = all
+        .into_iter()
+        .map(|u| {
+            (
+                u.created_position as i64,
+                u.id.clone(),
+                to_value(&upgrade_record(u)),
+            )
+        })
+        .filter(|(k, id, _)| after.as_ref().is_none_or(|(ak, aid)| (k, id) > (ak, aid)))
+        .take(pg.limit as usize)
+        .collect();
+    Ok(Json(page_json(items, pg.limit)))
+}
+
+#[utoipa::path(get, path = "/v1/admin/upgrades/{id}", tag = "upgrades",
+    params(("id" = String, Path), ("asOf" = Option<u64>, Query)),
+    responses((status = 200, description = "The upgrade and how far it got.", body = UpgradeRecord),
+              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_upgrade(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let mut errors = Vec::new();
+    let get = query(&q, &["asOf"], &mut errors);
+    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    finish(errors)?;
+    let not_found = || ApiError::not_found(format!("Upgrade {id}"));
+    let record = match at {
+        Some(p) => {
+            let rm = crate::command::state_at(state.store.clone(), p).await?;
+            let u = rm.state.upgrades.upgrades.get(&id).ok_or_else(not_found)?;
+            to_value(&upgrade_record(u))
+        }
+        None => parse_doc(
+            &state
+                .store
+                .read_doc(doc_kind::UPGRADE, &id)
+                .await?
+                .ok_or_else(not_found)?,
+        ),
+    };
+    let version = record["version"].as_u64().unwrap_or(0);
+    let mut res = Json(record).into_response();
+    set_etag(&mut res, version);
+    Ok(res)
+}
+
+/// Every event of one upgrade, in order: the audit trail of who did what.
+#[utoipa::path(get, path = "/v1/admin/upgrades/{id}/history", tag = "upgrades",
+    params(("id" = String, Path)),
+    responses((status = 200, description = "The upgrade's events, oldest first."),
+              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn upgrade_history(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let events = state.store.read_stream(&upgrade_stream(&id)).await?;
+    if events.is_empty() {
+        return Err(ApiError::not_found(format!("Upgrade {id}")));
+    }
+    let events: Vec<Value> = events.iter().map(event_json).collect::<Result<_, _>>()?;
+    Ok(Json(json!({ "events": events })))
+}
+
+/// Apply a staged upgrade: it goes on to its backup.
+#[utoipa::path(post, path = "/v1/admin/upgrades/{id}/apply", tag = "upgrades",
+    params(("id" = String, Path)),
+    responses((status = 200, description = "The upgrade.", body = UpgradeRecord),
+              (status = 409, description = "UPGRADE_STATE_CONFLICT: it is not staged.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn apply(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(upgrade_id): Path<String>,
+    headers: WriteHeaders,
+) -> Response {
+    let cmd = UpgradeCommand::Apply { upgrade_id };
+    upgrade_command(&state, &caller, &headers, (b"", Vec::new()), cmd, 200).await
+}
+
+/// Cancel an upgrade that has not taken its backup.
+///
+/// Until `backing_up`, nothing that runs has changed: the upgrade ends as
+/// `canceled`, and what the nodes fetched stays there for a later upgrade.
+/// Refused (409 `UPGRADE_NOT_CANCELABLE`, `details.state`) from the backup
+/// on, and for a done or failed upgrade. Canceling a canceled upgrade
+/// answers the record unchanged. Install-scope; gates on
+/// `upgrade:CancelUpgrade`.
+#[utoipa::path(post, path = "/v1/admin/upgrades/{id}/cancel", tag = "upgrades",
+    params(("id" = String, Path)),
+    responses((status = 200, description = "Canceled.", body = UpgradeRecord),
+              (status = 401, description = "Not authenticated.", body = crate::http::system::ErrorBody),
+              (status = 403, description = "Authenticated but not authorized.", body = crate::http::system::ErrorBody),
+              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody),
+              (status = 409, description = "Conflicting state.", body = crate::http::system::ErrorBody),
+              (status = 503, description = "Upstream temporarily unavailable.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(upgrade_id): Path<String>,
+    headers: WriteHeaders,
+) -> Response {
+    let cmd = UpgradeCommand::Cancel { upgrade_id };
+    upgrade_command(&state, &caller, &headers, (b"", Vec::new()), cmd, 200).await
+}
+
+request_body! {
+    /// Roll an upgrade back.
+    pub struct RollbackBody {
+        /// Restore the undone upgrade's pre-upgrade backup first.
+        restore_backup: bool = "restoreBackup",
+    }
+}
+
+/// Roll a done or failed upgrade back: a new upgrade to its `fromRelease`,
+/// with `rollbackOf` set; the undone upgrade gets `rolledBackBy`.
+#[utoipa::path(post, path = "/v1/admin/upgrades/{id}/rollback", tag = "upgrades",
+    params(("id" = String, Path)), request_body = RollbackBody,
+    responses((status = 201, description = "The rollback upgrade.", body = UpgradeRecord),
+              (status = 409, description = "UPGRADE_STATE_CONFLICT or UPGRADE_ALREADY_ACTIVE.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn rollback(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(upgrade_id): Path<String>,
+    headers: WriteHeaders,
+    body: JsonBody<RollbackBody>,
+) -> Response {
+    let cmd = UpgradeCommand::Rollback {
+        upgrade_id,
+        new_upgrade_id: new_upgrade_id(),
+        restore_backup: body.value.restore_backup.into_option().unwrap_or(false),
+    };
+    upgrade_command(
+        &state,
+        &caller,
+        &headers,
+        (&body.raw, body.errors),
+        cmd,
+        201,
+    )
+    .await
+}
+
+/// Mark a failed upgrade's findings as read.
+#[utoipa::path(post, path = "/v1/admin/upgrades/{id}/acknowledge", tag = "upgrades",
+    params(("id" = String, Path)),
+    responses((status = 200, description = "The upgrade.", body = UpgradeRecord),
+              (status = 409, description = "UPGRADE_STATE_CONFLICT: it has not failed.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn acknowledge(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(upgrade_id): Path<String>,
+    headers: WriteHeaders,
+) -> Response {
+    let cmd = UpgradeCommand::Acknowledge { upgrade_id };
+    upgrade_command(&state, &caller, &headers, (b"", Vec::new()), cmd, 200).await
+}
+
+request_body! {
+    /// Report the upgrade's backup.
+    pub struct BackupReportBody {
+        location: String = "location",
+        bundle: String = "bundle",
+        encrypted: bool = "encrypted",
+    }
+}
+
+/// Report the pre-upgrade backup; the driver then starts rolling.
+#[utoipa::path(post, path = "/v1/admin/upgrades/{id}/backup", tag = "upgrades",
+    params(("id" = String, Path)), request_body = BackupReportBody,
+    responses((status = 200, description = "The upgrade.", body = UpgradeRecord),
+              (status = 409, description = "UPGRADE_STATE_CONFLICT: not backing up.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn report_backup(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(upgrade_id): Path<String>,
+    headers: WriteHeaders,
+    body: JsonBody<BackupReportBody>,
+) -> Response {
+    let b = body.value;
+    let cmd = UpgradeCommand::ReportBackup {
+        upgrade_id,
+        location: b.location.into_option(),
+        bundle: b.bundle.into_option(),
+        encrypted: b.encrypted.into_option(),
+    };
+    upgrade_command(
+        &state,
+        &caller,
+        &headers,
+        (&body.raw, body.errors),
+        cmd,
+        200,
+    )
+    .await
+}
+
+/// One host step as a node reports it.
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HostStepBody {
+    pub name: String,
+    /// pending, running, done, failed or skipped.
+    pub state: String,
+    #[serde(default)]
+    pub reboot_mode: String,
+    #[serde(default)]
+    pub detail: String,
+}
+
+request_body! {
+    /// A node's report on its part of an upgrade.
+    pub struct NodeReportBody {
+        /// fetch, roll or verify.
+        phase: String = "phase",
+        /// running, done or failed.
+        state: String = "state",
+        message: String = "message",
+        host_steps: Vec<HostStepBody> = "hostSteps",
+        rebooted_at: DateTime<Utc> = "rebootedAt",
+        instances: Vec<String> = "instances",
+    }
+}
+
+/// A node reports its part of an upgrade (a node only for itself).
+///
+/// `fetching` waits for every node's `fetch`; `rolling` rolls one node at a
+/// time in ordinal order, and a `roll` report from a node whose turn has
+/// not come is 409 `NOT_NODE_TURN`; `verifying` waits for every node's
+/// `verify`. A `failed` report fails the upgrade with the node's message.
+#[utoipa::path(post, path = "/v1/admin/upgrades/{id}/nodes/{nodeId}/report", tag = "upgrades",
+    params(("id" = String, Path), ("nodeId" = String, Path)), request_body = NodeReportBody,
+    responses((status = 200, description = "The upgrade.", body = UpgradeRecord),
+              (status = 404, description = "No such upgrade, or the node is not part of it.", body = crate::http::system::ErrorBody),
+              (status = 409, description = "NOT_NODE_TURN or UPGRADE_STATE_CONFLICT.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn report_node(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path((upgrade_id, node_id)): Path<(String, String)>,
+    headers: WriteHeaders,
+    body: JsonBody<NodeReportBody>,
+) -> Response {
+    let b = body.value;
+    let cmd = UpgradeCommand::ReportNode {
+        upgrade_id,
+        node_id,
+        phase: b.phase.into_option(),
+        state: b.state.into_option(),
+        message: b.message.into_option(),
+        host_steps: b.host_steps.into_option().map(|steps| {
+            steps
+                .into_iter()
+                .map(|h| HostStep {
+                    name: h.name,
+                    state: h.state,
+                    reboot_mode: h.reboot_mode,
+                    detail: h.detail,
+                })
+                .collect()
+        }),
+        rebooted_at: b.rebooted_at.into_option(),
+        instances: b.instances.into_option(),
+    };
+    upgrade_command(
+        &state,
+        &caller,
+        &headers,
+        (&body.raw, body.errors),
+        cmd,
+        200,
+    )
+    .await
+}
+
+fn parse_doc(doc: &str) -> Value {
+    serde_json::from_str(doc).unwrap_or(Value::Null)
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).expect("records serialize")
+}
+
+/// A list cursor: the last item's sort key and id.
+fn cursor_key(cursor: Option<&str>, errors: &mut Vec<FieldError>) -> Option<(i64, String)> {
+    let c = cursor?;
+    let parsed = c
+        .split_once(':')
+        .and_then(|(k, id)| Some((k.parse::<i64>().ok()?, id.to_owned())));
+    if parsed.is_none() {
+        errors.push(FieldError::new(
+            "cursor",
+            "is not a cursor this service answered",
+        ));
+    }
+    parsed
+}
+
+fn page_json(items: Vec<(i64, String, Value)>, limit: u32) -> Value {
+    let next = (items.len() == limit as usize)
+        .then(|| {
+            items
+                .last()
+                .map(|(k, id, _)| encode_cursor(&format!("{k}:{id}")))
+        })
+        .flatten();
+    let items: Vec<Value> = items.into_iter().map(|(_, _, v)| v).collect();
+    json!({ "items": items, "nextCursor": next })
+}
+
+/// A page of one kind of document from the read model table.
+async fn list_docs(
+    state: &AppState,
+    kind: &str,
+    q: &HashMap<String, String>,
+) -> ApiResult<Json<Value>> {
+    let mut errors = Vec::new();
+    let get = query(q, &["limit", "cursor"], &mut errors);
+    let pg = page(get("limit"), get("cursor"), &mut errors);
+    let after = cursor_key(pg.cursor.as_deref(), &mut errors);
+    finish(errors)?;
+    let items = state
+        .store
+        .list_docs(kind, after, pg.limit)
+        .await?
+        .into_iter()
+        .map(|d| (d.sort_key, d.id, parse_doc(&d.doc)))
+        .collect();
+    Ok(Json(page_json(items, pg.limit)))
+}
