@@ -1,22 +1,38 @@
-//! Records the membership log: runs a scenario through the real service on
-//! a fresh SQLite database and writes the log it produced in both forms to
-//! `logs/membership.jsonl` and `logs/membership.postcard`.
+//! Records event logs: runs a scenario through the real service (with its
+//! raft cleanup and upgrade driver) on a fresh SQLite database and writes
+//! the log it produced in both forms to `logs/<name>.jsonl` and
+//! `logs/<name>.postcard`.
 //!
-//! `cargo run -p stratum-replay-tests --example record`
+//! `cargo run -p stratum-replay-tests --example record -- <name>...`
 //!
-//! A founder and two joiners, one failing at `join/raft-openbao` after
-//! reaching Patroni's raft; a voter decommissioned (removing, raft cleanup,
-//! decommissioned); a join request approved and one rejected; nodes
-//! reporting the generation they applied.
+//! - `membership`: a founder and two joiners, one failing at
+//!   `join/raft-openbao` after reaching Patroni's raft; a voter
+//!   decommissioned (removing, raft cleanup, decommissioned); a join request
+//!   approved and one rejected; nodes reporting the generation they applied.
+//! - `upgrade-staged-canceled`: a stage-only upgrade fetched by both nodes
+//!   and canceled in `staged`.
+//! - `upgrade-done`: a three-node upgrade from `planned` to `done`, with its
+//!   backup, roll turns in ordinal order and verification.
+//! - `upgrade-precheck-failed`: an upgrade skipping a required stop fails
+//!   its `upgrade-path` precheck; its findings are acknowledged.
+//! - `upgrade-rollback`: an upgrade to `done`, then rolled back with its
+//!   backup restored, to `done` again.
+//!
+//! A recorded log is committed and never recorded again: its snapshot
+//! (`tests/snapshots`) holds the times and ids it was recorded with.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use stratum_api::command::CommandRequest;
+use stratum_api::command::{CommandBus, CommandRequest};
 use stratum_api::service::{self, ServiceConfig};
+use stratum_api::store::EventStore;
 use stratum_domain::membership::MemberCommand;
+use stratum_domain::release::TrustedKeys;
+use stratum_domain::upgrade::{Upgrade, UpgradeCommand, UpgradeState};
 use stratum_domain::Command;
 
-async fn run(bus: &stratum_api::command::CommandBus, principal: &str, c: MemberCommand) {
+async fn run(bus: &CommandBus, principal: &str, c: MemberCommand) {
     let reply = bus
         .execute(CommandRequest::new(Command::Member(c), principal))
         .await
@@ -41,21 +57,7 @@ fn step(node_id: &str, s: &str) -> MemberCommand {
     }
 }
 
-#[tokio::main]
-async fn main() {
-    let dir = tempfile_dir();
-    let url = format!("sqlite://{}/record.db", dir.display());
-    let store = stratum_api::store::connect(&url).await.unwrap();
-    let svc = service::start(
-        store.clone(),
-        ServiceConfig {
-            bootstrap_token: Some("recorded-log-token".into()),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    let bus = &svc.state.bus;
+async fn membership(store: Arc<dyn EventStore>, bus: &CommandBus) {
     let installer = "stratum-installer";
     let admin = "user/admin";
 
@@ -207,7 +209,59 @@ async fn main() {
         )
         .await;
     }
+}
 
+#[tokio::main]
+async fn main() {
+    let names: Vec<String> = std::env::args().skip(1).collect();
+    if names.is_empty() {
+        eprintln!("usage: record <name>...; names: {}", SCENARIOS.join(", "));
+        std::process::exit(2);
+    }
+    for name in &names {
+        if !SCENARIOS.contains(&name.as_str()) {
+            eprintln!("unknown log {name}; names: {}", SCENARIOS.join(", "));
+            std::process::exit(2);
+        }
+        record(name).await;
+    }
+}
+
+const SCENARIOS: [&str; 5] = [
+    "membership",
+    "upgrade-staged-canceled",
+    "upgrade-done",
+    "upgrade-precheck-failed",
+    "upgrade-rollback",
+];
+
+async fn record(name: &str) {
+    let dir = tempfile_dir();
+    let url = format!("sqlite://{}/record.db", dir.display());
+    let store = stratum_api::store::connect(&url).await.unwrap();
+    let svc = service::start(
+        store.clone(),
+        ServiceConfig {
+            bootstrap_token: Some("recorded-log-token".into()),
+            release_keys: TrustedKeys::parse(&stratum_domain::testing::release_keys_spec())
+                .unwrap(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let bus = &svc.state.bus;
+    match name {
+        "membership" => membership(store.clone(), bus).await,
+        "upgrade-staged-canceled" => upgrade_staged_canceled(&store, bus).await,
+        "upgrade-done" => {
+            let id = upgrade_to_done(&store, bus, 3, "1.1.0").await;
+            println!("upgrade {id} done");
+        }
+        "upgrade-precheck-failed" => upgrade_precheck_failed(&store, bus).await,
+        "upgrade-rollback" => upgrade_rollback(&store, bus).await,
+        _ => unreachable!("checked in main"),
+    }
     let events = store.read_after(0, u32::MAX).await.unwrap();
     let logs = stratum_replay_tests::root().join("logs");
     std::fs::create_dir_all(&logs).unwrap();
@@ -215,15 +269,244 @@ async fn main() {
     stratum_api::cli::export(&*store, 0, None, &mut jsonl)
         .await
         .unwrap();
-    std::fs::write(logs.join("membership.jsonl"), jsonl).unwrap();
+    std::fs::write(logs.join(format!("{name}.jsonl")), jsonl).unwrap();
     std::fs::write(
-        logs.join("membership.postcard"),
+        logs.join(format!("{name}.postcard")),
         stratum_domain::log::encode_log(&events),
     )
     .unwrap();
-    println!("recorded {} events to {}", events.len(), logs.display());
+    println!(
+        "recorded {} events to {}/{name}.*",
+        events.len(),
+        logs.display()
+    );
     drop(svc);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+async fn exec(bus: &CommandBus, principal: &str, c: Command) -> serde_json::Value {
+    let reply = bus
+        .execute(CommandRequest::new(c, principal))
+        .await
+        .unwrap();
+    assert!(reply.status < 300, "{}", reply.body);
+    reply.json()
+}
+
+fn up(c: UpgradeCommand) -> Command {
+    Command::Upgrade(c)
+}
+
+/// `n` active, current hybrid members; releases 1.0.0 (running) and `to`
+/// registered.
+async fn cluster(store: &Arc<dyn EventStore>, bus: &CommandBus, n: usize, to: &str) {
+    for i in 1..=n {
+        let id = format!("n-msst000{i}");
+        run(
+            bus,
+            "stratum-installer",
+            admit(&id, "hybrid", &format!("192.0.2.1{i}"), "r1"),
+        )
+        .await;
+        run(
+            bus,
+            &format!("node/{id}"),
+            MemberCommand::CompleteJoin {
+                node_id: id.clone(),
+            },
+        )
+        .await;
+    }
+    let generation = load(store).await.membership.generation;
+    for i in 1..=n {
+        let id = format!("n-msst000{i}");
+        run(
+            bus,
+            &format!("node/{id}"),
+            MemberCommand::ReportAppliedGeneration {
+                node_id: id.clone(),
+                generation: Some(generation),
+            },
+        )
+        .await;
+    }
+    for v in ["1.0.0", to] {
+        let manifest = stratum_domain::testing::manifest(v, "13.1", None);
+        exec(
+            bus,
+            "user/release-bot",
+            up(UpgradeCommand::RegisterRelease { manifest }),
+        )
+        .await;
+    }
+    exec(
+        bus,
+        "stratum-installer",
+        up(UpgradeCommand::SetRunningRelease {
+            version: Some("1.0.0".into()),
+        }),
+    )
+    .await;
+}
+
+async fn load(store: &Arc<dyn EventStore>) -> stratum_domain::State {
+    stratum_api::command::load(store.clone(), None)
+        .await
+        .unwrap()
+        .state
+}
+
+/// Waits until the driver has moved upgrade `id` to a state `ok` accepts.
+async fn until(store: &Arc<dyn EventStore>, id: &str, ok: impl Fn(&Upgrade) -> bool) -> Upgrade {
+    for _ in 0..500 {
+        if let Some(u) = load(store).await.upgrades.upgrades.get(id) {
+            if ok(u) {
+                return u.clone();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("upgrade {id} did not get there");
+}
+
+async fn create(bus: &CommandBus, target: &str, mode: &str) -> String {
+    let created = exec(
+        bus,
+        "user/alice",
+        up(UpgradeCommand::Create {
+            upgrade_id: stratum_api::http::upgrades::new_upgrade_id(),
+            target_release: Some(target.into()),
+            mode: Some(mode.into()),
+            backup_location: Some("node".into()),
+            backup_encrypted: Some(true),
+        }),
+    )
+    .await;
+    created["id"].as_str().unwrap().to_owned()
+}
+
+async fn report(bus: &CommandBus, id: &str, node: &str, phase: &str) {
+    exec(
+        bus,
+        &format!("node/{node}"),
+        up(UpgradeCommand::ReportNode {
+            upgrade_id: id.into(),
+            node_id: node.into(),
+            phase: Some(phase.into()),
+            state: Some("done".into()),
+            message: Some(format!("{phase} done")),
+            host_steps: None,
+            rebooted_at: None,
+            instances: None,
+        }),
+    )
+    .await;
+}
+
+fn nodes(u: &Upgrade) -> Vec<String> {
+    u.nodes.iter().map(|n| n.node_id.clone()).collect()
+}
+
+/// Runs upgrade `id` (past its prechecks) through to `done`.
+async fn drive_to_done(store: &Arc<dyn EventStore>, bus: &CommandBus, id: &str) {
+    let u = until(store, id, |u| u.state == UpgradeState::Fetching).await;
+    for n in nodes(&u) {
+        report(bus, id, &n, "fetch").await;
+    }
+    until(store, id, |u| u.state == UpgradeState::BackingUp).await;
+    exec(
+        bus,
+        "node/n-msst0001",
+        up(UpgradeCommand::ReportBackup {
+            upgrade_id: id.into(),
+            location: Some("node".into()),
+            bundle: Some(format!("/var/lib/stratum/backup/{id}.tar.age")),
+            encrypted: Some(true),
+        }),
+    )
+    .await;
+    for n in nodes(&u) {
+        until(store, id, |u| {
+            u.state == UpgradeState::Rolling
+                && u.turn.map(|t| u.nodes[t].node_id.as_str()) == Some(n.as_str())
+        })
+        .await;
+        report(bus, id, &n, "roll").await;
+    }
+    until(store, id, |u| u.state == UpgradeState::Verifying).await;
+    for n in nodes(&u) {
+        report(bus, id, &n, "verify").await;
+    }
+    until(store, id, |u| u.state == UpgradeState::Done).await;
+}
+
+async fn upgrade_to_done(
+    store: &Arc<dyn EventStore>,
+    bus: &CommandBus,
+    n: usize,
+    to: &str,
+) -> String {
+    cluster(store, bus, n, to).await;
+    let id = create(bus, to, "now").await;
+    drive_to_done(store, bus, &id).await;
+    id
+}
+
+async fn upgrade_staged_canceled(store: &Arc<dyn EventStore>, bus: &CommandBus) {
+    cluster(store, bus, 2, "1.1.0").await;
+    let id = create(bus, "1.1.0", "stage-only").await;
+    let u = until(store, &id, |u| u.state == UpgradeState::Fetching).await;
+    for n in nodes(&u) {
+        report(bus, &id, &n, "fetch").await;
+    }
+    until(store, &id, |u| u.state == UpgradeState::Staged).await;
+    exec(
+        bus,
+        "user/alice",
+        up(UpgradeCommand::Cancel { upgrade_id: id }),
+    )
+    .await;
+}
+
+async fn upgrade_precheck_failed(store: &Arc<dyn EventStore>, bus: &CommandBus) {
+    cluster(store, bus, 2, "1.1.0").await;
+    let mut manifest = stratum_domain::testing::manifest("1.2.0", "13.1", None);
+    manifest["requiredStops"] = serde_json::json!(["1.1.0"]);
+    stratum_domain::release::sign(
+        &mut manifest,
+        stratum_domain::testing::RELEASE_KEY_ID,
+        &stratum_domain::testing::release_key(),
+    );
+    exec(
+        bus,
+        "user/release-bot",
+        up(UpgradeCommand::RegisterRelease { manifest }),
+    )
+    .await;
+    let id = create(bus, "1.2.0", "now").await;
+    until(store, &id, |u| u.state == UpgradeState::Failed).await;
+    exec(
+        bus,
+        "user/alice",
+        up(UpgradeCommand::Acknowledge { upgrade_id: id }),
+    )
+    .await;
+}
+
+async fn upgrade_rollback(store: &Arc<dyn EventStore>, bus: &CommandBus) {
+    let undone = upgrade_to_done(store, bus, 2, "1.1.0").await;
+    let rollback = exec(
+        bus,
+        "user/alice",
+        up(UpgradeCommand::Rollback {
+            upgrade_id: undone,
+            new_upgrade_id: stratum_api::http::upgrades::new_upgrade_id(),
+            restore_backup: true,
+        }),
+    )
+    .await;
+    let id = rollback["id"].as_str().unwrap().to_owned();
+    drive_to_done(store, bus, &id).await;
 }
 
 fn tempfile_dir() -> std::path::PathBuf {

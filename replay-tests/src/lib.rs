@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use stratum_domain::log::{decode_log, ChainVerifier, LogLine, Recorded};
 use stratum_projections::{
-    member_records, membership_summary, peers, JoinRequestRecord, ReadModels,
+    doc_kind, member_records, membership_summary, peers, JoinRequestRecord, ReadModels,
 };
 
 /// This crate's folder.
@@ -56,12 +56,19 @@ pub fn render(rm: &ReadModels) -> Value {
         .values()
         .map(JoinRequestRecord::from)
         .collect();
-    let tokens: Vec<Value> = rm
-        .all_rows()
-        .tokens
-        .iter()
-        .map(|t| serde_json::from_str(&t.doc).expect("token documents are JSON"))
-        .collect();
+    let rows = rm.all_rows();
+    let doc =
+        |d: &str| -> Value { serde_json::from_str(d).expect("read model documents are JSON") };
+    let tokens: Vec<Value> = rows.tokens.iter().map(|t| doc(&t.doc)).collect();
+    let mut docs = rows.docs.clone();
+    docs.sort_by(|a, b| (a.kind, a.sort_key, &a.id).cmp(&(b.kind, b.sort_key, &b.id)));
+    let of_kind = |kind: &str| -> Vec<Value> {
+        docs.iter()
+            .filter(|d| d.kind == kind)
+            .map(|d| doc(&d.doc))
+            .collect()
+    };
+    let running = of_kind(doc_kind::CLUSTER).pop().unwrap_or(Value::Null);
     json!({
         "position": rm.state.position,
         "membership": membership_summary(m.generation, &records),
@@ -69,6 +76,9 @@ pub fn render(rm: &ReadModels) -> Value {
         "peers": peers(m.generation, &records),
         "joinRequests": join_requests,
         "tokens": tokens,
+        "releases": of_kind(doc_kind::RELEASE),
+        "runningRelease": running,
+        "upgrades": of_kind(doc_kind::UPGRADE),
     })
 }
 

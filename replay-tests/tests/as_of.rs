@@ -75,3 +75,47 @@ async fn as_of_every_position_equals_a_replay_to_it() {
         }
     }
 }
+
+#[tokio::test]
+async fn upgrades_as_of_every_position_equal_a_replay_to_it() {
+    let events = read_log(&root().join("logs/upgrade-rollback.postcard")).unwrap();
+    for db in stratum_api::testing::each_backend().await {
+        let store = stratum_api::store::connect(&db.url).await.unwrap();
+        let mut tx = store.begin_write().await.unwrap();
+        tx.append(&events).await.unwrap();
+        tx.commit().await.unwrap();
+        let rm = stratum_api::command::load(store.clone(), None)
+            .await
+            .unwrap();
+        store
+            .replace_read_models(&rm.all_rows(), rm.state.position)
+            .await
+            .unwrap();
+        let svc = service::start(store, ServiceConfig::default())
+            .await
+            .unwrap();
+        let app = stratum_api::http::app(svc.state.clone());
+        for p in 1..=events.len() {
+            let expected = stratum_replay_tests::render(&replay(&events[..p]));
+            let upgrades = get(&app, &format!("/v1/admin/upgrades?asOf={p}&limit=1000")).await;
+            assert_eq!(
+                upgrades["items"], expected["upgrades"],
+                "{} asOf={p}",
+                db.backend
+            );
+            for u in expected["upgrades"].as_array().unwrap() {
+                let id = u["id"].as_str().unwrap();
+                let one = get(&app, &format!("/v1/admin/upgrades/{id}?asOf={p}")).await;
+                assert_eq!(&one, u, "{} {id} asOf={p}", db.backend);
+            }
+        }
+        // Now: the read model table answers what the full replay renders.
+        let expected = stratum_replay_tests::render(&replay(&events));
+        let now = get(&app, "/v1/admin/upgrades?limit=1000").await;
+        assert_eq!(now["items"], expected["upgrades"], "{}", db.backend);
+        assert_eq!(
+            get(&app, "/v1/admin/cluster/release").await,
+            expected["runningRelease"]
+        );
+    }
+}
