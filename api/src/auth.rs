@@ -10,7 +10,14 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
-use stratum_domain::iam::{allows, Action};
+use std::borrow::Cow;
+
+use stratum_domain::iam::{Action, ResourceType};
+use stratum_domain::policy::{
+    evaluate, managed_policy, validate_document, PolicyDocument, Verdict,
+};
+use stratum_projections::doc_kind;
+use stratum_projections::iam::{PolicyRecord, PrincipalRecord};
 
 use crate::error::ApiError;
 use crate::http::AppState;
@@ -59,10 +66,19 @@ pub async fn authenticate(store: &dyn EventStore, headers: &HeaderMap) -> Result
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .ok_or_else(ApiError::unauthenticated)?;
+    let presented = secret_hash(secret);
     let token = store
-        .token_by_secret(&secret_hash(secret))
+        .token_by_secret(&presented)
         .await?
         .ok_or_else(ApiError::unauthenticated)?;
+    // The row was found by its hash; compare the whole hash again in
+    // constant time, so no answer depends on how much of it matched.
+    if !bool::from(subtle::ConstantTimeEq::ct_eq(
+        token.secret_sha256.as_slice(),
+        presented.as_slice(),
+    )) {
+        return Err(ApiError::unauthenticated());
+    }
     let now = Utc::now().timestamp_micros();
     if token.revoked_at.is_some() || token.expires_at.is_some_and(|e| e <= now) {
         return Err(ApiError::unauthenticated());
@@ -74,19 +90,63 @@ pub async fn authenticate(store: &dyn EventStore, headers: &HeaderMap) -> Result
     })
 }
 
-impl Caller {
-    /// Whether the caller's policies allow `action` on `resource`.
-    pub fn authorize(&self, action: Action, resource: &str) -> Result<(), ApiError> {
-        if allows(&self.policies, action, resource) {
-            Ok(())
-        } else {
+/// Decides whether `caller` may perform `action` on `resource`: every policy
+/// of the caller's token and principal, and the resource's own policy
+/// (`policy_key`), read from the read models of this request's moment, so a
+/// change of policy takes effect on the next request, on every replica.
+pub async fn authorize(
+    store: &dyn EventStore,
+    caller: &Caller,
+    action: Action,
+    resource: &str,
+    policy_key: Option<String>,
+) -> Result<(), ApiError> {
+    let corrupt = |what: &str, e: serde_json::Error| ApiError::internal(format!("{what}: {e}"));
+    let mut names = caller.policies.clone();
+    if let Some(doc) = store
+        .read_doc(doc_kind::PRINCIPAL, &caller.principal)
+        .await?
+    {
+        let attached: PrincipalRecord =
+            serde_json::from_str(&doc).map_err(|e| corrupt("principal document", e))?;
+        names.extend(attached.policies);
+    }
+    names.sort();
+    names.dedup();
+    let mut docs: Vec<Cow<'static, PolicyDocument>> = Vec::with_capacity(names.len() + 1);
+    let parse = |doc: &str, attached: Option<ResourceType>| -> Result<PolicyDocument, ApiError> {
+        let record: PolicyRecord =
+            serde_json::from_str(doc).map_err(|e| corrupt("policy document", e))?;
+        validate_document(&record.document, attached)
+            .map_err(|_| ApiError::internal("a stored policy document does not validate"))
+    };
+    for name in &names {
+        if let Some(managed) = managed_policy(name) {
+            docs.push(Cow::Borrowed(managed));
+        } else if let Some(doc) = store.read_doc(doc_kind::POLICY, name).await? {
+            docs.push(Cow::Owned(parse(&doc, None)?));
+        }
+    }
+    if let Some(key) = policy_key {
+        if let Some(doc) = store.read_doc(doc_kind::RESOURCE_POLICY, &key).await? {
+            docs.push(Cow::Owned(parse(&doc, Some(action.resource_type()))?));
+        }
+    }
+    match evaluate(
+        docs.iter().map(|d| d.as_ref()),
+        &caller.principal,
+        action,
+        resource,
+    ) {
+        Verdict::Allowed => Ok(()),
+        Verdict::Denied | Verdict::NotAllowed => {
             Err(ApiError::access_denied(action.name(), resource))
         }
     }
 }
 
 /// The gate of one route: authenticates the caller and authorizes the
-/// route's action on the resource its first path parameter names.
+/// route's action on the resource its path parameters name.
 pub async fn gate(
     State((app, action)): State<(AppState, Action)>,
     params: RawPathParams,
@@ -97,12 +157,13 @@ pub async fn gate(
         Ok(c) => c,
         Err(e) => return e.into_response(),
     };
-    let id = params.iter().next().map(|(_, v)| v.to_owned());
-    let resource = action.resource(id.as_deref());
-    if let Err(e) = caller.authorize(action, &resource) {
+    tracing::Span::current().record("principal", caller.principal.as_str());
+    let param = |k: &str| params.iter().find(|(n, _)| *n == k).map(|(_, v)| v);
+    let resource = action.resource(param);
+    let key = action.resource_policy_key(param);
+    if let Err(e) = authorize(&*app.store, &caller, action, &resource, key).await {
         return e.into_response();
     }
-    tracing::Span::current().record("principal", caller.principal.as_str());
     req.extensions_mut().insert(caller);
     next.run(req).await
 }

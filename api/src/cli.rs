@@ -1,4 +1,5 @@
-//! The `stratum` command line: `serve`, `events verify|export`, `replay`.
+//! The `stratum` command line: `serve`, `events verify|export|import`,
+//! `replay`, `token create|list|revoke`.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -44,6 +45,12 @@ pub enum Cmd {
         #[command(flatten)]
         db: Db,
     },
+    /// Manages API tokens from the host, with direct access to the
+    /// database (for the host's operator, e.g. to recover access).
+    Token {
+        #[command(subcommand)]
+        command: TokenCmd,
+    },
     /// Reads the event log.
     Events {
         #[command(subcommand)]
@@ -68,6 +75,35 @@ pub enum Cmd {
         /// With --digest: replay an export instead of the database.
         #[arg(long, requires = "digest")]
         file: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        db: Db,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TokenCmd {
+    /// Creates a token and prints it, with its secret, once.
+    Create {
+        /// `user/<name>`, `node/<nodeId>` or `stratum-installer`.
+        #[arg(long)]
+        principal: String,
+        /// A managed or custom policy name (repeat for more).
+        #[arg(long = "policy")]
+        policies: Vec<String>,
+        /// RFC 3339: when the token stops working.
+        #[arg(long)]
+        expires_at: Option<chrono::DateTime<chrono::Utc>>,
+        #[command(flatten)]
+        db: Db,
+    },
+    /// Lists the tokens (never their secrets), one JSON object a line.
+    List {
+        #[command(flatten)]
+        db: Db,
+    },
+    /// Revokes a token: it stops working on the next request.
+    Revoke {
+        id: String,
         #[command(flatten)]
         db: Db,
     },
@@ -140,6 +176,15 @@ pub mod anyhow_like {
 pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
     match cli.command {
         Cmd::Serve { listen, db } => serve(listen, &db).await,
+        Cmd::Token { command } => {
+            let (code, out) = token(command).await?;
+            if code == 0 {
+                println!("{out}");
+            } else {
+                eprintln!("{out}");
+            }
+            Ok(code)
+        }
         Cmd::Events {
             command: EventsCmd::Import { file, db },
         } => {
@@ -250,6 +295,67 @@ async fn serve(listen: SocketAddr, db: &Db) -> anyhow_like::Result<i32> {
         .await?;
     tracing::info!("stopped");
     Ok(0)
+}
+
+/// Who a token change on the command line is recorded as: the host's user.
+fn host_principal() -> String {
+    let user = std::env::var("USER").unwrap_or_else(|_| "root".to_owned());
+    format!("host/{user}")
+}
+
+/// Runs a `stratum token` command; answers the exit code and what to print
+/// (JSON: the token record, with its secret right after `create`).
+pub async fn token(cmd: TokenCmd) -> anyhow_like::Result<(i32, String)> {
+    use stratum_domain::iam::IamCommand;
+    use stratum_domain::Command;
+    let (db, command) = match cmd {
+        TokenCmd::List { db } => {
+            let store = open(&db).await?;
+            let docs: Vec<String> = store
+                .token_docs()
+                .await?
+                .into_iter()
+                .map(|(_, d)| d)
+                .collect();
+            return Ok((0, docs.join("\n")));
+        }
+        TokenCmd::Create {
+            principal,
+            policies,
+            expires_at,
+            db,
+        } => {
+            let secret = crate::auth::new_secret();
+            let cmd = IamCommand::IssueToken {
+                token_id: crate::auth::new_id("tok"),
+                principal: Some(principal),
+                secret_sha256: crate::auth::secret_hash(&secret),
+                policies,
+                expires_at,
+            };
+            (db, (cmd, Some(secret)))
+        }
+        TokenCmd::Revoke { id, db } => (db, (IamCommand::RevokeToken { token_id: id }, None)),
+    };
+    let (command, secret) = command;
+    let store = open(&db).await?;
+    let bus = crate::command::CommandBus::start(store).await?;
+    let reply = bus
+        .execute(crate::command::CommandRequest::new(
+            Command::Iam(command),
+            host_principal(),
+        ))
+        .await
+        .map_err(|e| anyhow_like::Error(e.message))?;
+    if reply.status >= 300 {
+        return Ok((1, reply.body));
+    }
+    let mut body = reply.json();
+    if let (Some(secret), serde_json::Value::Object(m)) = (secret, &mut body) {
+        // Shown once, on standard output; the service keeps only its hash.
+        m.insert("token".into(), secret.into());
+    }
+    Ok((0, body.to_string()))
 }
 
 /// The trusted release keys: `STRATUM_RELEASE_KEYS` (`keyId=base64-key`,

@@ -16,13 +16,15 @@ use std::sync::Arc;
 use chrono::Utc;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use stratum_domain::iam::principal_stream;
 use stratum_domain::log::{log_precision, EventMeta, Recorded};
 use stratum_domain::state::EventCtx;
 use stratum_domain::state::{stream_of, Subject};
 use stratum_domain::stored::{decode, encode};
 use stratum_domain::{Command, CommandContext, ErrorCode, FieldError, Refusal};
+use stratum_projections::iam::{policy_record, principal_record};
 use stratum_projections::upgrades::{release_record, running_release_record, upgrade_record};
-use stratum_projections::{member_record, JoinRequestRecord, ReadModels};
+use stratum_projections::{member_record, token_record, JoinRequestRecord, ReadModels};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
 use uuid::Uuid;
@@ -588,20 +590,22 @@ fn render(rm: &ReadModels, subject: &Subject) -> (String, Option<u64>) {
     }
     let m = &rm.state.membership;
     let found = match subject {
-        Subject::Member(id) => m
-            .members
-            .get(id)
-            .map(|member| (json(&member_record(member, Some(m.generation))), member.version)),
+        Subject::Member(id) => m.members.get(id).map(|member| {
+            (
+                json(&member_record(member, Some(m.generation))),
+                member.version,
+            )
+        }),
         Subject::JoinRequest(id) => m
             .join_requests
             .get(id)
             .map(|r| (json(&JoinRequestRecord::from(r)), r.version)),
-        Subject::Token(id) => rm.state.iam.tokens.get(id).map(|t| {
-            (
-                json(&serde_json::json!({ "id": t.token_id, "principal": t.principal, "policies": t.policies })),
-                1,
-            )
-        }),
+        Subject::Token(id) => rm
+            .state
+            .iam
+            .tokens
+            .get(id)
+            .map(|t| (json(&token_record(t)), 1)),
         Subject::Upgrade(id) => rm
             .state
             .upgrades
@@ -620,6 +624,24 @@ fn render(rm: &ReadModels, subject: &Subject) -> (String, Option<u64>) {
             .running
             .as_ref()
             .map(|r| (json(&running_release_record(r)), r.version_of_stream)),
+        Subject::Policy(name) => rm
+            .state
+            .iam
+            .policies
+            .get(name)
+            .map(|p| (json(&policy_record(p)), p.version)),
+        Subject::ResourcePolicy(key) => rm
+            .state
+            .iam
+            .resource_policies
+            .get(key)
+            .map(|p| (json(&policy_record(p)), p.version)),
+        Subject::Principal(p) => rm.state.iam.principal_policies.get(p).map(|a| {
+            (
+                json(&principal_record(p, a)),
+                rm.state.stream_version(&principal_stream(p)),
+            )
+        }),
     };
     match found {
         Some((body, version)) => (body, Some(version)),

@@ -49,7 +49,8 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         | ErrorCode::NotNodeTurn
         | ErrorCode::ReleaseExists
         | ErrorCode::RunningReleaseAlreadySet
-        | ErrorCode::RunningReleaseNotSet => StatusCode::CONFLICT,
+        | ErrorCode::RunningReleaseNotSet
+        | ErrorCode::PolicyExists => StatusCode::CONFLICT,
         ErrorCode::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
         ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -159,7 +160,7 @@ impl From<Refusal> for ApiError {
             code: r.code,
             message: r.message,
             field_errors: r.field_errors,
-            issues: Vec::new(),
+            issues: r.issues,
             details: r.details,
         }
     }

@@ -37,6 +37,7 @@ pub enum ErrorCode {
     ReleaseExists,
     RunningReleaseAlreadySet,
     RunningReleaseNotSet,
+    PolicyExists,
     Unavailable,
     Internal,
 }
@@ -72,6 +73,7 @@ impl ErrorCode {
             ErrorCode::ReleaseExists => "RELEASE_EXISTS",
             ErrorCode::RunningReleaseAlreadySet => "RUNNING_RELEASE_ALREADY_SET",
             ErrorCode::RunningReleaseNotSet => "RUNNING_RELEASE_NOT_SET",
+            ErrorCode::PolicyExists => "POLICY_EXISTS",
             ErrorCode::Unavailable => "UNAVAILABLE",
             ErrorCode::Internal => "INTERNAL",
         }
@@ -102,6 +104,8 @@ pub struct Refusal {
     pub code: ErrorCode,
     pub message: String,
     pub field_errors: Vec<FieldError>,
+    /// The findings of a rejected policy document (`POLICY_REJECTED`).
+    pub issues: Vec<Value>,
     pub details: Option<Value>,
 }
 
@@ -111,6 +115,7 @@ impl Refusal {
             code,
             message: message.into(),
             field_errors: Vec::new(),
+            issues: Vec::new(),
             details: None,
         }
     }
@@ -125,6 +130,7 @@ impl Refusal {
             code: ErrorCode::InvalidInput,
             message,
             field_errors,
+            issues: Vec::new(),
             details: None,
         }
     }
@@ -138,6 +144,11 @@ impl Refusal {
 
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = Some(details);
+        self
+    }
+
+    pub fn with_issues(mut self, issues: Vec<Value>) -> Self {
+        self.issues = issues;
         self
     }
 

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use crate::iam::TokenIssued;
+pub use crate::iam::{
+    PolicyCreated, PrincipalPoliciesSet, ResourcePolicySet, TokenIssued, TokenRevoked,
+};
 use crate::membership::{Raft, Role};
 pub use crate::upgrade::{
     ReleaseRegistered, RunningReleaseSet, UpgradeBackupReported, UpgradeCompleted, UpgradeFailed,
@@ -75,6 +77,10 @@ pub enum DomainEvent {
     UpgradeCanceled(UpgradeRef),
     UpgradeRolledBack(UpgradeRolledBack),
     UpgradeAcknowledged(UpgradeRef),
+    TokenRevoked(TokenRevoked),
+    PolicyCreated(PolicyCreated),
+    PrincipalPoliciesSet(PrincipalPoliciesSet),
+    ResourcePolicySet(ResourcePolicySet),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -151,6 +157,10 @@ impl DomainEvent {
             DomainEvent::UpgradeCanceled(_) => "UpgradeCanceled",
             DomainEvent::UpgradeRolledBack(_) => "UpgradeRolledBack",
             DomainEvent::UpgradeAcknowledged(_) => "UpgradeAcknowledged",
+            DomainEvent::TokenRevoked(_) => "TokenRevoked",
+            DomainEvent::PolicyCreated(_) => "PolicyCreated",
+            DomainEvent::PrincipalPoliciesSet(_) => "PrincipalPoliciesSet",
+            DomainEvent::ResourcePolicySet(_) => "ResourcePolicySet",
         }
     }
 

@@ -1,7 +1,10 @@
-//! IAM: the action catalog, tokens and the authorization decision.
+//! IAM: the action catalog, tokens, custom and resource policies, and
+//! principals' policy attachments (SPEC §6). The authorization decision
+//! itself is in [`crate::policy`].
 //!
 //! Tokens are random secrets shown once; the log keeps only their SHA-256.
-//! The catalog is the one table of every action the API gates on.
+//! The catalog is the one table of every action the API gates on: the
+//! router, the OpenAPI document and policy validation all read it.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +13,8 @@ use serde::Serialize;
 
 use crate::error::{ErrorCode, Findings, Refusal};
 use crate::event::DomainEvent;
-use crate::state::{Decision, EventCtx, Subject};
+use crate::policy::{managed_policy, validate_document, PolicyDocument};
+use crate::state::{Decision, EventCtx, State, Subject};
 
 /// The managed policy that allows everything.
 pub const ADMINISTRATOR_ACCESS: &str = "AdministratorAccess";
@@ -27,6 +31,17 @@ pub enum ResourceType {
     Member,
     Upgrade,
     Release,
+}
+
+impl ResourceType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResourceType::Install => "install",
+            ResourceType::Member => "member",
+            ResourceType::Upgrade => "upgrade",
+            ResourceType::Release => "release",
+        }
+    }
 }
 
 /// Every action of the API, with the resource type it applies to.
@@ -63,10 +78,22 @@ pub enum Action {
     AcknowledgeUpgrade,
     ReportNodeProgress,
     ReportBackup,
+    CreateToken,
+    ListTokens,
+    RevokeToken,
+    CreatePolicy,
+    ListPolicies,
+    GetPolicy,
+    SetPrincipalPolicies,
+    GetPrincipalPolicies,
+    SetMemberPolicy,
+    GetMemberPolicy,
+    SetUpgradePolicy,
+    GetUpgradePolicy,
 }
 
 impl Action {
-    pub const ALL: [Action; 31] = [
+    pub const ALL: [Action; 43] = [
         Action::AdmitMember,
         Action::ApproveNodeJoin,
         Action::RequestJoin,
@@ -98,6 +125,18 @@ impl Action {
         Action::AcknowledgeUpgrade,
         Action::ReportNodeProgress,
         Action::ReportBackup,
+        Action::CreateToken,
+        Action::ListTokens,
+        Action::RevokeToken,
+        Action::CreatePolicy,
+        Action::ListPolicies,
+        Action::GetPolicy,
+        Action::SetPrincipalPolicies,
+        Action::GetPrincipalPolicies,
+        Action::SetMemberPolicy,
+        Action::GetMemberPolicy,
+        Action::SetUpgradePolicy,
+        Action::GetUpgradePolicy,
     ];
 
     /// The action's name in policies, e.g. `cluster:ReportJoinFailure`.
@@ -134,6 +173,18 @@ impl Action {
             Action::AcknowledgeUpgrade => "upgrade:AcknowledgeUpgrade",
             Action::ReportNodeProgress => "upgrade:ReportNodeProgress",
             Action::ReportBackup => "upgrade:ReportBackup",
+            Action::CreateToken => "iam:CreateToken",
+            Action::ListTokens => "iam:ListTokens",
+            Action::RevokeToken => "iam:RevokeToken",
+            Action::CreatePolicy => "iam:CreatePolicy",
+            Action::ListPolicies => "iam:ListPolicies",
+            Action::GetPolicy => "iam:GetPolicy",
+            Action::SetPrincipalPolicies => "iam:SetPrincipalPolicies",
+            Action::GetPrincipalPolicies => "iam:GetPrincipalPolicies",
+            Action::SetMemberPolicy => "cluster:SetMemberPolicy",
+            Action::GetMemberPolicy => "cluster:GetMemberPolicy",
+            Action::SetUpgradePolicy => "upgrade:SetUpgradePolicy",
+            Action::GetUpgradePolicy => "upgrade:GetUpgradePolicy",
         }
     }
 
@@ -145,26 +196,56 @@ impl Action {
             | Action::DecommissionMember
             | Action::ReportAppliedGeneration
             | Action::GetMember
-            | Action::GetTransportAdmission => ResourceType::Member,
+            | Action::GetTransportAdmission
+            | Action::SetMemberPolicy
+            | Action::GetMemberPolicy => ResourceType::Member,
             // The seed: cancel is install-scope.
             Action::GetUpgrade
             | Action::ApplyUpgrade
             | Action::RollbackUpgrade
             | Action::AcknowledgeUpgrade
             | Action::ReportNodeProgress
-            | Action::ReportBackup => ResourceType::Upgrade,
+            | Action::ReportBackup
+            | Action::SetUpgradePolicy
+            | Action::GetUpgradePolicy => ResourceType::Upgrade,
             Action::GetRelease => ResourceType::Release,
             _ => ResourceType::Install,
         }
     }
 
-    /// The resource string for policies and `ACCESS_DENIED` details.
-    pub fn resource(self, id: Option<&str>) -> String {
-        match (self.resource_type(), id) {
-            (ResourceType::Member, Some(id)) => format!("stratum:member/{id}"),
-            (ResourceType::Upgrade, Some(id)) => format!("stratum:upgrade/{id}"),
-            (ResourceType::Release, Some(id)) => format!("stratum:release/{id}"),
-            _ => "stratum:install".to_owned(),
+    /// The resource a request acts on, from its path parameters (`nodeId`,
+    /// `id`, `version`), for policies and `ACCESS_DENIED` details: e.g.
+    /// `stratum:member/n-1`, `stratum:upgrade/upg-…`, a node's own part of
+    /// an upgrade `stratum:upgrade/upg-…/node/n-1`, or `stratum:install`.
+    pub fn resource<'a>(self, param: impl Fn(&str) -> Option<&'a str>) -> String {
+        match self.resource_type() {
+            ResourceType::Member => match param("nodeId") {
+                Some(n) => format!("stratum:member/{n}"),
+                None => "stratum:install".to_owned(),
+            },
+            ResourceType::Upgrade => match (param("id"), param("nodeId")) {
+                (Some(u), Some(n)) => format!("stratum:upgrade/{u}/node/{n}"),
+                (Some(u), None) => format!("stratum:upgrade/{u}"),
+                _ => "stratum:install".to_owned(),
+            },
+            ResourceType::Release => match param("version") {
+                Some(v) => format!("stratum:release/{v}"),
+                None => "stratum:install".to_owned(),
+            },
+            ResourceType::Install => "stratum:install".to_owned(),
+        }
+    }
+
+    /// The key of the resource policy that applies to a request on this
+    /// action (`member/<nodeId>`, `upgrade/<id>`), if any.
+    pub fn resource_policy_key<'a>(
+        self,
+        param: impl Fn(&str) -> Option<&'a str>,
+    ) -> Option<String> {
+        match self.resource_type() {
+            ResourceType::Member => param("nodeId").map(|n| format!("member/{n}")),
+            ResourceType::Upgrade => param("id").map(|u| format!("upgrade/{u}")),
+            _ => None,
         }
     }
 }
@@ -189,15 +270,39 @@ impl Token {
     }
 }
 
-/// The authorization decision, until custom policies exist: policies that
-/// include `AdministratorAccess` allow everything, and nothing else does.
-pub fn allows(policies: &[String], _action: Action, _resource: &str) -> bool {
-    policies.iter().any(|p| p == ADMINISTRATOR_ACCESS)
-}
-
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Iam {
     pub tokens: BTreeMap<String, Token>,
+    /// Custom policies by name.
+    pub policies: BTreeMap<String, CustomPolicy>,
+    /// The policies attached to each principal (besides its tokens').
+    pub principal_policies: BTreeMap<String, Attachment>,
+    /// Resource policies by resource key (`member/<nodeId>`, `upgrade/<id>`).
+    pub resource_policies: BTreeMap<String, CustomPolicy>,
+}
+
+/// A custom or resource policy: its document as given (canonical JSON) and
+/// parsed, and who set it when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CustomPolicy {
+    pub name: String,
+    pub text: String,
+    pub document: PolicyDocument,
+    pub set_by: String,
+    pub set_at: DateTime<Utc>,
+    pub version: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Attachment {
+    pub policies: Vec<String>,
+    pub set_by: String,
+    pub set_at: DateTime<Utc>,
+}
+
+/// A resource policy's resource: `member/<nodeId>` or `upgrade/<id>`.
+pub fn resource_key(rt: ResourceType, id: &str) -> String {
+    format!("{}/{id}", rt.as_str())
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -215,14 +320,38 @@ pub enum IamCommand {
         policies: Vec<String>,
         expires_at: Option<DateTime<Utc>>,
     },
+    RevokeToken {
+        token_id: String,
+    },
+    CreatePolicy {
+        name: Option<String>,
+        document: Option<serde_json::Value>,
+    },
+    SetPrincipalPolicies {
+        principal: String,
+        policies: Option<Vec<String>>,
+    },
+    /// Attach a resource policy to one member or upgrade (replacing any).
+    SetResourcePolicy {
+        resource_type: ResourceType,
+        id: String,
+        document: Option<serde_json::Value>,
+    },
 }
 
 impl IamCommand {
     pub fn stream_id(&self) -> String {
         match self {
-            IamCommand::Bootstrap { token_id, .. } | IamCommand::IssueToken { token_id, .. } => {
-                token_stream(token_id)
+            IamCommand::Bootstrap { token_id, .. }
+            | IamCommand::IssueToken { token_id, .. }
+            | IamCommand::RevokeToken { token_id } => token_stream(token_id),
+            IamCommand::CreatePolicy { name, .. } => {
+                policy_stream(name.as_deref().unwrap_or_default())
             }
+            IamCommand::SetPrincipalPolicies { principal, .. } => principal_stream(principal),
+            IamCommand::SetResourcePolicy {
+                resource_type, id, ..
+            } => resource_policy_stream(&resource_key(*resource_type, id)),
         }
     }
 }
@@ -231,14 +360,68 @@ pub fn token_stream(token_id: &str) -> String {
     format!("iam/token/{token_id}")
 }
 
+pub fn policy_stream(name: &str) -> String {
+    format!("iam/policy/{name}")
+}
+
+pub fn principal_stream(principal: &str) -> String {
+    format!("iam/principal/{principal}")
+}
+
+pub fn resource_policy_stream(key: &str) -> String {
+    format!("iam/resource-policy/{key}")
+}
+
+/// A custom policy name: 1 to 128 of letters, digits and `+=,.@_-`.
+pub fn valid_policy_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 128
+        && n.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"+=,.@_-".contains(&c))
+}
+
+fn policy_rejected(issues: Vec<crate::policy::PolicyIssue>) -> Refusal {
+    Refusal::new(
+        ErrorCode::PolicyRejected,
+        format!(
+            "The policy document has {} finding{}; each is listed in issues.",
+            issues.len(),
+            if issues.len() == 1 { "" } else { "s" }
+        ),
+    )
+    .with_issues(
+        issues
+            .iter()
+            .map(|i| serde_json::to_value(i).expect("issues serialize"))
+            .collect(),
+    )
+}
+
 impl Iam {
     /// `log_is_empty`: whether the log holds no event yet (for bootstrap).
+    /// Whether a policy name is a managed or a custom policy.
+    pub fn knows_policy(&self, name: &str) -> bool {
+        managed_policy(name).is_some() || self.policies.contains_key(name)
+    }
+
+    fn check_policy_names(&self, f: &mut Findings, field: &str, names: &[String]) {
+        for (i, n) in names.iter().enumerate() {
+            if !self.knows_policy(n) {
+                f.push(
+                    &format!("{field}[{i}]"),
+                    format!("`{n}` is neither a managed nor a custom policy"),
+                );
+            }
+        }
+    }
+
     pub fn decide(
         &self,
+        state: &State,
         cmd: &IamCommand,
         now: DateTime<Utc>,
-        log_is_empty: bool,
     ) -> Result<Decision, Refusal> {
+        let log_is_empty = state.position == 0;
         match cmd {
             IamCommand::Bootstrap {
                 token_id,
@@ -248,6 +431,7 @@ impl Iam {
                     return Ok(Decision::none(Subject::Token(token_id.clone())));
                 }
                 self.decide(
+                    state,
                     &IamCommand::IssueToken {
                         token_id: token_id.clone(),
                         principal: Some(BOOTSTRAP_PRINCIPAL.to_owned()),
@@ -256,7 +440,6 @@ impl Iam {
                         expires_at: None,
                     },
                     now,
-                    log_is_empty,
                 )
             }
             IamCommand::IssueToken {
@@ -278,6 +461,7 @@ impl Iam {
                 if expires_at.is_some_and(|e| e <= now) {
                     f.push("expiresAt", "must be in the future");
                 }
+                self.check_policy_names(&mut f, "policies", policies);
                 f.into_result()?;
                 if self.tokens.contains_key(token_id)
                     || self
@@ -301,10 +485,182 @@ impl Iam {
                     subject: Subject::Token(token_id.clone()),
                 })
             }
+            IamCommand::RevokeToken { token_id } => {
+                let t = self
+                    .tokens
+                    .get(token_id)
+                    .ok_or_else(|| Refusal::not_found(format!("Token {token_id}")))?;
+                let events = if t.revoked_at.is_some() {
+                    Vec::new()
+                } else {
+                    vec![DomainEvent::TokenRevoked(TokenRevoked {
+                        token_id: token_id.clone(),
+                    })]
+                };
+                Ok(Decision {
+                    events,
+                    subject: Subject::Token(token_id.clone()),
+                })
+            }
+            IamCommand::CreatePolicy { name, document } => {
+                let mut f = Findings::default();
+                if let Some(n) = f.required("name", name) {
+                    if !valid_policy_name(n) {
+                        f.push("name", "must be 1 to 128 of letters, digits and +=,.@_-");
+                    } else if managed_policy(n).is_some() {
+                        f.push("name", format!("`{n}` is a managed policy"));
+                    }
+                }
+                let document = f.required("document", document).cloned();
+                f.into_result()?;
+                let (name, document) = (
+                    name.clone().unwrap_or_default(),
+                    document.unwrap_or_default(),
+                );
+                validate_document(&document, None).map_err(policy_rejected)?;
+                let text = crate::release::canonical(&document);
+                let subject = Subject::Policy(name.clone());
+                match self.policies.get(&name) {
+                    Some(p) if p.text == text => Ok(Decision::none(subject)),
+                    Some(_) => Err(Refusal::new(
+                        ErrorCode::PolicyExists,
+                        format!("Policy {name} exists with another document."),
+                    )),
+                    None => Ok(Decision {
+                        events: vec![DomainEvent::PolicyCreated(PolicyCreated {
+                            name,
+                            document: text,
+                        })],
+                        subject,
+                    }),
+                }
+            }
+            IamCommand::SetPrincipalPolicies {
+                principal,
+                policies,
+            } => {
+                let mut f = Findings::default();
+                if !valid_principal(principal) {
+                    f.push(
+                        "principal",
+                        "must be user/<name>, node/<nodeId> or stratum-installer",
+                    );
+                }
+                if let Some(p) = f.required("policies", policies) {
+                    self.check_policy_names(&mut f, "policies", p);
+                }
+                f.into_result()?;
+                let policies = policies.clone().unwrap_or_default();
+                let subject = Subject::Principal(principal.clone());
+                if self
+                    .principal_policies
+                    .get(principal)
+                    .is_some_and(|a| a.policies == policies)
+                {
+                    return Ok(Decision::none(subject));
+                }
+                Ok(Decision {
+                    events: vec![DomainEvent::PrincipalPoliciesSet(PrincipalPoliciesSet {
+                        principal: principal.clone(),
+                        policies,
+                    })],
+                    subject,
+                })
+            }
+            IamCommand::SetResourcePolicy {
+                resource_type,
+                id,
+                document,
+            } => {
+                let mut f = Findings::default();
+                let document = f.required("document", document).cloned();
+                f.into_result()?;
+                let exists = match resource_type {
+                    ResourceType::Member => state.membership.members.contains_key(id),
+                    ResourceType::Upgrade => state.upgrades.upgrades.contains_key(id),
+                    _ => false,
+                };
+                if !exists {
+                    return Err(Refusal::not_found(format!(
+                        "{} {id}",
+                        match resource_type {
+                            ResourceType::Member => "Member",
+                            _ => "Upgrade",
+                        }
+                    )));
+                }
+                let document = document.unwrap_or_default();
+                validate_document(&document, Some(*resource_type)).map_err(policy_rejected)?;
+                let key = resource_key(*resource_type, id);
+                let text = crate::release::canonical(&document);
+                let subject = Subject::ResourcePolicy(key.clone());
+                if self
+                    .resource_policies
+                    .get(&key)
+                    .is_some_and(|p| p.text == text)
+                {
+                    return Ok(Decision::none(subject));
+                }
+                Ok(Decision {
+                    events: vec![DomainEvent::ResourcePolicySet(ResourcePolicySet {
+                        resource: key,
+                        document: text,
+                    })],
+                    subject,
+                })
+            }
         }
     }
 
     pub fn evolve(&mut self, ctx: &EventCtx, event: &DomainEvent) {
+        let policy = |name: &str, text: &str| {
+            let document = serde_json::from_str(text)
+                .ok()
+                .and_then(|v: serde_json::Value| {
+                    let rt = name.split_once('/').and_then(|(t, _)| match t {
+                        "member" => Some(ResourceType::Member),
+                        "upgrade" => Some(ResourceType::Upgrade),
+                        _ => None,
+                    });
+                    validate_document(&v, rt).ok()
+                })
+                .unwrap_or_default();
+            CustomPolicy {
+                name: name.to_owned(),
+                text: text.to_owned(),
+                document,
+                set_by: ctx.principal.to_owned(),
+                set_at: ctx.occurred_at,
+                version: ctx.stream_version,
+            }
+        };
+        match event {
+            DomainEvent::TokenRevoked(e) => {
+                if let Some(t) = self.tokens.get_mut(&e.token_id) {
+                    t.revoked_at = Some(ctx.occurred_at);
+                    t.revoked_by = Some(ctx.principal.to_owned());
+                }
+            }
+            DomainEvent::PolicyCreated(e) => {
+                self.policies
+                    .insert(e.name.clone(), policy(&e.name, &e.document));
+            }
+            DomainEvent::ResourcePolicySet(e) => {
+                self.resource_policies
+                    .insert(e.resource.clone(), policy(&e.resource, &e.document));
+            }
+            DomainEvent::PrincipalPoliciesSet(e) => {
+                self.principal_policies.insert(
+                    e.principal.clone(),
+                    Attachment {
+                        policies: e.policies.clone(),
+                        set_by: ctx.principal.to_owned(),
+                        set_at: ctx.occurred_at,
+                    },
+                );
+            }
+            _ => {}
+        }
         if let DomainEvent::TokenIssued(t) = event {
             self.tokens.insert(
                 t.token_id.clone(),
@@ -335,6 +691,36 @@ pub struct TokenIssued {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenRevoked {
+    pub token_id: String,
+}
+
+/// A custom policy; its document is kept as canonical JSON text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyCreated {
+    pub name: String,
+    pub document: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrincipalPoliciesSet {
+    pub principal: String,
+    pub policies: Vec<String>,
+}
+
+/// A resource policy (`resource`: `member/<nodeId>` or `upgrade/<id>`);
+/// its document is kept as canonical JSON text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcePolicySet {
+    pub resource: String,
+    pub document: String,
+}
+
 /// `user/<name>`, `node/<nodeId>` or `stratum-installer`.
 pub fn valid_principal(p: &str) -> bool {
     let named = |rest: &str| {
@@ -359,14 +745,18 @@ mod tests {
     use super::*;
 
     fn bootstrap(state: &Iam, log_is_empty: bool) -> Decision {
+        let whole = State {
+            position: if log_is_empty { 0 } else { 1 },
+            ..State::default()
+        };
         state
             .decide(
+                &whole,
                 &IamCommand::Bootstrap {
                     token_id: "tok-1".into(),
                     secret_sha256: [1; 32],
                 },
                 crate::testing::t0(),
-                log_is_empty,
             )
             .unwrap()
     }
@@ -395,7 +785,7 @@ mod tests {
     fn every_action_names_its_service() {
         for a in Action::ALL {
             let (svc, name) = a.name().split_once(':').unwrap();
-            assert!(["cluster", "audit", "upgrade", "release"].contains(&svc));
+            assert!(["cluster", "audit", "upgrade", "release", "iam"].contains(&svc));
             assert!(name.chars().next().unwrap().is_ascii_uppercase());
         }
     }

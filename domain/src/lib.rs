@@ -9,8 +9,11 @@
 pub mod error;
 pub mod event;
 pub mod iam;
+#[cfg(test)]
+mod iam_tests;
 pub mod log;
 pub mod membership;
+pub mod policy;
 pub mod release;
 pub mod state;
 pub mod stored;

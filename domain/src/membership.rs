@@ -1062,7 +1062,11 @@ pub fn member_of(event: &DomainEvent) -> Option<&str> {
         | DomainEvent::UpgradeCompleted(_)
         | DomainEvent::UpgradeCanceled(_)
         | DomainEvent::UpgradeRolledBack(_)
-        | DomainEvent::UpgradeAcknowledged(_) => return None,
+        | DomainEvent::UpgradeAcknowledged(_)
+        | DomainEvent::TokenRevoked(_)
+        | DomainEvent::PolicyCreated(_)
+        | DomainEvent::PrincipalPoliciesSet(_)
+        | DomainEvent::ResourcePolicySet(_) => return None,
     })
 }
 

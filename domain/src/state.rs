@@ -12,7 +12,9 @@ use chrono::{DateTime, Utc};
 
 use crate::error::{ErrorCode, Refusal};
 use crate::event::DomainEvent;
-use crate::iam::{token_stream, Iam, IamCommand};
+use crate::iam::{
+    policy_stream, principal_stream, resource_policy_stream, token_stream, Iam, IamCommand,
+};
 use crate::log::Recorded;
 use crate::membership::{join_request_stream, member_of, member_stream, MemberCommand, Membership};
 use crate::release::{release_stream, RUNNING_RELEASE_STREAM};
@@ -54,6 +56,9 @@ pub enum Subject {
     Upgrade(String),
     Release(String),
     RunningRelease,
+    Policy(String),
+    Principal(String),
+    ResourcePolicy(String),
 }
 
 /// The events a command decided (possibly none: the state already says what
@@ -121,6 +126,10 @@ pub fn stream_of(event: &DomainEvent) -> String {
         DomainEvent::JoinRequestApproved { request_id, .. }
         | DomainEvent::JoinRequestRejected { request_id, .. } => join_request_stream(request_id),
         DomainEvent::TokenIssued(t) => token_stream(&t.token_id),
+        DomainEvent::TokenRevoked(t) => token_stream(&t.token_id),
+        DomainEvent::PolicyCreated(p) => policy_stream(&p.name),
+        DomainEvent::PrincipalPoliciesSet(p) => principal_stream(&p.principal),
+        DomainEvent::ResourcePolicySet(p) => resource_policy_stream(&p.resource),
         DomainEvent::ReleaseRegistered(r) => release_stream(&r.version),
         DomainEvent::RunningReleaseSet(_) => RUNNING_RELEASE_STREAM.to_owned(),
         _ => unreachable!("member and upgrade events are handled above"),
@@ -165,7 +174,7 @@ impl State {
         }
         match cmd {
             Command::Member(c) => self.membership.decide(c, ctx),
-            Command::Iam(c) => self.iam.decide(c, ctx.now, self.position == 0),
+            Command::Iam(c) => self.iam.decide(self, c, ctx.now),
             Command::Upgrade(c) => self.upgrades.decide(self, c, ctx),
         }
     }

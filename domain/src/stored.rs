@@ -7,8 +7,9 @@
 //! own type, and an upcaster from the previous one. Golden bytes of every
 //! version live in `replay-tests/fixtures` and must keep decoding.
 //!
-//! The upgrade events (SPEC §5) are stored as their own payload types from
-//! [`crate::upgrade`], which are therefore frozen at schema version 1 under
+//! The upgrade events (SPEC §5) and the IAM events after `TokenIssued`
+//! are stored as their own payload types from [`crate::upgrade`] and
+//! [`crate::iam`], which are therefore frozen at schema version 1 under
 //! the same rule: a change to one of them (or to a type inside it, such as
 //! `Plan` or `UpgradeState`) is a new version with a `v2` type here and an
 //! upcaster, and the golden fixtures catch any change that forgets it.
@@ -352,6 +353,10 @@ pub fn encode(event: &DomainEvent) -> Encoded {
         DomainEvent::UpgradeCompleted(e) => bytes(e),
         DomainEvent::UpgradeRolledBack(e) => bytes(e),
         DomainEvent::UpgradeCanceled(e) | DomainEvent::UpgradeAcknowledged(e) => bytes(e),
+        DomainEvent::TokenRevoked(e) => bytes(e),
+        DomainEvent::PolicyCreated(e) => bytes(e),
+        DomainEvent::PrincipalPoliciesSet(e) => bytes(e),
+        DomainEvent::ResourcePolicySet(e) => bytes(e),
     };
     Encoded {
         event_type: event.event_type(),
@@ -503,6 +508,13 @@ pub fn decode(
         ("UpgradeCanceled", 1) => DomainEvent::UpgradeCanceled(de(t, v, payload)?),
         ("UpgradeRolledBack", 1) => DomainEvent::UpgradeRolledBack(de(t, v, payload)?),
         ("UpgradeAcknowledged", 1) => DomainEvent::UpgradeAcknowledged(de(t, v, payload)?),
+        ("TokenRevoked", 1) => DomainEvent::TokenRevoked(de(t, v, payload)?),
+        ("PolicyCreated", 1) => DomainEvent::PolicyCreated(de(t, v, payload)?),
+        ("PrincipalPoliciesSet", 1) => DomainEvent::PrincipalPoliciesSet(de(t, v, payload)?),
+        ("ResourcePolicySet", 1) => DomainEvent::ResourcePolicySet(de(t, v, payload)?),
+        ("TokenRevoked" | "PolicyCreated" | "PrincipalPoliciesSet" | "ResourcePolicySet", _) => {
+            return Err(DecodeError::UnknownVersion(t.to_owned(), v))
+        }
         (
             "ReleaseRegistered"
             | "RunningReleaseSet"

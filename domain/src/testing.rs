@@ -128,6 +128,23 @@ pub fn one_of_each() -> Vec<DomainEvent> {
         }),
     ];
     events.extend(upgrade_examples());
+    events.extend([
+        DomainEvent::TokenRevoked(crate::iam::TokenRevoked {
+            token_id: "tok-0000000001".into(),
+        }),
+        DomainEvent::PolicyCreated(crate::iam::PolicyCreated {
+            name: "UpgradeViewers".into(),
+            document: r#"{"statements":[{"actions":["upgrade:Get*"],"effect":"Allow"}]}"#.into(),
+        }),
+        DomainEvent::PrincipalPoliciesSet(crate::iam::PrincipalPoliciesSet {
+            principal: "user/alice".into(),
+            policies: vec!["ReadOnly".into(), "UpgradeViewers".into()],
+        }),
+        DomainEvent::ResourcePolicySet(crate::iam::ResourcePolicySet {
+            resource: "member/n-msst0002".into(),
+            document: r#"{"statements":[{"actions":["cluster:DecommissionMember"],"effect":"Deny","principals":["user/bob"]}]}"#.into(),
+        }),
+    ]);
     events
 }
 

@@ -7,6 +7,7 @@
 //! is pure and ordered: replaying the log from zero yields byte-identical
 //! rows. Projections never read the clock.
 
+pub mod iam;
 pub mod members;
 pub mod upgrades;
 
@@ -24,7 +25,7 @@ pub use members::{
 
 /// The format of snapshot bytes. Snapshots are a cache: when the state's
 /// shape changes, bump this and old snapshots are ignored (and replaced).
-pub const SNAPSHOT_FORMAT: u32 = 2;
+pub const SNAPSHOT_FORMAT: u32 = 3;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Snapshot {
@@ -76,6 +77,12 @@ pub mod doc_kind {
     /// One row, id [`RUNNING`]: the release the cluster runs.
     pub const CLUSTER: &str = "cluster";
     pub const RUNNING: &str = "release";
+    /// Custom IAM policies, by name.
+    pub const POLICY: &str = "policy";
+    /// The policies attached to a principal, by principal.
+    pub const PRINCIPAL: &str = "principal";
+    /// Resource policies, by `member/<nodeId>` or `upgrade/<id>`.
+    pub const RESOURCE_POLICY: &str = "resource-policy";
 }
 
 /// One row of the `rm_docs` table: a read model kept as one JSON document
@@ -171,6 +178,20 @@ impl ReadModels {
             }
             DomainEvent::TokenIssued(t) => {
                 self.dirty_tokens.insert(t.token_id.clone());
+            }
+            DomainEvent::TokenRevoked(t) => {
+                self.dirty_tokens.insert(t.token_id.clone());
+            }
+            DomainEvent::PolicyCreated(p) => {
+                self.dirty_docs.insert((doc_kind::POLICY, p.name.clone()));
+            }
+            DomainEvent::PrincipalPoliciesSet(p) => {
+                self.dirty_docs
+                    .insert((doc_kind::PRINCIPAL, p.principal.clone()));
+            }
+            DomainEvent::ResourcePolicySet(p) => {
+                self.dirty_docs
+                    .insert((doc_kind::RESOURCE_POLICY, p.resource.clone()));
             }
             DomainEvent::ReleaseRegistered(r) => {
                 self.dirty_docs
@@ -309,6 +330,18 @@ fn doc_row(state: &State, kind: &'static str, id: &str) -> Option<DocRow> {
             0,
             json(&upgrades::running_release_record(up.running.as_ref()?)),
         ),
+        doc_kind::POLICY => (0, json(&iam::policy_record(state.iam.policies.get(id)?))),
+        doc_kind::RESOURCE_POLICY => (
+            0,
+            json(&iam::policy_record(state.iam.resource_policies.get(id)?)),
+        ),
+        doc_kind::PRINCIPAL => (
+            0,
+            json(&iam::principal_record(
+                id,
+                state.iam.principal_policies.get(id)?,
+            )),
+        ),
         _ => return None,
     };
     Some(DocRow {
@@ -327,9 +360,22 @@ fn all_docs(state: &State) -> Vec<DocRow> {
         .map(|id| (doc_kind::UPGRADE, id.as_str()));
     let releases = up.releases.keys().map(|v| (doc_kind::RELEASE, v.as_str()));
     let running = std::iter::once((doc_kind::CLUSTER, doc_kind::RUNNING));
+    let iam = &state.iam;
+    let policies = iam.policies.keys().map(|n| (doc_kind::POLICY, n.as_str()));
+    let principals = iam
+        .principal_policies
+        .keys()
+        .map(|p| (doc_kind::PRINCIPAL, p.as_str()));
+    let resource_policies = iam
+        .resource_policies
+        .keys()
+        .map(|r| (doc_kind::RESOURCE_POLICY, r.as_str()));
     upgrades
         .chain(releases)
         .chain(running)
+        .chain(policies)
+        .chain(principals)
+        .chain(resource_policies)
         .filter_map(|(kind, id)| doc_row(state, kind, id))
         .collect()
 }
@@ -364,7 +410,7 @@ fn join_request_row(r: &stratum_domain::membership::JoinRequest) -> JoinRequestR
 }
 
 /// A token as the API lists it: never its secret.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenRecord {
     pub id: String,
@@ -377,10 +423,11 @@ pub struct TokenRecord {
     pub revoked_by: Option<String>,
 }
 
-fn token_row(t: &stratum_domain::iam::Token) -> TokenRow {
+/// A token as the API shows it: never its secret.
+pub fn token_record(t: &stratum_domain::iam::Token) -> TokenRecord {
     let time =
         |t: &chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
-    let record = TokenRecord {
+    TokenRecord {
         id: t.token_id.clone(),
         principal: t.principal.clone(),
         policies: t.policies.clone(),
@@ -389,7 +436,10 @@ fn token_row(t: &stratum_domain::iam::Token) -> TokenRow {
         created_by: t.created_by.clone(),
         revoked_at: t.revoked_at.as_ref().map(time),
         revoked_by: t.revoked_by.clone(),
-    };
+    }
+}
+
+fn token_row(t: &stratum_domain::iam::Token) -> TokenRow {
     TokenRow {
         token_id: t.token_id.clone(),
         secret_sha256: t.secret_sha256,
@@ -397,6 +447,6 @@ fn token_row(t: &stratum_domain::iam::Token) -> TokenRow {
         policies: serde_json::to_string(&t.policies).expect("strings serialize"),
         expires_at: t.expires_at.map(|e| e.timestamp_micros()),
         revoked_at: t.revoked_at.map(|e| e.timestamp_micros()),
-        doc: serde_json::to_string(&record).expect("records serialize"),
+        doc: json(&token_record(t)),
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod events;
 pub mod extract;
+pub mod iam;
 pub mod members;
 pub mod system;
 pub mod upgrades;
@@ -56,6 +57,7 @@ pub fn routes() -> Vec<Route> {
     all.extend(members::routes());
     all.extend(events::routes());
     all.extend(upgrades::routes());
+    all.extend(iam::routes());
     all
 }
 

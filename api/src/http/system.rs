@@ -86,6 +86,11 @@ impl Modify for Bearer {
         super::upgrades::upgrade_history, super::upgrades::apply, super::upgrades::cancel,
         super::upgrades::rollback, super::upgrades::acknowledge, super::upgrades::report_backup,
         super::upgrades::report_node,
+        super::iam::create_token, super::iam::list_tokens, super::iam::revoke_token,
+        super::iam::create_policy, super::iam::list_policies, super::iam::get_policy,
+        super::iam::set_principal_policies, super::iam::get_principal_policies,
+        super::iam::set_member_policy, super::iam::get_member_policy,
+        super::iam::set_upgrade_policy, super::iam::get_upgrade_policy,
     ),
     components(schemas(ErrorBody, FieldErrorDoc)),
     modifiers(&Bearer),
@@ -127,5 +132,36 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "system",
     responses((status = 200, description = "This document: the OpenAPI 3.1 description of the whole API.")))]
 pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+    Json(document())
+}
+
+/// The OpenAPI document, each operation carrying the action it is gated on
+/// (`x-stratum-action`) and its resource scope, read from the route table.
+pub fn document() -> utoipa::openapi::OpenApi {
+    use utoipa::openapi::extensions::ExtensionsBuilder;
+    let mut doc = ApiDoc::openapi();
+    for route in super::routes() {
+        let Some(action) = route.action else { continue };
+        let Some(item) = doc.paths.paths.get_mut(route.path) else {
+            continue;
+        };
+        let op = match route.method {
+            Method::GET => item.get.as_mut(),
+            Method::POST => item.post.as_mut(),
+            Method::PUT => item.put.as_mut(),
+            Method::DELETE => item.delete.as_mut(),
+            _ => None,
+        };
+        if let Some(op) = op {
+            let ext = ExtensionsBuilder::new()
+                .add("x-stratum-action", action.name())
+                .add("x-stratum-resource", action.resource_type().as_str())
+                .build();
+            match &mut op.extensions {
+                Some(e) => e.merge(ext),
+                None => op.extensions = Some(ext),
+            }
+        }
+    }
+    doc
 }

@@ -103,6 +103,8 @@ pub struct TokenAuth {
     pub policies: Vec<String>,
     pub expires_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    /// The stored SHA-256, compared again in constant time.
+    pub secret_sha256: Vec<u8>,
 }
 
 /// One listed document and where it sorts.
@@ -528,6 +530,7 @@ where
     usize: ColumnIndex<R>,
     String: Decode<'r, R::Database> + Type<R::Database>,
     Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
+    Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
 {
     let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
     let policies: String = row.try_get(2).map_err(corrupt)?;
@@ -538,6 +541,7 @@ where
             .map_err(|e| StoreError::Corrupt(format!("token policies: {e}")))?,
         expires_at: row.try_get(3).map_err(corrupt)?,
         revoked_at: row.try_get(4).map_err(corrupt)?,
+        secret_sha256: row.try_get(5).map_err(corrupt)?,
     })
 }
 

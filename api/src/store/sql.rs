@@ -31,7 +31,7 @@ pub(crate) const ALL_MEMBERS: &str = "SELECT node_id, doc FROM rm_members ORDER 
 pub(crate) const ALL_JOIN_REQUESTS: &str =
     "SELECT request_id, doc FROM rm_join_requests ORDER BY request_id";
 pub(crate) const ALL_TOKENS: &str = "SELECT token_id, doc FROM rm_tokens ORDER BY token_id";
-pub(crate) const SELECT_TOKEN_BY_SECRET: &str = "SELECT token_id, principal, policies, expires_at, revoked_at FROM rm_tokens WHERE secret_sha256 = $1";
+pub(crate) const SELECT_TOKEN_BY_SECRET: &str = "SELECT token_id, principal, policies, expires_at, revoked_at, secret_sha256 FROM rm_tokens WHERE secret_sha256 = $1";
 pub(crate) const SELECT_DOC: &str = "SELECT doc FROM rm_docs WHERE kind = $1 AND id = $2";
 pub(crate) const SELECT_DOCS: &str = "SELECT sort_key, id, doc FROM rm_docs WHERE kind = $1 AND (sort_key > $2 OR (sort_key = $2 AND id > $3)) ORDER BY sort_key, id LIMIT $4";
 pub(crate) const ALL_DOCS: &str = "SELECT kind || '/' || id, doc FROM rm_docs ORDER BY kind, id";

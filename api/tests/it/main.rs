@@ -4,6 +4,7 @@ mod support;
 
 mod cli;
 mod errors;
+mod iam;
 mod idempotency;
 mod membership;
 mod raft;

@@ -90,6 +90,39 @@ impl TestApp {
         self.send(req.unwrap()).await
     }
 
+    /// A request with another bearer token (or none), a JSON body when given.
+    pub async fn call_as(
+        &self,
+        token: Option<&str>,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Res {
+        let mut b = Request::builder().method(method).uri(path);
+        if let Some(t) = token {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        let req = match body {
+            Some(v) => b
+                .header("content-type", "application/json")
+                .body(Body::from(v.to_string())),
+            None => b.body(Body::empty()),
+        };
+        self.send(req.unwrap()).await
+    }
+
+    /// Creates a token as the admin; answers its secret.
+    pub async fn token(&self, principal: &str, policies: &[&str]) -> String {
+        let r = self
+            .post(
+                "/v1/admin/iam/tokens",
+                serde_json::json!({"principal": principal, "policies": policies}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        r.body["token"].as_str().unwrap().to_owned()
+    }
+
     pub async fn get(&self, path: &str) -> Res {
         self.call(Method::GET, path, None).await
     }

@@ -21,7 +21,7 @@ fn manifest(version: &str) -> Value {
 
 /// Three active, current control members; releases 1.0.0 (running) and
 /// 1.1.0 registered.
-async fn cluster(app: &TestApp) {
+pub async fn cluster(app: &TestApp) {
     for (i, n) in NODES.iter().enumerate() {
         app.admit(n, "control", &format!("192.0.2.{}", 21 + i))
             .await;
@@ -72,7 +72,7 @@ async fn until(app: &TestApp, id: &str, what: &str, done: impl Fn(&Value) -> boo
     panic!("upgrade {id} never reached {what}: {u:#}");
 }
 
-async fn until_state(app: &TestApp, id: &str, state: &str) -> Value {
+pub async fn until_state(app: &TestApp, id: &str, state: &str) -> Value {
     until(app, id, state, |u| u["state"] == state).await
 }
 
@@ -90,7 +90,7 @@ async fn report(
     .await
 }
 
-async fn create(app: &TestApp, body: Value) -> String {
+pub async fn create(app: &TestApp, body: Value) -> String {
     let r = app.post(UPGRADES, body).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let id = r.body["id"].as_str().unwrap().to_owned();

@@ -1,0 +1,352 @@
+//! IAM policies (SPEC §6): documents of Allow/Deny statements, their
+//! validation (every finding of a document in one answer), the managed
+//! policies, and the authorization decision.
+//!
+//! A statement applies to a request when one of its action patterns
+//! matches the action's name, one of its resource patterns matches the
+//! resource, and, in a resource policy, one of its principal patterns
+//! matches the caller. `*` matches any run of characters (`*`, `cluster:*`,
+//! `*:Get*`). `${nodeId}` in a resource pattern stands for the caller's node
+//! id when the caller is a node (`node/<id>`), and matches nothing for any
+//! other caller. An explicit Deny wins over any Allow; without an Allow,
+//! nothing is allowed.
+
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use wildmatch::WildMatch;
+
+use crate::iam::{Action, ResourceType};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Effect {
+    Allow,
+    Deny,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Statement {
+    pub effect: Effect,
+    pub actions: Vec<String>,
+    pub resources: Vec<String>,
+    /// Who a resource policy's statement is for; `["*"]` in identity
+    /// policies, whose principal is whoever holds them.
+    pub principals: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyDocument {
+    pub statements: Vec<Statement>,
+}
+
+/// One finding of a rejected policy document.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyIssue {
+    /// `INVALID_DOCUMENT`, `UNKNOWN_ACTION` or `ACTION_NOT_APPLICABLE`.
+    pub code: &'static str,
+    /// The index of the statement at fault; -1 for the whole document.
+    pub statement: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    pub message: String,
+}
+
+impl PolicyIssue {
+    fn invalid(statement: i64, message: impl Into<String>) -> Self {
+        Self {
+            code: "INVALID_DOCUMENT",
+            statement,
+            action: None,
+            message: message.into(),
+        }
+    }
+}
+
+/// Actions of the private cloud's other services. They share this policy
+/// language, so one document may name them, but stratum gates nothing on
+/// them: they are known (not `UNKNOWN_ACTION`) and apply to resources of
+/// their own (so never to a member or an upgrade).
+pub const OTHER_SERVICES_ACTIONS: [&str; 6] = [
+    "compute:CreateVpc",
+    "compute:DeleteVpc",
+    "compute:RunInstances",
+    "compute:TerminateInstances",
+    "storage:CreateVolume",
+    "storage:DeleteVolume",
+];
+
+fn matches(pattern: &str, text: &str) -> bool {
+    WildMatch::new(pattern).matches(text)
+}
+
+/// The catalog actions an action pattern matches.
+pub fn actions_matching(pattern: &str) -> impl Iterator<Item = Action> + '_ {
+    Action::ALL
+        .into_iter()
+        .filter(move |a| matches(pattern, a.name()))
+}
+
+fn names_a_known_action(pattern: &str) -> bool {
+    actions_matching(pattern).next().is_some()
+        || OTHER_SERVICES_ACTIONS.iter().any(|a| matches(pattern, a))
+}
+
+fn string_list(v: Option<&Value>) -> Result<Option<Vec<String>>, ()> {
+    match v {
+        None => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned).ok_or(()))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(()),
+    }
+}
+
+/// Validates a policy document. `attached_to` is the resource type a
+/// resource policy is attached to (`None` for a policy attached to
+/// principals). Every finding is returned at once.
+pub fn validate_document(
+    doc: &Value,
+    attached_to: Option<ResourceType>,
+) -> Result<PolicyDocument, Vec<PolicyIssue>> {
+    let mut issues = Vec::new();
+    let Some(obj) = doc.as_object() else {
+        return Err(vec![PolicyIssue::invalid(
+            -1,
+            "the document must be a JSON object",
+        )]);
+    };
+    for k in obj.keys().filter(|k| k.as_str() != "statements") {
+        issues.push(PolicyIssue::invalid(
+            -1,
+            format!("`{k}` is not a member of a policy document"),
+        ));
+    }
+    let statements = match obj.get("statements") {
+        Some(Value::Array(s)) if !s.is_empty() => s.as_slice(),
+        Some(Value::Array(_)) => {
+            issues.push(PolicyIssue::invalid(-1, "`statements` must not be empty"));
+            &[]
+        }
+        _ => {
+            issues.push(PolicyIssue::invalid(
+                -1,
+                "`statements` must be an array of statements",
+            ));
+            &[]
+        }
+    };
+    let mut out = Vec::new();
+    for (i, st) in statements.iter().enumerate() {
+        let at = i as i64;
+        let Some(st) = st.as_object() else {
+            issues.push(PolicyIssue::invalid(
+                at,
+                "a statement must be a JSON object",
+            ));
+            continue;
+        };
+        let before = issues.len();
+        for k in st.keys() {
+            match k.as_str() {
+                "effect" | "actions" | "resources" => {}
+                "principals" if attached_to.is_some() => {}
+                "principals" => issues.push(PolicyIssue::invalid(
+                    at,
+                    "`principals` belongs in resource policies; an identity policy applies to whoever holds it",
+                )),
+                other => issues.push(PolicyIssue::invalid(at, format!("`{other}` is not a member of a statement"))),
+            }
+        }
+        let effect = match st.get("effect").and_then(Value::as_str) {
+            Some("Allow") => Some(Effect::Allow),
+            Some("Deny") => Some(Effect::Deny),
+            _ => {
+                issues.push(PolicyIssue::invalid(at, "`effect` must be Allow or Deny"));
+                None
+            }
+        };
+        let actions = match string_list(st.get("actions")) {
+            Ok(Some(a)) if !a.is_empty() => a,
+            _ => {
+                issues.push(PolicyIssue::invalid(
+                    at,
+                    "`actions` must be a non-empty array of action names",
+                ));
+                Vec::new()
+            }
+        };
+        let resources = match string_list(st.get("resources")) {
+            Ok(None) => vec!["*".to_owned()],
+            Ok(Some(r))
+                if !r.is_empty() && r.iter().all(|r| r == "*" || r.starts_with("stratum:")) =>
+            {
+                r
+            }
+            _ => {
+                issues.push(PolicyIssue::invalid(
+                    at,
+                    "`resources` must be a non-empty array of `*` or `stratum:...` patterns",
+                ));
+                Vec::new()
+            }
+        };
+        let principals = match string_list(st.get("principals")) {
+            Ok(None) => vec!["*".to_owned()],
+            Ok(Some(p)) if !p.is_empty() => p,
+            _ => {
+                issues.push(PolicyIssue::invalid(
+                    at,
+                    "`principals` must be a non-empty array of principals",
+                ));
+                Vec::new()
+            }
+        };
+        for a in &actions {
+            if !names_a_known_action(a) {
+                issues.push(PolicyIssue {
+                    code: "UNKNOWN_ACTION",
+                    statement: at,
+                    action: Some(a.clone()),
+                    message: format!("`{a}` names no action of the catalog"),
+                });
+            } else if let Some(rt) = attached_to {
+                if !actions_matching(a).any(|x| x.resource_type() == rt) {
+                    issues.push(PolicyIssue {
+                        code: "ACTION_NOT_APPLICABLE",
+                        statement: at,
+                        action: Some(a.clone()),
+                        message: format!("`{a}` does not apply to a {}", rt.as_str()),
+                    });
+                }
+            }
+        }
+        if issues.len() == before {
+            out.push(Statement {
+                effect: effect.expect("checked"),
+                actions,
+                resources,
+                principals,
+            });
+        }
+    }
+    if issues.is_empty() {
+        Ok(PolicyDocument { statements: out })
+    } else {
+        Err(issues)
+    }
+}
+
+/// The managed policies, built in.
+pub const MANAGED_POLICIES: [&str; 5] = [
+    "AdministratorAccess",
+    "ClusterOperator",
+    "ReadOnly",
+    "Auditor",
+    "NodeAgent",
+];
+
+/// A managed policy's document as JSON (what `GET /iam/policies` shows).
+pub fn managed_document(name: &str) -> Option<Value> {
+    Some(match name {
+        "AdministratorAccess" => json!({"statements": [
+            {"effect": "Allow", "actions": ["*"], "resources": ["*"]}
+        ]}),
+        "ClusterOperator" => json!({"statements": [
+            {"effect": "Allow", "actions": ["cluster:*", "upgrade:*", "release:*", "audit:ReadEvents"], "resources": ["*"]}
+        ]}),
+        "ReadOnly" => json!({"statements": [
+            {"effect": "Allow", "actions": ["*:Get*", "*:List*"], "resources": ["*"]}
+        ]}),
+        "Auditor" => json!({"statements": [
+            {"effect": "Allow", "actions": ["audit:*", "*:Get*", "*:List*"], "resources": ["*"]}
+        ]}),
+        "NodeAgent" => json!({"statements": [
+            {"effect": "Allow",
+             "actions": ["cluster:ReportJoinProgress", "cluster:ReportJoinFailure", "cluster:CompleteJoin",
+                         "cluster:ReportAppliedGeneration", "cluster:GetMember", "cluster:GetTransportAdmission"],
+             "resources": ["stratum:member/${nodeId}"]},
+            {"effect": "Allow", "actions": ["upgrade:ReportNodeProgress"],
+             "resources": ["stratum:upgrade/*/node/${nodeId}"]},
+            {"effect": "Allow",
+             "actions": ["cluster:GetPeers", "cluster:GetMembership", "cluster:GetRunningRelease",
+                         "cluster:RequestJoin", "upgrade:GetUpgrade", "upgrade:ListUpgrades"],
+             "resources": ["*"]}
+        ]}),
+        _ => return None,
+    })
+}
+
+/// A managed policy's parsed document.
+pub fn managed_policy(name: &str) -> Option<&'static PolicyDocument> {
+    static DOCS: OnceLock<Vec<(&'static str, PolicyDocument)>> = OnceLock::new();
+    let docs = DOCS.get_or_init(|| {
+        MANAGED_POLICIES
+            .iter()
+            .map(|n| {
+                let doc = managed_document(n).expect("listed");
+                (
+                    *n,
+                    validate_document(&doc, None).expect("managed policies are valid"),
+                )
+            })
+            .collect()
+    });
+    docs.iter().find(|(n, _)| *n == name).map(|(_, d)| d)
+}
+
+/// What the policies say of one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    /// A statement denies it (it wins over any Allow).
+    Denied,
+    /// No statement allows it.
+    NotAllowed,
+}
+
+fn resource_matches(pattern: &str, principal: &str, resource: &str) -> bool {
+    if pattern.contains("${nodeId}") {
+        let Some(node) = principal.strip_prefix("node/") else {
+            return false;
+        };
+        return matches(&pattern.replace("${nodeId}", node), resource);
+    }
+    matches(pattern, resource)
+}
+
+/// Decides a request against every policy that applies to it: the caller's
+/// identity policies and the resource's policy.
+pub fn evaluate<'a>(
+    policies: impl IntoIterator<Item = &'a PolicyDocument>,
+    principal: &str,
+    action: Action,
+    resource: &str,
+) -> Verdict {
+    let mut allowed = false;
+    for doc in policies {
+        for st in &doc.statements {
+            let applies = st.actions.iter().any(|a| matches(a, action.name()))
+                && st
+                    .resources
+                    .iter()
+                    .any(|r| resource_matches(r, principal, resource))
+                && st.principals.iter().any(|p| matches(p, principal));
+            if !applies {
+                continue;
+            }
+            match st.effect {
+                Effect::Deny => return Verdict::Denied,
+                Effect::Allow => allowed = true,
+            }
+        }
+    }
+    if allowed {
+        Verdict::Allowed
+    } else {
+        Verdict::NotAllowed
+    }
+}
