@@ -28,6 +28,8 @@ use crate::store::EventStore;
 pub struct Caller {
     pub principal: String,
     pub token_id: String,
+    /// The policies it holds: its token's, and once authorized, its
+    /// principal's attached ones too.
     pub policies: Vec<String>,
 }
 
@@ -94,13 +96,14 @@ pub async fn authenticate(store: &dyn EventStore, headers: &HeaderMap) -> Result
 /// of the caller's token and principal, and the resource's own policy
 /// (`policy_key`), read from the read models of this request's moment, so a
 /// change of policy takes effect on the next request, on every replica.
+/// Answers every policy name the caller holds.
 pub async fn authorize(
     store: &dyn EventStore,
     caller: &Caller,
     action: Action,
     resource: &str,
     policy_key: Option<String>,
-) -> Result<(), ApiError> {
+) -> Result<Vec<String>, ApiError> {
     let corrupt = |what: &str, e: serde_json::Error| ApiError::internal(format!("{what}: {e}"));
     let mut names = caller.policies.clone();
     if let Some(doc) = store
@@ -138,7 +141,7 @@ pub async fn authorize(
         action,
         resource,
     ) {
-        Verdict::Allowed => Ok(()),
+        Verdict::Allowed => Ok(names),
         Verdict::Denied | Verdict::NotAllowed => {
             Err(ApiError::access_denied(action.name(), resource))
         }
@@ -153,7 +156,7 @@ pub async fn gate(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let caller = match authenticate(&*app.store, req.headers()).await {
+    let mut caller = match authenticate(&*app.store, req.headers()).await {
         Ok(c) => c,
         Err(e) => return e.into_response(),
     };
@@ -161,8 +164,9 @@ pub async fn gate(
     let param = |k: &str| params.iter().find(|(n, _)| *n == k).map(|(_, v)| v);
     let resource = action.resource(param);
     let key = action.resource_policy_key(param);
-    if let Err(e) = authorize(&*app.store, &caller, action, &resource, key).await {
-        return e.into_response();
+    match authorize(&*app.store, &caller, action, &resource, key).await {
+        Ok(held) => caller.policies = held,
+        Err(e) => return e.into_response(),
     }
     req.extensions_mut().insert(caller);
     next.run(req).await

@@ -272,9 +272,7 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
 async fn serve(listen: SocketAddr, db: &Db) -> anyhow_like::Result<i32> {
     let store = open(db).await?;
     let cfg = ServiceConfig {
-        bootstrap_token: std::env::var("STRATUM_BOOTSTRAP_TOKEN")
-            .ok()
-            .filter(|t| !t.is_empty()),
+        bootstrap_token: bootstrap_token_from_env()?,
         release_keys: release_keys_from_env()?,
         ..Default::default()
     };
@@ -295,6 +293,23 @@ async fn serve(listen: SocketAddr, db: &Db) -> anyhow_like::Result<i32> {
         .await?;
     tracing::info!("stopped");
     Ok(0)
+}
+
+/// The shortest `STRATUM_BOOTSTRAP_TOKEN` accepted: the log keeps the
+/// token's SHA-256, which auditors can read, so a short one could be guessed
+/// offline from it.
+pub const MIN_BOOTSTRAP_TOKEN: usize = 32;
+
+fn bootstrap_token_from_env() -> anyhow_like::Result<Option<String>> {
+    match std::env::var("STRATUM_BOOTSTRAP_TOKEN") {
+        Ok(t) if t.is_empty() => Ok(None),
+        Ok(t) if t.chars().count() < MIN_BOOTSTRAP_TOKEN => Err(anyhow_like::Error(format!(
+            "STRATUM_BOOTSTRAP_TOKEN must be at least {MIN_BOOTSTRAP_TOKEN} characters; \
+             leave it unset and a random token is generated and printed once"
+        ))),
+        Ok(t) => Ok(Some(t)),
+        Err(_) => Ok(None),
+    }
 }
 
 /// Who a token change on the command line is recorded as: the host's user.
@@ -425,6 +440,7 @@ pub fn drift(stored: &StoredReadModels, rebuilt: &StoredReadModels) -> Vec<Strin
         &rebuilt.join_requests,
     );
     rows("token", &stored.tokens, &rebuilt.tokens);
+    rows("document", &stored.docs, &rebuilt.docs);
     if stored.generation != rebuilt.generation {
         out.push(format!(
             "generation is {}, a replay says {}",

@@ -76,6 +76,9 @@ pub struct CommandRequest {
     /// types): the command is only validated, never committed, and the
     /// answer lists these with the domain's own findings.
     pub input_errors: Vec<FieldError>,
+    /// The policies the caller holds; `None` for the service itself and the
+    /// host's operator.
+    pub held_policies: Option<Vec<String>>,
 }
 
 impl CommandRequest {
@@ -90,6 +93,7 @@ impl CommandRequest {
             idempotency: None,
             success_status: 200,
             input_errors: Vec::new(),
+            held_policies: None,
         }
     }
 }
@@ -115,6 +119,23 @@ impl CommandReply {
     }
 }
 
+/// Whether an upgrade driver step is due, as this process's writer last saw
+/// the log: the upgrade, and the position it was judged at.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpgradeDue {
+    pub upgrade: Option<String>,
+    pub at: u64,
+}
+
+impl UpgradeDue {
+    fn of(rm: &ReadModels) -> Self {
+        Self {
+            upgrade: rm.state.upgrade_step_due().map(str::to_owned),
+            at: rm.state.position,
+        }
+    }
+}
+
 struct Job {
     req: CommandRequest,
     reply: oneshot::Sender<Result<CommandReply, ApiError>>,
@@ -125,7 +146,7 @@ struct Job {
 pub struct CommandBus {
     jobs: mpsc::Sender<Job>,
     head: watch::Sender<u64>,
-    upgrade_due: watch::Sender<Option<String>>,
+    upgrade_due: watch::Sender<UpgradeDue>,
 }
 
 impl CommandBus {
@@ -133,7 +154,7 @@ impl CommandBus {
     pub async fn start(store: Arc<dyn EventStore>) -> StoreResult<Self> {
         let rm = load(store.clone(), None).await?;
         let (head, _) = watch::channel(rm.state.position);
-        let (upgrade_due, _) = watch::channel(rm.state.upgrade_step_due().map(str::to_owned));
+        let (upgrade_due, _) = watch::channel(UpgradeDue::of(&rm));
         let (jobs, rx) = mpsc::channel(4096);
         let writer = Writer {
             store,
@@ -168,7 +189,7 @@ impl CommandBus {
 
     /// The upgrade whose driver step is due, as of this process's last
     /// write: what the upgrade driver watches.
-    pub fn upgrade_due(&self) -> watch::Receiver<Option<String>> {
+    pub fn upgrade_due(&self) -> watch::Receiver<UpgradeDue> {
         self.upgrade_due.subscribe()
     }
 
@@ -298,7 +319,7 @@ struct Writer {
     /// The in-memory state may be ahead of the log (a failed commit).
     reload: bool,
     head: watch::Sender<u64>,
-    upgrade_due: watch::Sender<Option<String>>,
+    upgrade_due: watch::Sender<UpgradeDue>,
 }
 
 impl Writer {
@@ -392,7 +413,7 @@ impl Writer {
         }
         self.reload = false;
         raise(&self.head, batch.position);
-        let due = self.rm.state.upgrade_step_due().map(str::to_owned);
+        let due = UpgradeDue::of(&self.rm);
         self.upgrade_due.send_if_modified(|d| {
             let changed = *d != due;
             *d = due;
@@ -439,7 +460,10 @@ impl Writer {
             }
         }
         let reply = self.decide(batch, req, &request_id);
-        if let Some(idem) = &req.idempotency {
+        // Only answers of commands that were carried out are kept: a refusal
+        // appended nothing, so a retry with the same key is decided again
+        // (a 503 during an upgrade's write freeze must not stick to the key).
+        if let Some(idem) = req.idempotency.as_ref().filter(|_| reply.status < 400) {
             // Answers the state decided are kept; a retry gets them again.
             batch.keys.insert(
                 (req.meta.principal.clone(), idem.key.clone()),
@@ -481,6 +505,7 @@ impl Writer {
         let ctx = CommandContext {
             now: log_precision(Utc::now()),
             principal: req.meta.principal.clone(),
+            held_policies: req.held_policies.clone(),
         };
         let decided = self.rm.state.decide(&req.command, &ctx);
         if !req.input_errors.is_empty() {
@@ -623,7 +648,7 @@ fn render(rm: &ReadModels, subject: &Subject) -> (String, Option<u64>) {
             .upgrades
             .running
             .as_ref()
-            .map(|r| (json(&running_release_record(r)), r.version_of_stream)),
+            .map(|r| (json(&running_release_record(r)), r.changes)),
         Subject::Policy(name) => rm
             .state
             .iam

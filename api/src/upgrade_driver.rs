@@ -5,18 +5,28 @@
 //! whether a driver step is due (the domain decides that from the log), and
 //! the driver answers with [`UpgradeCommand::Advance`], which the domain
 //! decides under the log's write lock like any command: prechecks, the move
-//! to the next state, the next node's roll turn. Every step is an event, so
-//! a restarted service finds the same step due and carries on. Two replicas
-//! may both send `Advance`; the second finds nothing due and appends nothing.
+//! to the next state, the next node's roll turn. Every step is an event
+//! whose causation is the position the step was found due at, so a
+//! restarted service finds the same step due and carries on. Two replicas
+//! may both send `Advance`; the second finds nothing due and appends
+//! nothing.
+//!
+//! A replica learns what is due from its own writes. When other replicas
+//! wrote since (the head moved past what this writer judged), the driver
+//! sends one `Advance` every [`PROBE`] to look: so an upgrade moves on even
+//! when the replica that recorded its last fact went away.
 
 use std::time::Duration;
 
 use stratum_domain::iam::SERVICE_PRINCIPAL;
 use stratum_domain::upgrade::UpgradeCommand;
-use stratum_domain::Command;
+use stratum_domain::{Command, ErrorCode};
 
 use crate::command::{CommandBus, CommandRequest};
 use crate::raft::Backoff;
+
+/// How often a replica looks for a step other replicas' writes made due.
+pub const PROBE: Duration = Duration::from_secs(2);
 
 pub struct UpgradeDriver {
     bus: CommandBus,
@@ -30,38 +40,60 @@ impl UpgradeDriver {
 
     pub async fn run(self) {
         let mut due = self.bus.upgrade_due();
+        let head = self.bus.head();
+        let mut probe = tokio::time::interval(PROBE);
+        probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut delay = self.backoff.first;
         loop {
-            let upgrade = due.borrow_and_update().clone();
-            let Some(upgrade) = upgrade else {
-                if due.changed().await.is_err() {
-                    return; // the writer stopped
+            let now = due.borrow_and_update().clone();
+            if let Some(upgrade) = now.upgrade {
+                if self.advance(Some(&upgrade), now.at).await {
+                    delay = self.backoff.first;
+                } else {
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(self.backoff.max);
                 }
                 continue;
-            };
-            let req =
-                CommandRequest::new(Command::Upgrade(UpgradeCommand::Advance), SERVICE_PRINCIPAL);
-            match self.bus.execute(req).await {
-                Ok(reply) if reply.status < 300 => {
-                    delay = self.backoff.first;
-                    if reply.position.is_some() {
-                        tracing::info!(%upgrade, "upgrade moved on");
+            }
+            tokio::select! {
+                changed = due.changed() => {
+                    if changed.is_err() {
+                        return; // the writer stopped
                     }
                 }
-                Ok(reply) => {
-                    tracing::warn!(%upgrade, status = reply.status, body = %reply.body, "the upgrade driver's step was refused");
-                    self.wait(&mut delay).await;
-                }
-                Err(e) => {
-                    tracing::warn!(%upgrade, error = %e.message, "the upgrade driver could not write; retrying");
-                    self.wait(&mut delay).await;
+                _ = probe.tick() => {
+                    let others_wrote = *head.borrow() > now.at;
+                    if others_wrote {
+                        self.advance(None, now.at).await;
+                    }
                 }
             }
         }
     }
 
-    async fn wait(&self, delay: &mut Duration) {
-        tokio::time::sleep(*delay).await;
-        *delay = (*delay * 2).min(self.backoff.max);
+    /// Sends one `Advance`; answers whether it went through (a step taken,
+    /// nothing due, or no active upgrade).
+    async fn advance(&self, upgrade: Option<&str>, at: u64) -> bool {
+        let mut req =
+            CommandRequest::new(Command::Upgrade(UpgradeCommand::Advance), SERVICE_PRINCIPAL);
+        req.meta.causation = Some(at);
+        req.meta.correlation = upgrade.map(str::to_owned);
+        match self.bus.execute(req).await {
+            Ok(reply) if reply.status < 300 => {
+                if reply.position.is_some() {
+                    tracing::info!(upgrade = upgrade.unwrap_or("-"), "upgrade moved on");
+                }
+                true
+            }
+            Ok(reply) if reply.json()["code"] == ErrorCode::NotFound.as_str() => true,
+            Ok(reply) => {
+                tracing::warn!(status = reply.status, body = %reply.body, "the upgrade driver's step was refused");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(error = %e.message, "the upgrade driver could not write; retrying");
+                false
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::error::{ErrorCode, Findings, Refusal};
 use crate::event::DomainEvent;
 use crate::policy::{managed_policy, validate_document, PolicyDocument};
-use crate::state::{Decision, EventCtx, State, Subject};
+use crate::state::{CommandContext, Decision, EventCtx, State, Subject};
 
 /// The managed policy that allows everything.
 pub const ADMINISTRATOR_ACCESS: &str = "AdministratorAccess";
@@ -63,7 +63,6 @@ pub enum Action {
     GetPeers,
     GetTransportAdmission,
     ReadEvents,
-    RebuildReadModels,
     RegisterRelease,
     ListReleases,
     GetRelease,
@@ -93,7 +92,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 43] = [
+    pub const ALL: [Action; 42] = [
         Action::AdmitMember,
         Action::ApproveNodeJoin,
         Action::RequestJoin,
@@ -110,7 +109,6 @@ impl Action {
         Action::GetPeers,
         Action::GetTransportAdmission,
         Action::ReadEvents,
-        Action::RebuildReadModels,
         Action::RegisterRelease,
         Action::ListReleases,
         Action::GetRelease,
@@ -158,7 +156,6 @@ impl Action {
             Action::GetPeers => "cluster:GetPeers",
             Action::GetTransportAdmission => "cluster:GetTransportAdmission",
             Action::ReadEvents => "audit:ReadEvents",
-            Action::RebuildReadModels => "audit:RebuildReadModels",
             Action::RegisterRelease => "release:RegisterRelease",
             Action::ListReleases => "release:ListReleases",
             Action::GetRelease => "release:GetRelease",
@@ -415,12 +412,49 @@ impl Iam {
         }
     }
 
+    /// Nobody grants a policy they do not hold: a caller with
+    /// `AdministratorAccess` grants any, any other caller only its own.
+    fn check_grant(
+        &self,
+        ctx: &CommandContext,
+        action: Action,
+        wanted: &[String],
+    ) -> Result<(), Refusal> {
+        let Some(held) = &ctx.held_policies else {
+            return Ok(());
+        };
+        if held.iter().any(|p| p == ADMINISTRATOR_ACCESS) {
+            return Ok(());
+        }
+        let missing: Vec<&String> = wanted.iter().filter(|w| !held.contains(w)).collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(Refusal::new(
+            ErrorCode::AccessDenied,
+            format!(
+                "You can grant only policies you hold; you do not hold {}.",
+                missing
+                    .iter()
+                    .map(|m| m.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+        .with_details(serde_json::json!({
+            "action": action.name(),
+            "resource": "stratum:install",
+            "notHeld": missing,
+        })))
+    }
+
     pub fn decide(
         &self,
         state: &State,
         cmd: &IamCommand,
-        now: DateTime<Utc>,
+        ctx: &CommandContext,
     ) -> Result<Decision, Refusal> {
+        let now = ctx.now;
         let log_is_empty = state.position == 0;
         match cmd {
             IamCommand::Bootstrap {
@@ -439,7 +473,7 @@ impl Iam {
                         policies: vec![ADMINISTRATOR_ACCESS.to_owned()],
                         expires_at: None,
                     },
-                    now,
+                    ctx,
                 )
             }
             IamCommand::IssueToken {
@@ -463,6 +497,7 @@ impl Iam {
                 }
                 self.check_policy_names(&mut f, "policies", policies);
                 f.into_result()?;
+                self.check_grant(ctx, Action::CreateToken, policies)?;
                 if self.tokens.contains_key(token_id)
                     || self
                         .tokens
@@ -551,6 +586,7 @@ impl Iam {
                 }
                 f.into_result()?;
                 let policies = policies.clone().unwrap_or_default();
+                self.check_grant(ctx, Action::SetPrincipalPolicies, &policies)?;
                 let subject = Subject::Principal(principal.clone());
                 if self
                     .principal_policies
@@ -756,7 +792,11 @@ mod tests {
                     token_id: "tok-1".into(),
                     secret_sha256: [1; 32],
                 },
-                crate::testing::t0(),
+                &CommandContext {
+                    now: crate::testing::t0(),
+                    principal: SERVICE_PRINCIPAL.into(),
+                    held_policies: None,
+                },
             )
             .unwrap()
     }

@@ -181,9 +181,9 @@ fn member_policy(effect: &str, actions: &[&str], principals: &[&str]) -> PolicyD
 /// statement 2 names an action that does not apply to a member.
 fn three_findings_document() -> Value {
     json!({"statements": [
-        {"effect": "Allow", "actions": ["cluster:Nope"], "resources": ["*"]},
-        {"effect": "Maybe", "actions": ["cluster:GetMember"]},
-        {"effect": "Allow", "actions": ["upgrade:CancelUpgrade"]},
+        {"effect": "Allow", "actions": ["cluster:Nope"], "resources": ["*"], "principals": ["*"]},
+        {"effect": "Maybe", "actions": ["cluster:GetMember"], "principals": ["*"]},
+        {"effect": "Allow", "actions": ["upgrade:CancelUpgrade"], "principals": ["*"]},
     ]})
 }
 
@@ -231,8 +231,8 @@ fn a_document_is_rejected_with_every_finding_at_once() {
 #[test]
 fn a_statement_lists_each_bad_action() {
     let doc = json!({"statements": [
-        {"effect": "Allow", "actions": ["cluster:GetMember"]},
-        {"effect": "Allow", "actions": ["cluster:Nope", "cluster:GetMember", "compute:CreateVpc", "iam:Nope"]},
+        {"effect": "Allow", "actions": ["cluster:GetMember"], "principals": ["*"]},
+        {"effect": "Allow", "actions": ["cluster:Nope", "cluster:GetMember", "compute:CreateVpc", "iam:Nope"], "principals": ["*"]},
     ]});
     assert_eq!(
         findings(&doc, Some(ResourceType::Member)),
@@ -403,16 +403,19 @@ fn a_wildcard_that_matches_no_action_is_unknown() {
 
 #[test]
 fn other_services_actions_are_known_but_apply_to_no_member() {
-    let doc = json!({"statements": [{"effect": "Allow", "actions": ["compute:CreateVpc"]}]});
+    let identity_doc =
+        json!({"statements": [{"effect": "Allow", "actions": ["compute:CreateVpc"]}]});
     assert_eq!(
-        accepted(&doc, None).statements[0].actions,
+        accepted(&identity_doc, None).statements[0].actions,
         vec!["compute:CreateVpc"]
     );
+    let doc = json!({"statements": [{"effect": "Allow", "actions": ["compute:CreateVpc"], "principals": ["*"]}]});
     assert_eq!(
         findings(&doc, Some(ResourceType::Member)),
         vec![not_applicable(0, "compute:CreateVpc")]
     );
-    let doc = json!({"statements": [{"effect": "Allow", "actions": ["storage:*"]}]});
+    let doc =
+        json!({"statements": [{"effect": "Allow", "actions": ["storage:*"], "principals": ["*"]}]});
     assert_eq!(
         findings(&doc, Some(ResourceType::Upgrade)),
         vec![not_applicable(0, "storage:*")]
@@ -423,11 +426,11 @@ fn other_services_actions_are_known_but_apply_to_no_member() {
 fn a_resource_policy_accepts_patterns_matching_one_applicable_action() {
     // `cluster:*` matches install actions too, but also member actions.
     let doc = json!({"statements": [
-        {"effect": "Allow", "actions": ["cluster:*", "*", "cluster:GetMember", "cluster:Report*"]},
+        {"effect": "Allow", "actions": ["cluster:*", "*", "cluster:GetMember", "cluster:Report*"], "principals": ["*"]},
     ]});
     accepted(&doc, Some(ResourceType::Member));
     let doc = json!({"statements": [
-        {"effect": "Allow", "actions": ["cluster:AdmitMember", "upgrade:GetUpgrade", "iam:*"]},
+        {"effect": "Allow", "actions": ["cluster:AdmitMember", "upgrade:GetUpgrade", "iam:*"], "principals": ["*"]},
     ]});
     assert_eq!(
         findings(&doc, Some(ResourceType::Member)),
@@ -442,8 +445,8 @@ fn a_resource_policy_accepts_patterns_matching_one_applicable_action() {
 #[test]
 fn an_upgrade_policy_takes_upgrade_actions_only() {
     let doc = json!({"statements": [
-        {"effect": "Allow", "actions": ["upgrade:ReportNodeProgress", "upgrade:GetUpgrade"]},
-        {"effect": "Allow", "actions": ["cluster:GetMember"]},
+        {"effect": "Allow", "actions": ["upgrade:ReportNodeProgress", "upgrade:GetUpgrade"], "principals": ["*"]},
+        {"effect": "Allow", "actions": ["cluster:GetMember"], "principals": ["*"]},
     ]});
     assert_eq!(
         findings(&doc, Some(ResourceType::Upgrade)),
@@ -610,7 +613,7 @@ fn a_member_policy_is_validated_against_the_member_resource_type() {
             json!({"code": "ACTION_NOT_APPLICABLE", "statement": 2, "action": "upgrade:CancelUpgrade"}),
         ]
     );
-    let vpc = json!({"statements": [{"effect": "Allow", "actions": ["compute:CreateVpc"]}]});
+    let vpc = json!({"statements": [{"effect": "Allow", "actions": ["compute:CreateVpc"], "principals": ["*"]}]});
     let r = refused(&with_member(), set_member_policy("n-a", vpc));
     assert_eq!(r.code, ErrorCode::PolicyRejected, "{r:?}");
     assert_eq!(r.issues[0]["code"], "ACTION_NOT_APPLICABLE", "{r:?}");
@@ -947,11 +950,7 @@ fn cluster_operator_runs_the_cluster_but_not_iam() {
         let r = resource_for(a, "n-a");
         assert_eq!(verdict(&[op], ALICE, a, &r), Verdict::Allowed, "{a:?}");
     }
-    for a in [
-        Action::CreateToken,
-        Action::CreatePolicy,
-        Action::RebuildReadModels,
-    ] {
+    for a in [Action::CreateToken, Action::CreatePolicy] {
         assert_eq!(
             verdict(&[op], ALICE, a, INSTALL),
             Verdict::NotAllowed,
@@ -1337,5 +1336,57 @@ fn resource_policy_keys_name_the_member_or_the_upgrade() {
     assert_eq!(
         resource_key(ResourceType::Member, "n-a"),
         Action::GetMember.resource_policy_key(both).unwrap()
+    );
+}
+
+#[test]
+fn a_resource_policy_statement_must_name_its_principals() {
+    // Otherwise it would apply to every caller, other nodes' agents included.
+    let doc =
+        json!({"statements": [{"effect": "Allow", "actions": ["cluster:DecommissionMember"]}]});
+    assert_eq!(findings(&doc, Some(ResourceType::Member)), vec![invalid(0)]);
+}
+
+#[test]
+fn nobody_grants_a_policy_they_do_not_hold() {
+    use crate::testing::when_holding;
+    let s = State::default();
+    let grant = |held: &[&str], policies: &[&str]| {
+        when_holding(
+            &s,
+            ALICE,
+            held,
+            cmd(IamCommand::IssueToken {
+                token_id: "tok-9".into(),
+                principal: Some(BOB.into()),
+                secret_sha256: [9; 32],
+                policies: policies.iter().map(|p| (*p).to_owned()).collect(),
+                expires_at: None,
+            }),
+        )
+    };
+    let r = grant(&["ClusterOperator"], &["AdministratorAccess"]).unwrap_err();
+    assert_eq!(r.code, ErrorCode::AccessDenied);
+    assert_eq!(
+        r.details.as_ref().unwrap()["notHeld"],
+        json!(["AdministratorAccess"])
+    );
+    assert_eq!(r.details.as_ref().unwrap()["action"], "iam:CreateToken");
+    assert!(grant(&["ClusterOperator"], &["ClusterOperator"]).is_ok());
+    assert!(grant(&["AdministratorAccess"], &["NodeAgent", "Auditor"]).is_ok());
+    let r = when_holding(
+        &s,
+        ALICE,
+        &["ReadOnly"],
+        cmd(IamCommand::SetPrincipalPolicies {
+            principal: ALICE.into(),
+            policies: Some(vec!["AdministratorAccess".into()]),
+        }),
+    )
+    .unwrap_err();
+    assert_eq!(
+        r.code,
+        ErrorCode::AccessDenied,
+        "no attaching more to oneself"
     );
 }

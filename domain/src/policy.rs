@@ -195,6 +195,13 @@ pub fn validate_document(
             }
         };
         let principals = match string_list(st.get("principals")) {
+            Ok(None) if attached_to.is_some() => {
+                issues.push(PolicyIssue::invalid(
+                    at,
+                    "a resource policy's statement names the `principals` it applies to",
+                ));
+                Vec::new()
+            }
             Ok(None) => vec!["*".to_owned()],
             Ok(Some(p)) if !p.is_empty() => p,
             _ => {
@@ -259,7 +266,10 @@ pub fn managed_document(name: &str) -> Option<Value> {
             {"effect": "Allow", "actions": ["cluster:*", "upgrade:*", "release:*", "audit:ReadEvents"], "resources": ["*"]}
         ]}),
         "ReadOnly" => json!({"statements": [
-            {"effect": "Allow", "actions": ["*:Get*", "*:List*"], "resources": ["*"]}
+            {"effect": "Allow",
+             "actions": ["cluster:Get*", "cluster:List*", "upgrade:Get*", "upgrade:List*",
+                         "release:Get*", "release:List*"],
+             "resources": ["*"]}
         ]}),
         "Auditor" => json!({"statements": [
             {"effect": "Allow", "actions": ["audit:*", "*:Get*", "*:List*"], "resources": ["*"]}

@@ -25,6 +25,10 @@ use crate::upgrade::{upgrade_of, upgrade_stream, UpgradeCommand, Upgrades};
 pub struct CommandContext {
     pub now: DateTime<Utc>,
     pub principal: String,
+    /// The policies the caller holds (its token's and its principal's),
+    /// for the rule that nobody grants what they do not hold; `None` for
+    /// the service itself and the host's operator (the CLI).
+    pub held_policies: Option<Vec<String>>,
 }
 
 /// What `evolve` learns about an event besides its payload.
@@ -98,8 +102,8 @@ impl Command {
 
     /// Whether the command may run while an upgrade freezes writes: the
     /// upgrade's own reports (node reports, backup, applied generation),
-    /// its driver and its cancel, and the raft cleanup the service itself
-    /// records. Every other change waits.
+    /// its driver and its cancel, the raft cleanup the service itself
+    /// records, and token revocation. Every other change waits.
     pub fn passes_write_freeze(&self) -> bool {
         match self {
             Command::Upgrade(c) => c.passes_write_freeze(),
@@ -108,7 +112,8 @@ impl Command {
                 MemberCommand::ReportAppliedGeneration { .. }
                     | MemberCommand::RecordRaftRemoval { .. }
             ),
-            Command::Iam(_) => false,
+            // A leaked token can always be revoked.
+            Command::Iam(c) => matches!(c, IamCommand::RevokeToken { .. }),
         }
     }
 }
@@ -174,7 +179,7 @@ impl State {
         }
         match cmd {
             Command::Member(c) => self.membership.decide(c, ctx),
-            Command::Iam(c) => self.iam.decide(self, c, ctx.now),
+            Command::Iam(c) => self.iam.decide(self, c, ctx),
             Command::Upgrade(c) => self.upgrades.decide(self, c, ctx),
         }
     }
@@ -186,6 +191,7 @@ impl State {
         let ctx = CommandContext {
             now: u.updated_at,
             principal: crate::iam::SERVICE_PRINCIPAL.to_owned(),
+            held_policies: None,
         };
         match self.upgrades.decide(self, &UpgradeCommand::Advance, &ctx) {
             Ok(d) if !d.events.is_empty() => Some(&u.id),

@@ -50,6 +50,24 @@ pub fn when_by(state: &State, principal: &str, cmd: Command) -> Result<Decision,
         &CommandContext {
             now: t0(),
             principal: principal.to_owned(),
+            held_policies: None,
+        },
+    )
+}
+
+/// Decides `cmd` as a caller holding only `held` policies.
+pub fn when_holding(
+    state: &State,
+    principal: &str,
+    held: &[&str],
+    cmd: Command,
+) -> Result<Decision, Refusal> {
+    state.decide(
+        &cmd,
+        &CommandContext {
+            now: t0(),
+            principal: principal.to_owned(),
+            held_policies: Some(held.iter().map(|p| (*p).to_owned()).collect()),
         },
     )
 }

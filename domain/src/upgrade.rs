@@ -605,7 +605,9 @@ pub struct RunningRelease {
     /// The principal that set it at install, or the upgrade that moved it.
     pub set_by: String,
     pub set_at: DateTime<Utc>,
-    pub version_of_stream: u64,
+    /// How often it was set (once at install, then once per upgrade done):
+    /// the `ETag` of the running release.
+    pub changes: u64,
 }
 
 /// A registered release: its parsed manifest and the canonical text.
@@ -615,6 +617,8 @@ pub struct RegisteredRelease {
     pub manifest: String,
     pub registered_by: String,
     pub registered_at: DateTime<Utc>,
+    /// The position of its registration (lists sort by it).
+    pub registered_position: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -778,6 +782,18 @@ impl Upgrades {
         self.active_upgrade().filter(|u| u.state.freezes_writes())
     }
 
+    /// Ids are drawn at random by the caller; one already taken is refused
+    /// rather than overwriting an upgrade's history.
+    fn refuse_taken_id(&self, id: &str) -> Result<(), Refusal> {
+        if self.upgrades.contains_key(id) {
+            return Err(Refusal::new(
+                ErrorCode::VersionConflict,
+                format!("Upgrade id {id} is taken; retry."),
+            ));
+        }
+        Ok(())
+    }
+
     fn refuse_if_active(&self) -> Result<(), Refusal> {
         match self.active_upgrade() {
             Some(u) => Err(Refusal::new(
@@ -894,9 +910,7 @@ impl Upgrades {
                 f.into_result()?;
                 let version = version.expect("validated");
                 match &self.running {
-                    Some(r) if r.version == version && r.version_of_stream > 0 => {
-                        Ok(Decision::none(Subject::RunningRelease))
-                    }
+                    Some(r) if r.version == version => Ok(Decision::none(Subject::RunningRelease)),
                     Some(r) => Err(Refusal::new(
                         ErrorCode::RunningReleaseAlreadySet,
                         format!(
@@ -947,6 +961,7 @@ impl Upgrades {
                 }
                 f.into_result()?;
                 self.refuse_if_active()?;
+                self.refuse_taken_id(upgrade_id)?;
                 let running = self.running_release()?;
                 let target = target.expect("validated");
                 let mode = mode.expect("validated");
@@ -1084,7 +1099,13 @@ impl Upgrades {
                         "only a done or failed upgrade is rolled back.",
                     ));
                 }
-                if let Some(by) = &u.rolled_back_by {
+                // A rollback that failed or was canceled undid nothing: the
+                // upgrade may be rolled back again.
+                if let Some(by) = u.rolled_back_by.as_deref().filter(|by| {
+                    self.upgrades.get(*by).is_some_and(|r| {
+                        !matches!(r.state, UpgradeState::Failed | UpgradeState::Canceled)
+                    })
+                }) {
                     return Err(state_conflict(
                         u,
                         &format!("it was already rolled back by {by}."),
@@ -1097,6 +1118,7 @@ impl Upgrades {
                     )]));
                 }
                 self.refuse_if_active()?;
+                self.refuse_taken_id(new_upgrade_id)?;
                 let running = self.running_release()?;
                 let mut plan = self.plan(state, &u.from_release, running, UpgradeMode::Now);
                 if *restore_backup {
@@ -1291,6 +1313,7 @@ impl Upgrades {
                             manifest: e.manifest.clone(),
                             registered_by: ctx.principal.to_owned(),
                             registered_at: at,
+                            registered_position: ctx.position,
                         },
                     );
                 }
@@ -1301,7 +1324,7 @@ impl Upgrades {
                     version: e.version.clone(),
                     set_by: ctx.principal.to_owned(),
                     set_at: at,
-                    version_of_stream: ctx.stream_version,
+                    changes: 1,
                 });
                 return;
             }
@@ -1420,7 +1443,7 @@ impl Upgrades {
                     version: e.release.clone(),
                     set_by: e.upgrade_id.clone(),
                     set_at: at,
-                    version_of_stream: self.running.as_ref().map_or(0, |r| r.version_of_stream),
+                    changes: self.running.as_ref().map_or(0, |r| r.changes) + 1,
                 });
             }
             DomainEvent::UpgradeCanceled(_) => {

@@ -2046,3 +2046,53 @@ fn a_node_failing_in_any_state_from_the_prechecks_on_fails_the_upgrade() {
     let r = refused(&s, report(NODES[2], "fetch", "failed"));
     assert_eq!(r.code, ErrorCode::UpgradeStateConflict);
 }
+
+#[test]
+fn an_upgrade_whose_rollback_failed_or_was_canceled_may_be_rolled_back_again() {
+    let mut s = upgrade_in(UpgradeState::Done);
+    run(&mut s, rollback(UPG, UPG2, false));
+    run(
+        &mut s,
+        UpgradeCommand::Cancel {
+            upgrade_id: UPG2.into(),
+        },
+    );
+    // The canceled rollback undid nothing: another may start.
+    let d = run(&mut s, rollback(UPG, "upg-zzzzzzzzzz", false));
+    assert_eq!(d.subject, Subject::Upgrade("upg-zzzzzzzzzz".into()));
+    assert_eq!(
+        upgrade(&s, UPG).rolled_back_by.as_deref(),
+        Some("upg-zzzzzzzzzz")
+    );
+    // While that one runs, or once it is done, it is not rolled back twice.
+    let r = refused(&s, rollback(UPG, "upg-yyyyyyyyyy", false));
+    assert_eq!(r.code, ErrorCode::UpgradeStateConflict);
+}
+
+#[test]
+fn a_new_upgrade_never_takes_an_existing_id() {
+    let s = upgrade_in(UpgradeState::Canceled);
+    let r = refused(&s, create(UPG, "1.1.0"));
+    assert_eq!(r.code, ErrorCode::VersionConflict);
+}
+
+#[test]
+fn a_token_can_be_revoked_during_the_write_freeze() {
+    let mut s = upgrade_in(UpgradeState::BackingUp);
+    let issued = DomainEvent::TokenIssued(crate::iam::TokenIssued {
+        token_id: "tok-1".into(),
+        principal: "user/alice".into(),
+        secret_sha256: [1; 32],
+        policies: vec!["ReadOnly".into()],
+        expires_at: None,
+    });
+    crate::testing::apply(&mut s, "user/admin", &[issued]);
+    let d = when(
+        &s,
+        Command::Iam(crate::iam::IamCommand::RevokeToken {
+            token_id: "tok-1".into(),
+        }),
+    )
+    .unwrap();
+    assert_eq!(d.events.len(), 1);
+}

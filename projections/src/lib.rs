@@ -324,7 +324,10 @@ fn doc_row(state: &State, kind: &'static str, id: &str) -> Option<DocRow> {
         }
         doc_kind::RELEASE => {
             let r = up.releases.get(id)?;
-            (0, json(&upgrades::release_record(r)))
+            (
+                r.registered_position as i64,
+                json(&upgrades::release_record(r)),
+            )
         }
         doc_kind::CLUSTER => (
             0,

@@ -71,6 +71,14 @@ impl From<&ComponentChange> for ComponentChangeRecord {
     }
 }
 
+/// Where an upgrade's backup goes, as planned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PlanBackupRecord {
+    /// node or target.
+    pub location: String,
+    pub encrypted: bool,
+}
+
 /// What the upgrade will do.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -80,6 +88,8 @@ pub struct PlanRecord {
     /// The largest kind of the nodes; empty before the prechecks.
     pub kind: String,
     pub nodes: Vec<PlanNodeRecord>,
+    /// Where the backup goes.
+    pub backup: PlanBackupRecord,
     /// security when the OS change fixes a vulnerability; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reboot_reason: Option<String>,
@@ -217,6 +227,10 @@ pub fn upgrade_record(u: &Upgrade) -> UpgradeRecord {
                     reboot: reboot_of(n.kind).to_owned(),
                 })
                 .collect(),
+            backup: PlanBackupRecord {
+                location: u.backup_location.as_str().to_owned(),
+                encrypted: u.backup_encrypted,
+            },
             reboot_reason: u.plan.reboot_reason.clone(),
             cves: u.plan.cves.clone(),
             steps: u.plan.steps.clone(),

@@ -104,6 +104,7 @@ proptest! {
                 let ctx = CommandContext {
                     now: t0 + chrono::Duration::seconds(log.len() as i64),
                     principal: "user/admin".into(),
+                    held_policies: None,
                 };
                 let Ok(decision) = rm.state.decide(&Command::Member(cmd), &ctx) else { continue };
                 for event in decision.events {

@@ -1,7 +1,9 @@
 //! IAM endpoints (SPEC §6): tokens, custom policies, principals' policies
 //! and resource policies on one member or upgrade.
 
-use axum::extract::{Path, State};
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -15,7 +17,7 @@ use stratum_projections::doc_kind;
 use stratum_projections::iam::{managed_policy_record, PolicyRecord, PrincipalRecord};
 use stratum_projections::TokenRecord;
 
-use super::extract::{JsonBody, WriteHeaders};
+use super::extract::{encode_cursor, finish, page, query, JsonBody, WriteHeaders};
 use super::{command_request, reply_response, run_command, AppState, Route};
 use crate::auth::{new_id, new_secret, secret_hash, Caller};
 use crate::error::{ApiError, ApiResult};
@@ -163,17 +165,36 @@ fn with_secret(body: &str, secret: &str) -> String {
 }
 
 #[utoipa::path(get, path = "/v1/admin/iam/tokens", tag = "iam",
-    responses((status = 200, description = "Every token, without secrets.", body = Vec<TokenRecord>)),
+    params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    responses((status = 200, description = "A page of tokens by id, without secrets.", body = Vec<TokenRecord>)),
     security(("bearer" = [])))]
-pub async fn list_tokens(State(state): State<AppState>) -> ApiResult<Json<Value>> {
-    let items: Vec<Value> = state
-        .store
-        .token_docs()
-        .await?
-        .iter()
-        .map(|(_, d)| serde_json::from_str(d).unwrap_or(Value::Null))
+pub async fn list_tokens(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let tokens = state.store.token_docs().await?;
+    paged(&q, tokens.into_iter().map(|(id, doc)| (id, parse(&doc))))
+}
+
+/// A page of `(id, item)` in id order, by `limit` and the opaque `cursor`.
+fn paged(
+    q: &HashMap<String, String>,
+    items: impl Iterator<Item = (String, Value)>,
+) -> ApiResult<Json<Value>> {
+    let mut errors = Vec::new();
+    let get = query(q, &["limit", "cursor"], &mut errors);
+    let pg = page(get("limit"), get("cursor"), &mut errors);
+    finish(errors)?;
+    let mut items: Vec<(String, Value)> = items
+        .filter(|(id, _)| pg.cursor.as_deref().is_none_or(|c| id.as_str() > c))
         .collect();
-    Ok(Json(json!({ "items": items })))
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    items.truncate(pg.limit as usize);
+    let next = (items.len() == pg.limit as usize)
+        .then(|| items.last().map(|(id, _)| encode_cursor(id)))
+        .flatten();
+    let items: Vec<Value> = items.into_iter().map(|(_, v)| v).collect();
+    Ok(Json(json!({ "items": items, "nextCursor": next })))
 }
 
 /// Revoke a token: it stops working on the next request.
@@ -238,28 +259,37 @@ pub async fn create_policy(
 }
 
 #[utoipa::path(get, path = "/v1/admin/iam/policies", tag = "iam",
-    responses((status = 200, description = "The managed policies, then the custom ones by name.", body = Vec<PolicyRecord>)),
+    params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    responses((status = 200, description = "A page of policies by name, managed and custom.", body = Vec<PolicyRecord>)),
     security(("bearer" = [])))]
-pub async fn list_policies(State(state): State<AppState>) -> ApiResult<Json<Value>> {
-    let mut items: Vec<Value> = MANAGED_POLICIES
+pub async fn list_policies(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let mut items: Vec<(String, Value)> = MANAGED_POLICIES
         .iter()
         .filter_map(|n| managed_policy_record(n))
-        .map(|r| serde_json::to_value(r).expect("records serialize"))
+        .map(|r| {
+            (
+                r.name.clone(),
+                serde_json::to_value(r).expect("records serialize"),
+            )
+        })
         .collect();
     let mut after = None;
     loop {
-        let page = state
+        let batch = state
             .store
             .list_docs(doc_kind::POLICY, after.clone(), 1000)
             .await?;
-        let n = page.len();
-        after = page.last().map(|d| (d.sort_key, d.id.clone()));
-        items.extend(page.iter().map(|d| parse(&d.doc)));
+        let n = batch.len();
+        after = batch.last().map(|d| (d.sort_key, d.id.clone()));
+        items.extend(batch.into_iter().map(|d| (d.id, parse(&d.doc))));
         if n < 1000 {
             break;
         }
     }
-    Ok(Json(json!({ "items": items })))
+    paged(&q, items.into_iter())
 }
 
 #[utoipa::path(get, path = "/v1/admin/iam/policies/{name}", tag = "iam",

@@ -249,6 +249,7 @@ pub fn command_request(
     let mut req = CommandRequest::new(command, caller.principal.clone());
     req.meta.request_id = Some(crate::error::current_request_id());
     req.input_errors = input_errors;
+    req.held_policies = Some(caller.policies.clone());
     req
 }
 

@@ -276,9 +276,9 @@ async fn a_policy_document_is_rejected_with_every_finding_at_once() {
         app.admit("n-a", "hybrid", "192.0.2.31").await;
         let head = app.head().await;
         let doc = json!({"statements": [
-            {"effect": "Allow", "actions": ["cluster:DoesNotExist"]},
-            {"effect": "Perhaps", "actions": ["cluster:GetMember"]},
-            {"effect": "Allow", "actions": ["compute:CreateVpc"]},
+            {"effect": "Allow", "actions": ["cluster:DoesNotExist"], "principals": ["user/bob"]},
+            {"effect": "Perhaps", "actions": ["cluster:GetMember"], "principals": ["user/bob"]},
+            {"effect": "Allow", "actions": ["compute:CreateVpc"], "principals": ["user/bob"]},
         ]});
         let r = app
             .call(
@@ -523,4 +523,53 @@ async fn the_host_operator_manages_tokens_from_the_command_line() {
     .await
     .unwrap();
     assert_eq!(code, 1, "a bad principal is refused: {out}");
+}
+
+#[tokio::test]
+async fn nobody_grants_more_than_they_hold() {
+    let db = sqlite();
+    let app = spawn_app(&db).await;
+    let r = app
+        .post(
+            "/v1/admin/iam/policies",
+            json!({"name": "TokenMinter", "document": {"statements": [
+                {"effect": "Allow", "actions": ["iam:CreateToken", "iam:SetPrincipalPolicies"]}]}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let minter = app
+        .token("user/mallory", &["TokenMinter", "ReadOnly"])
+        .await;
+    let head = app.head().await;
+    let r = app
+        .call_as(
+            Some(&minter),
+            Method::POST,
+            "/v1/admin/iam/tokens",
+            Some(json!({"principal": "user/mallory", "policies": ["AdministratorAccess"]})),
+        )
+        .await;
+    assert_error_shape(&r, StatusCode::FORBIDDEN, "ACCESS_DENIED");
+    assert_eq!(r.body["details"]["notHeld"], json!(["AdministratorAccess"]));
+    assert!(r.body.get("token").is_none(), "no secret in a refusal");
+    let r = app
+        .call_as(
+            Some(&minter),
+            Method::PUT,
+            "/v1/admin/iam/principals/user%2Fmallory/policies",
+            Some(json!({"policies": ["AdministratorAccess"]})),
+        )
+        .await;
+    assert_error_shape(&r, StatusCode::FORBIDDEN, "ACCESS_DENIED");
+    assert_eq!(app.head().await, head, "nothing was granted");
+    // What it holds, it may hand on.
+    let r = app
+        .call_as(
+            Some(&minter),
+            Method::POST,
+            "/v1/admin/iam/tokens",
+            Some(json!({"principal": "user/trent", "policies": ["ReadOnly"]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
 }

@@ -98,3 +98,36 @@ async fn concurrent_requests_with_one_key_append_once() {
         assert_eq!(app.head().await, head + 1, "{}", db.backend);
     }
 }
+
+#[tokio::test]
+async fn a_refusal_is_not_kept_so_a_retry_with_the_key_is_decided_again() {
+    let db = crate::support::sqlite();
+    let app = spawn_app(&db).await;
+    for (n, ip) in [("n-1", "192.0.2.11"), ("n-2", "192.0.2.12")] {
+        app.admit(n, "hybrid", ip).await;
+        app.post(
+            &format!("/v1/admin/cluster/members/{n}/join-complete"),
+            json!({}),
+        )
+        .await;
+    }
+    let key = [("idempotency-key", "decommission-n-1")];
+    let body = json!({"reason": "disk failed"});
+    let path = "/v1/admin/cluster/members/n-1/decommission";
+    let r = app
+        .call_with(Method::POST, path, Some(body.clone()), &key)
+        .await;
+    assert_error_shape(&r, StatusCode::CONFLICT, "QUORUM_AT_RISK");
+    // The cluster grows; the same request with the same key now goes through.
+    app.admit("n-3", "hybrid", "192.0.2.13").await;
+    app.post("/v1/admin/cluster/members/n-3/join-complete", json!({}))
+        .await;
+    let r = app
+        .call_with(Method::POST, path, Some(body.clone()), &key)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["state"], "removing");
+    // And that answer is kept.
+    let again = app.call_with(Method::POST, path, Some(body), &key).await;
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+}

@@ -11,7 +11,7 @@ use stratum_api::store;
 pub use stratum_api::testing::{each_backend, postgres, sqlite, TestDb};
 use tower::ServiceExt;
 
-pub const ADMIN_TOKEN: &str = "test-admin-token";
+pub const ADMIN_TOKEN: &str = "test-admin-token-for-integration-tests";
 
 pub struct TestApp {
     pub svc: Service,
