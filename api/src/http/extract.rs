@@ -355,3 +355,9 @@ pub async fn as_of(
     }
     Ok(Some(p))
 }
+
+/// A stored read-model document as JSON (`null` if it is not: the store
+/// holds only what the projections wrote).
+pub fn parse_doc(doc: &str) -> Value {
+    serde_json::from_str(doc).unwrap_or(Value::Null)
+}

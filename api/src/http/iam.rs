@@ -17,7 +17,7 @@ use stratum_projections::doc_kind;
 use stratum_projections::iam::{managed_policy_record, PolicyRecord, PrincipalRecord};
 use stratum_projections::TokenRecord;
 
-use super::extract::{encode_cursor, finish, page, query, JsonBody, WriteHeaders};
+use super::extract::{encode_cursor, finish, page, parse_doc, query, JsonBody, WriteHeaders};
 use super::{command_request, reply_response, run_command, AppState, Route};
 use crate::auth::{new_id, new_secret, secret_hash, Caller};
 use crate::error::{ApiError, ApiResult};
@@ -173,7 +173,10 @@ pub async fn list_tokens(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     let tokens = state.store.token_docs().await?;
-    paged(&q, tokens.into_iter().map(|(id, doc)| (id, parse(&doc))))
+    paged(
+        &q,
+        tokens.into_iter().map(|(id, doc)| (id, parse_doc(&doc))),
+    )
 }
 
 /// A page of `(id, item)` in id order, by `limit` and the opaque `cursor`.
@@ -284,7 +287,7 @@ pub async fn list_policies(
             .await?;
         let n = batch.len();
         after = batch.last().map(|d| (d.sort_key, d.id.clone()));
-        items.extend(batch.into_iter().map(|d| (d.id, parse(&d.doc))));
+        items.extend(batch.into_iter().map(|d| (d.id, parse_doc(&d.doc))));
         if n < 1000 {
             break;
         }
@@ -463,10 +466,6 @@ pub async fn get_upgrade_policy(
     .await
 }
 
-fn parse(doc: &str) -> Value {
-    serde_json::from_str(doc).unwrap_or(Value::Null)
-}
-
 async fn doc(
     state: &AppState,
     kind: &str,
@@ -478,5 +477,5 @@ async fn doc(
         .read_doc(kind, id)
         .await?
         .ok_or_else(|| ApiError::not_found(what()))?;
-    Ok(Json(parse(&d)))
+    Ok(Json(parse_doc(&d)))
 }

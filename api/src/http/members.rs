@@ -18,7 +18,9 @@ use stratum_projections::{
     member_records, membership_summary, peers, transport_admission, MemberRecord,
 };
 
-use super::extract::{as_of, encode_cursor, finish, number, page, query, JsonBody, WriteHeaders};
+use super::extract::{
+    as_of, encode_cursor, finish, number, page, parse_doc, query, JsonBody, WriteHeaders,
+};
 use super::{run_command, set_etag, AppState, Route, MAX_WAIT};
 use crate::auth::{new_id, Caller};
 use crate::error::{ApiError, ApiResult};
@@ -476,10 +478,6 @@ pub async fn list_members(
         })
         .flatten();
     Ok(Json(json!({ "items": items, "nextCursor": next })))
-}
-
-fn parse_doc(doc: &str) -> Value {
-    serde_json::from_str(doc).unwrap_or(Value::Null)
 }
 
 #[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}", tag = "membership",

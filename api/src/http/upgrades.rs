@@ -21,7 +21,7 @@ use stratum_projections::upgrades::{
 };
 
 use super::extract::{
-    as_of, encode_cursor, finish, page, query, BodyFields, JsonBody, WriteHeaders,
+    as_of, encode_cursor, finish, page, parse_doc, query, BodyFields, JsonBody, WriteHeaders,
 };
 use super::{run_command, set_etag, AppState, Route};
 use crate::auth::Caller;
@@ -661,10 +661,6 @@ pub async fn report_node(
         200,
     )
     .await
-}
-
-fn parse_doc(doc: &str) -> Value {
-    serde_json::from_str(doc).unwrap_or(Value::Null)
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Value {
