@@ -1390,3 +1390,22 @@ fn nobody_grants_a_policy_they_do_not_hold() {
         "no attaching more to oneself"
     );
 }
+
+#[test]
+fn a_resource_pattern_names_a_resource_stratum_has() {
+    for good in [
+        "*",
+        "stratum:*",
+        "stratum:install",
+        "stratum:member/n-*",
+        "stratum:upgrade/*/node/n-a",
+        "stratum:release/1.*",
+    ] {
+        let doc = json!({"statements": [{"effect": "Allow", "actions": ["cluster:GetMember"], "resources": [good]}]});
+        assert!(validate_document(&doc, None).is_ok(), "{good}");
+    }
+    for bad in ["stratum:membr/*", "member/n-a", "stratum:"] {
+        let doc = json!({"statements": [{"effect": "Allow", "actions": ["cluster:GetMember"], "resources": [bad]}]});
+        assert_eq!(findings(&doc, None), vec![invalid(0)], "{bad}");
+    }
+}

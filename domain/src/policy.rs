@@ -93,6 +93,19 @@ fn names_a_known_action(pattern: &str) -> bool {
         || OTHER_SERVICES_ACTIONS.iter().any(|a| matches(pattern, a))
 }
 
+/// `*`, or a pattern of one of the resources stratum names (so a typo such
+/// as `stratum:membr/*` is a finding, not a statement that never applies).
+fn valid_resource_pattern(r: &str) -> bool {
+    let Some(rest) = r.strip_prefix("stratum:") else {
+        return r == "*";
+    };
+    rest.starts_with('*')
+        || rest == "install"
+        || ["member/", "upgrade/", "release/"]
+            .iter()
+            .any(|t| rest.starts_with(t))
+}
+
 fn string_list(v: Option<&Value>) -> Result<Option<Vec<String>>, ()> {
     match v {
         None => Ok(None),
@@ -181,15 +194,12 @@ pub fn validate_document(
         };
         let resources = match string_list(st.get("resources")) {
             Ok(None) => vec!["*".to_owned()],
-            Ok(Some(r))
-                if !r.is_empty() && r.iter().all(|r| r == "*" || r.starts_with("stratum:")) =>
-            {
-                r
-            }
+            Ok(Some(r)) if !r.is_empty() && r.iter().all(|r| valid_resource_pattern(r)) => r,
             _ => {
                 issues.push(PolicyIssue::invalid(
                     at,
-                    "`resources` must be a non-empty array of `*` or `stratum:...` patterns",
+                    "`resources` must be a non-empty array of `*` or patterns of \
+                     `stratum:install`, `stratum:member/...`, `stratum:upgrade/...` or `stratum:release/...`",
                 ));
                 Vec::new()
             }

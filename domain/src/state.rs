@@ -177,6 +177,21 @@ impl State {
                 ));
             }
         }
+        if let (Command::Member(MemberCommand::Decommission { .. }), Some(u)) =
+            (cmd, self.upgrades.active_upgrade())
+        {
+            // Its plan names every member; one leaving now would be waited
+            // for in vain.
+            return Err(Refusal::new(
+                ErrorCode::UpgradeStateConflict,
+                format!(
+                    "Upgrade {} is {}: a member leaves once it ends; cancel it first if it must not wait.",
+                    u.id,
+                    u.state.as_str()
+                ),
+            )
+            .with_details(serde_json::json!({ "upgradeId": u.id, "state": u.state.as_str() })));
+        }
         match cmd {
             Command::Member(c) => self.membership.decide(c, ctx),
             Command::Iam(c) => self.iam.decide(self, c, ctx),

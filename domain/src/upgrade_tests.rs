@@ -2096,3 +2096,26 @@ fn a_token_can_be_revoked_during_the_write_freeze() {
     .unwrap();
     assert_eq!(d.events.len(), 1);
 }
+
+#[test]
+fn no_member_is_decommissioned_while_an_upgrade_is_active() {
+    let decommission = || {
+        Command::Member(MemberCommand::Decommission {
+            node_id: NODES[0].into(),
+            reason: Some("disk".into()),
+            force: true,
+        })
+    };
+    for st in [
+        UpgradeState::Planned,
+        UpgradeState::Fetching,
+        UpgradeState::Staged,
+    ] {
+        let s = upgrade_in(st);
+        let r = when(&s, decommission()).unwrap_err();
+        assert_eq!(r.code, ErrorCode::UpgradeStateConflict, "{st:?}");
+        assert_eq!(r.details.as_ref().unwrap()["upgradeId"], UPG);
+    }
+    let s = upgrade_in(UpgradeState::Canceled);
+    assert!(when(&s, decommission()).is_ok(), "after the upgrade ends");
+}
