@@ -498,3 +498,97 @@ async fn the_running_release_is_set_once_and_upgrades_list_as_of_a_position() {
         .await;
     assert_eq!(r.body["state"], "planned", "{}", r.body);
 }
+
+/// Runs an upgrade in `backing_up` through to `done` on node reports.
+async fn backing_up_to_done(app: &TestApp, id: &str) {
+    let r = app
+        .post(
+            &format!("{UPGRADES}/{id}/backup"),
+            json!({"location": "node", "bundle": "/var/lib/stratum/backup.tar", "encrypted": true}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    for n in NODES {
+        until(app, id, &format!("{n}'s turn"), |u| {
+            u["waitingFor"]
+                .as_str()
+                .is_some_and(|w| w.starts_with(&format!("Waiting for {n} ")))
+        })
+        .await;
+        assert_eq!(
+            report(app, id, n, "roll", "done").await.status,
+            StatusCode::OK
+        );
+    }
+    until_state(app, id, "verifying").await;
+    for n in NODES {
+        assert_eq!(
+            report(app, id, n, "verify", "done").await.status,
+            StatusCode::OK
+        );
+    }
+    until_state(app, id, "done").await;
+}
+
+#[tokio::test]
+async fn a_done_upgrade_is_rolled_back_with_its_backup_restored() {
+    let db = crate::support::sqlite();
+    let app = spawn_app(&db).await;
+    cluster(&app).await;
+    let id = to_rolling(&app).await;
+    backing_up_to_done(&app, &id).await;
+    assert_eq!(
+        app.get("/v1/admin/cluster/release").await.body["version"],
+        "1.1.0"
+    );
+
+    let r = app
+        .post(
+            &format!("{UPGRADES}/{id}/rollback"),
+            json!({"restoreBackup": true}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let back = r.body["id"].as_str().unwrap().to_owned();
+    assert_eq!(r.body["rollbackOf"], id.as_str());
+    assert_eq!(r.body["targetRelease"], "1.0.0");
+    assert_eq!(r.body["fromRelease"], "1.1.0");
+    assert_eq!(r.body["restoreBackup"], true);
+    for n in r.body["nodes"].as_array().unwrap() {
+        assert_eq!(n["hostSteps"][0]["name"], "restore", "{n}");
+    }
+    assert_eq!(
+        app.get(&format!("{UPGRADES}/{id}")).await.body["rolledBackBy"],
+        back.as_str()
+    );
+    // Twice is refused while the first rollback stands.
+    let r = app
+        .post(
+            &format!("{UPGRADES}/{id}/rollback"),
+            json!({"restoreBackup": false}),
+        )
+        .await;
+    assert_error_shape(&r, StatusCode::CONFLICT, "UPGRADE_STATE_CONFLICT");
+    assert!(r.body["message"].as_str().unwrap().contains(&back));
+
+    // The rollback runs like any upgrade; its version precheck passes
+    // although it goes back.
+    let u = until_state(&app, &back, "fetching").await;
+    assert!(
+        u["plan"]["prechecks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["status"] == "pass"),
+        "{u:#}"
+    );
+    for n in NODES {
+        report(&app, &back, n, "fetch", "done").await;
+    }
+    until_state(&app, &back, "backing_up").await;
+    backing_up_to_done(&app, &back).await;
+    assert_eq!(
+        app.get("/v1/admin/cluster/release").await.body["version"],
+        "1.0.0"
+    );
+}
