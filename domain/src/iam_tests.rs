@@ -14,7 +14,7 @@ use crate::membership::Role;
 use crate::policy::*;
 use crate::release::canonical;
 use crate::state::{Command, Decision, State, Subject};
-use crate::testing::{admitted, apply, given, t0, when};
+use crate::testing::{self, admitted, apply, assert_invalid, given, t0, when};
 
 const ADMIN: &str = "user/admin";
 const ALICE: &str = "user/alice";
@@ -39,19 +39,7 @@ fn run(s: &mut State, c: IamCommand) -> Decision {
 }
 
 fn refused(s: &State, c: IamCommand) -> Refusal {
-    match when(s, cmd(c.clone())) {
-        Ok(d) => panic!("{c:?} was decided, not refused: {d:?}"),
-        Err(r) => r,
-    }
-}
-
-fn fields(r: &Refusal) -> Vec<&str> {
-    r.field_errors.iter().map(|f| f.field.as_str()).collect()
-}
-
-fn assert_invalid(r: &Refusal, expected: &[&str]) {
-    assert_eq!(r.code, ErrorCode::InvalidInput, "{r:?}");
-    assert_eq!(fields(r), expected, "{r:?}");
+    testing::refused(s, cmd(c))
 }
 
 fn assert_unchanged(d: &Decision, subject: Subject) {

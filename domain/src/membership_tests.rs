@@ -12,7 +12,10 @@ use crate::event::{
     DomainEvent, JoinRequested, MemberAdmitted, MemberJoinFailed, MemberRemovalStarted, StringMap,
 };
 use crate::state::{Command, Decision, State, Subject};
-use crate::testing::{admitted, apply, given, given_by, one_of_each, t0, when, when_by};
+use crate::testing::{
+    self, admitted, apply, assert_invalid, fields, given, given_by, message_of, one_of_each, t0,
+    when, when_by,
+};
 
 const ADMIN: &str = "user/admin";
 const ALICE: &str = "user/alice";
@@ -154,27 +157,7 @@ fn decide_ok(state: &State, c: MemberCommand) -> Decision {
 }
 
 fn refused(state: &State, c: MemberCommand) -> Refusal {
-    match when(state, cmd(c.clone())) {
-        Ok(d) => panic!("{c:?} was decided, not refused: {d:?}"),
-        Err(r) => r,
-    }
-}
-
-fn fields(r: &Refusal) -> Vec<&str> {
-    r.field_errors.iter().map(|f| f.field.as_str()).collect()
-}
-
-fn message_of<'a>(r: &'a Refusal, field: &str) -> &'a str {
-    r.field_errors
-        .iter()
-        .find(|f| f.field == field)
-        .map(|f| f.message.as_str())
-        .unwrap_or_else(|| panic!("no field error at {field}: {r:?}"))
-}
-
-fn assert_invalid(r: &Refusal, expected: &[&str]) {
-    assert_eq!(r.code, ErrorCode::InvalidInput, "{r:?}");
-    assert_eq!(fields(r), expected, "{r:?}");
+    testing::refused(state, cmd(c))
 }
 
 fn assert_unchanged(d: &Decision, node: &str) {

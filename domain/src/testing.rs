@@ -55,6 +55,34 @@ pub fn when_by(state: &State, principal: &str, cmd: Command) -> Result<Decision,
     )
 }
 
+/// The refusal of `cmd`; panics if it is decided.
+pub fn refused(state: &State, cmd: Command) -> Refusal {
+    match when(state, cmd.clone()) {
+        Ok(d) => panic!("{cmd:?} was decided, not refused: {d:?}"),
+        Err(r) => r,
+    }
+}
+
+/// The fields a refusal names, in order.
+pub fn fields(r: &Refusal) -> Vec<&str> {
+    r.field_errors.iter().map(|f| f.field.as_str()).collect()
+}
+
+/// The message of a refusal's finding at `field`.
+pub fn message_of<'a>(r: &'a Refusal, field: &str) -> &'a str {
+    r.field_errors
+        .iter()
+        .find(|f| f.field == field)
+        .map(|f| f.message.as_str())
+        .unwrap_or_else(|| panic!("no field error at {field}: {r:?}"))
+}
+
+/// An `INVALID_INPUT` refusal naming exactly `expected`, in order.
+pub fn assert_invalid(r: &Refusal, expected: &[&str]) {
+    assert_eq!(r.code, crate::ErrorCode::InvalidInput, "{r:?}");
+    assert_eq!(fields(r), expected, "{r:?}");
+}
+
 /// Decides `cmd` as a caller holding only `held` policies.
 pub fn when_holding(
     state: &State,

@@ -8,7 +8,8 @@ use crate::membership::{MemberCommand, Role, RACK_LABEL};
 use crate::release::{canonical, sign};
 use crate::state::{Command, Decision, State, Subject};
 use crate::testing::{
-    admitted, apply, given, manifest, registered, release_key, t0, when, when_by, RELEASE_KEY_ID,
+    self, admitted, apply, assert_invalid, given, manifest, message_of, registered, release_key,
+    t0, when, when_by, RELEASE_KEY_ID,
 };
 use crate::upgrade::*;
 
@@ -137,27 +138,7 @@ fn advance(s: &mut State) -> Vec<DomainEvent> {
 }
 
 fn refused(s: &State, c: UpgradeCommand) -> Refusal {
-    match when(s, cmd(c.clone())) {
-        Ok(d) => panic!("{c:?} was decided, not refused: {d:?}"),
-        Err(r) => r,
-    }
-}
-
-fn fields(r: &Refusal) -> Vec<&str> {
-    r.field_errors.iter().map(|f| f.field.as_str()).collect()
-}
-
-fn message_of<'a>(r: &'a Refusal, field: &str) -> &'a str {
-    r.field_errors
-        .iter()
-        .find(|f| f.field == field)
-        .map(|f| f.message.as_str())
-        .unwrap_or_else(|| panic!("no field error at {field}: {r:?}"))
-}
-
-fn assert_invalid(r: &Refusal, expected: &[&str]) {
-    assert_eq!(r.code, ErrorCode::InvalidInput, "{r:?}");
-    assert_eq!(fields(r), expected, "{r:?}");
+    testing::refused(s, cmd(c))
 }
 
 fn assert_state_conflict(r: &Refusal, state: &str) {
