@@ -12,10 +12,8 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 
-use stratum_domain::iam::{Action, ResourceType};
-use stratum_domain::policy::{
-    evaluate, managed_policy, validate_document, PolicyDocument, Verdict,
-};
+use stratum_domain::iam::Action;
+use stratum_domain::policy::{evaluate, managed_policy, read_recorded, PolicyDocument, Verdict};
 use stratum_projections::doc_kind;
 use stratum_projections::iam::{PolicyRecord, PrincipalRecord};
 
@@ -117,22 +115,22 @@ pub async fn authorize(
     names.sort();
     names.dedup();
     let mut docs: Vec<Cow<'static, PolicyDocument>> = Vec::with_capacity(names.len() + 1);
-    let parse = |doc: &str, attached: Option<ResourceType>| -> Result<PolicyDocument, ApiError> {
+    // Validated when they were set; read as recorded since.
+    let parse = |doc: &str| -> Result<PolicyDocument, ApiError> {
         let record: PolicyRecord =
             serde_json::from_str(doc).map_err(|e| corrupt("policy document", e))?;
-        validate_document(&record.document, attached)
-            .map_err(|_| ApiError::internal("a stored policy document does not validate"))
+        Ok(read_recorded(&record.document))
     };
     for name in &names {
         if let Some(managed) = managed_policy(name) {
             docs.push(Cow::Borrowed(managed));
         } else if let Some(doc) = store.read_doc(doc_kind::POLICY, name).await? {
-            docs.push(Cow::Owned(parse(&doc, None)?));
+            docs.push(Cow::Owned(parse(&doc)?));
         }
     }
     if let Some(key) = policy_key {
         if let Some(doc) = store.read_doc(doc_kind::RESOURCE_POLICY, &key).await? {
-            docs.push(Cow::Owned(parse(&doc, Some(action.resource_type()))?));
+            docs.push(Cow::Owned(parse(&doc)?));
         }
     }
     match evaluate(

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::error::{ErrorCode, Findings, Refusal};
 use crate::event::DomainEvent;
-use crate::policy::{managed_policy, validate_document, PolicyDocument};
+use crate::policy::{managed_policy, read_recorded, validate_document, PolicyDocument};
 use crate::state::{CommandContext, Decision, EventCtx, State, Subject};
 
 /// The managed policy that allows everything.
@@ -650,16 +650,9 @@ impl Iam {
 
     pub fn evolve(&mut self, ctx: &EventCtx, event: &DomainEvent) {
         let policy = |name: &str, text: &str| {
+            // Validated when it was set; read as recorded since.
             let document = serde_json::from_str(text)
-                .ok()
-                .and_then(|v: serde_json::Value| {
-                    let rt = name.split_once('/').and_then(|(t, _)| match t {
-                        "member" => Some(ResourceType::Member),
-                        "upgrade" => Some(ResourceType::Upgrade),
-                        _ => None,
-                    });
-                    validate_document(&v, rt).ok()
-                })
+                .map(|v: serde_json::Value| read_recorded(&v))
                 .unwrap_or_default();
             CustomPolicy {
                 name: name.to_owned(),
