@@ -1389,7 +1389,8 @@ fn a_resource_pattern_names_a_resource_stratum_has() {
         "stratum:upgrade/*/node/n-a",
         "stratum:release/1.*",
     ] {
-        let doc = json!({"statements": [{"effect": "Allow", "actions": ["cluster:GetMember"], "resources": [good]}]});
+        let doc =
+            json!({"statements": [{"effect": "Allow", "actions": ["*"], "resources": [good]}]});
         assert!(validate_document(&doc, None).is_ok(), "{good}");
     }
     for bad in ["stratum:membr/*", "member/n-a", "stratum:"] {

@@ -106,6 +106,23 @@ fn valid_resource_pattern(r: &str) -> bool {
             .any(|t| rest.starts_with(t))
 }
 
+/// The resource type a resource pattern names; `None` when it may name
+/// any (`*`, `stratum:*`).
+fn resource_type_of(pattern: &str) -> Option<ResourceType> {
+    let rest = pattern.strip_prefix("stratum:")?;
+    if rest == "install" {
+        Some(ResourceType::Install)
+    } else if rest.starts_with("member/") {
+        Some(ResourceType::Member)
+    } else if rest.starts_with("upgrade/") {
+        Some(ResourceType::Upgrade)
+    } else if rest.starts_with("release/") {
+        Some(ResourceType::Release)
+    } else {
+        None
+    }
+}
+
 fn string_list(v: Option<&Value>) -> Result<Option<Vec<String>>, ()> {
     match v {
         None => Ok(None),
@@ -222,6 +239,16 @@ pub fn validate_document(
                 Vec::new()
             }
         };
+        // The resource types the statement can apply to: the one it is
+        // attached to, or those its resource patterns name (any, for `*`).
+        let types: Option<Vec<ResourceType>> = match attached_to {
+            Some(rt) => Some(vec![rt]),
+            None if resources.is_empty() => None,
+            None => resources
+                .iter()
+                .map(|r| resource_type_of(r))
+                .collect::<Option<Vec<_>>>(),
+        };
         for a in &actions {
             if !names_a_known_action(a) {
                 issues.push(PolicyIssue {
@@ -230,13 +257,14 @@ pub fn validate_document(
                     action: Some(a.clone()),
                     message: format!("`{a}` names no action of the catalog"),
                 });
-            } else if let Some(rt) = attached_to {
-                if !actions_matching(a).any(|x| x.resource_type() == rt) {
+            } else if let Some(types) = &types {
+                if !actions_matching(a).any(|x| types.contains(&x.resource_type())) {
+                    let names: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
                     issues.push(PolicyIssue {
                         code: "ACTION_NOT_APPLICABLE",
                         statement: at,
                         action: Some(a.clone()),
-                        message: format!("`{a}` does not apply to a {}", rt.as_str()),
+                        message: format!("`{a}` does not apply to a {}", names.join(" or ")),
                     });
                 }
             }
@@ -425,6 +453,26 @@ mod tests {
         assert_eq!(
             evaluate([&read], "user/eve", get, "stratum:member/n-1"),
             Verdict::Allowed
+        );
+    }
+
+    #[test]
+    fn an_identity_statement_s_actions_must_apply_to_the_resources_it_names() {
+        let doc = json!({"statements": [
+            {"effect": "Allow", "actions": ["cluster:GetMember", "upgrade:CancelUpgrade"],
+             "resources": ["stratum:member/n-*"]},
+            {"effect": "Allow", "actions": ["upgrade:GetUpgrade", "cluster:GetMember"],
+             "resources": ["stratum:upgrade/*", "stratum:member/*"]},
+            {"effect": "Allow", "actions": ["upgrade:CancelUpgrade"], "resources": ["*"]},
+        ]});
+        let issues = validate_document(&doc, None).unwrap_err();
+        let found: Vec<_> = issues
+            .iter()
+            .map(|i| (i.code, i.statement, i.action.as_deref()))
+            .collect();
+        assert_eq!(
+            found,
+            [("ACTION_NOT_APPLICABLE", 0, Some("upgrade:CancelUpgrade"))]
         );
     }
 }
