@@ -374,7 +374,7 @@ async fn create(bus: &CommandBus, target: &str, mode: &str) -> String {
         bus,
         "user/alice",
         up(UpgradeCommand::Create {
-            upgrade_id: stratum_api::http::upgrades::new_upgrade_id(),
+            upgrade_id: stratum_api::auth::new_id("upg"),
             target_release: Some(target.into()),
             mode: Some(mode.into()),
             backup_location: Some("node".into()),
@@ -500,7 +500,7 @@ async fn upgrade_rollback(store: &Arc<dyn EventStore>, bus: &CommandBus) {
         "user/alice",
         up(UpgradeCommand::Rollback {
             upgrade_id: undone,
-            new_upgrade_id: stratum_api::http::upgrades::new_upgrade_id(),
+            new_upgrade_id: stratum_api::auth::new_id("upg"),
             restore_backup: true,
         }),
     )

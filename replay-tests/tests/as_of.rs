@@ -23,24 +23,24 @@ async fn get(app: &axum::Router, path: &str) -> Value {
     serde_json::from_slice(&res.into_body().collect().await.unwrap().to_bytes()).unwrap()
 }
 
+/// The service on a database holding the recorded log `name`, imported as
+/// `stratum events import` does.
+async fn serve_log(db: &stratum_api::testing::TestDb, name: &str) -> service::Service {
+    let store = stratum_api::store::connect(&db.url).await.unwrap();
+    let path = root().join(format!("logs/{name}.jsonl"));
+    stratum_api::cli::import(store.clone(), &path)
+        .await
+        .unwrap();
+    service::start(store, ServiceConfig::default())
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn as_of_every_position_equals_a_replay_to_it() {
     let events = read_log(&root().join("logs/membership.postcard")).unwrap();
     for db in stratum_api::testing::each_backend().await {
-        let store = stratum_api::store::connect(&db.url).await.unwrap();
-        let mut tx = store.begin_write().await.unwrap();
-        tx.append(&events).await.unwrap();
-        tx.commit().await.unwrap();
-        let rm = stratum_api::command::load(store.clone(), None)
-            .await
-            .unwrap();
-        store
-            .replace_read_models(&rm.all_rows(), rm.state.position)
-            .await
-            .unwrap();
-        let svc = service::start(store, ServiceConfig::default())
-            .await
-            .unwrap();
+        let svc = serve_log(&db, "membership").await;
         assert!(
             svc.generated_token.is_none(),
             "a non-empty log is never bootstrapped"
@@ -80,20 +80,7 @@ async fn as_of_every_position_equals_a_replay_to_it() {
 async fn upgrades_as_of_every_position_equal_a_replay_to_it() {
     let events = read_log(&root().join("logs/upgrade-rollback.postcard")).unwrap();
     for db in stratum_api::testing::each_backend().await {
-        let store = stratum_api::store::connect(&db.url).await.unwrap();
-        let mut tx = store.begin_write().await.unwrap();
-        tx.append(&events).await.unwrap();
-        tx.commit().await.unwrap();
-        let rm = stratum_api::command::load(store.clone(), None)
-            .await
-            .unwrap();
-        store
-            .replace_read_models(&rm.all_rows(), rm.state.position)
-            .await
-            .unwrap();
-        let svc = service::start(store, ServiceConfig::default())
-            .await
-            .unwrap();
+        let svc = serve_log(&db, "upgrade-rollback").await;
         let app = stratum_api::http::app(svc.state.clone());
         for p in 1..=events.len() {
             let expected = stratum_replay_tests::render(&replay(&events[..p]));

@@ -24,7 +24,7 @@ use super::extract::{
     as_of, encode_cursor, finish, page, parse_doc, query, BodyFields, JsonBody, WriteHeaders,
 };
 use super::{run_command, set_etag, AppState, Route};
-use crate::auth::Caller;
+use crate::auth::{new_id, Caller};
 use crate::error::{ApiError, ApiResult};
 use crate::http::events::event_json;
 use crate::request_body;
@@ -332,7 +332,7 @@ pub async fn create_upgrade(
     let b = body.value;
     let backup = b.backup.into_option().unwrap_or_default();
     let cmd = UpgradeCommand::Create {
-        upgrade_id: new_upgrade_id(),
+        upgrade_id: new_id("upg"),
         target_release: b.target_release.into_option(),
         mode: b.mode.into_option(),
         backup_location: backup.location,
@@ -347,17 +347,6 @@ pub async fn create_upgrade(
         201,
     )
     .await
-}
-
-/// `upg-` and 10 random characters of `[0-9a-z]`.
-pub fn new_upgrade_id() -> String {
-    use rand::Rng;
-    const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut rng = rand::thread_rng();
-    let tail: String = (0..10)
-        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
-        .collect();
-    format!("upg-{tail}")
 }
 
 #[utoipa::path(get, path = "/v1/admin/upgrades", tag = "upgrades",
@@ -515,7 +504,7 @@ pub async fn rollback(
 ) -> Response {
     let cmd = UpgradeCommand::Rollback {
         upgrade_id,
-        new_upgrade_id: new_upgrade_id(),
+        new_upgrade_id: new_id("upg"),
         restore_backup: body.value.restore_backup.into_option().unwrap_or(false),
     };
     upgrade_command(
