@@ -12,7 +12,7 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 
-use stratum_domain::iam::Action;
+use stratum_domain::iam::{token_valid_at, Action};
 use stratum_domain::policy::{evaluate, managed_policy, read_recorded, PolicyDocument, Verdict};
 use stratum_projections::doc_kind;
 use stratum_projections::iam::{PolicyRecord, PrincipalRecord};
@@ -79,8 +79,8 @@ pub async fn authenticate(store: &dyn EventStore, headers: &HeaderMap) -> Result
     )) {
         return Err(ApiError::unauthenticated());
     }
-    let now = Utc::now().timestamp_micros();
-    if token.revoked_at.is_some() || token.expires_at.is_some_and(|e| e <= now) {
+    let expires_at = token.expires_at.map(stratum_domain::log::micros_to_time);
+    if !token_valid_at(token.revoked_at.is_some(), expires_at, Utc::now()) {
         return Err(ApiError::unauthenticated());
     }
     Ok(Caller {

@@ -9,9 +9,9 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::command::READ_CHUNK;
-use crate::http::events::{verify_chain, Verification};
+use crate::raft::RaftArgs;
 use crate::service::{self, ServiceConfig};
-use crate::store::{self, redact_url, EventStore, StoredReadModels};
+use crate::store::{self, redact_url, verify_chain, EventStore, StoredReadModels, Verification};
 use stratum_domain::release::TrustedKeys;
 
 #[derive(Parser, Debug)]
@@ -44,6 +44,8 @@ pub enum Cmd {
         listen: SocketAddr,
         #[command(flatten)]
         db: Db,
+        #[command(flatten)]
+        raft: RaftArgs,
     },
     /// Manages API tokens from the host, with direct access to the
     /// database (for the host's operator, e.g. to recover access).
@@ -175,7 +177,7 @@ pub mod anyhow_like {
 /// Runs a command; answers the process exit code.
 pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
     match cli.command {
-        Cmd::Serve { listen, db } => serve(listen, &db).await,
+        Cmd::Serve { listen, db, raft } => serve(listen, &db, &raft).await,
         Cmd::Token { command } => {
             let (code, out) = token(command).await?;
             if code == 0 {
@@ -269,13 +271,19 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
     }
 }
 
-async fn serve(listen: SocketAddr, db: &Db) -> anyhow_like::Result<i32> {
-    let store = open(db).await?;
+async fn serve(listen: SocketAddr, db: &Db, raft: &RaftArgs) -> anyhow_like::Result<i32> {
+    // Every setting is read before anything starts: a malformed one stops
+    // the start, naming its variable.
+    let adapters = raft.adapters()?;
+    let backoff = raft.backoff()?;
     let cfg = ServiceConfig {
         bootstrap_token: bootstrap_token_from_env()?,
         release_keys: release_keys_from_env()?,
-        ..Default::default()
+        adapters,
+        backoff,
     };
+    cfg.adapters.log();
+    let store = open(db).await?;
     let svc = service::start(store, cfg).await?;
     if let Some(token) = &svc.generated_token {
         // Shown once, on standard output, never through the log.

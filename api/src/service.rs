@@ -10,11 +10,21 @@ use tokio::task::JoinHandle;
 
 use crate::auth::{new_id, new_secret, secret_hash};
 use crate::command::{CommandBus, CommandRequest};
-use crate::http::AppState;
 use crate::raft::{Backoff, RaftAdapters, RaftCleanup};
 use crate::store::{EventStore, StoreError};
 use crate::upgrade_driver::UpgradeDriver;
 use stratum_domain::release::TrustedKeys;
+
+/// What the parts of a running service share: the store, the one write
+/// path, and the configuration requests need. The HTTP layer reaches it as
+/// its router state; the process managers take only the parts they use.
+#[derive(Clone, axum::extract::FromRef)]
+pub struct AppState {
+    pub store: Arc<dyn EventStore>,
+    pub bus: CommandBus,
+    /// The keys release manifests must be signed by.
+    pub release_keys: Arc<TrustedKeys>,
+}
 
 #[derive(Clone, Default)]
 pub struct ServiceConfig {
@@ -56,7 +66,13 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];
     tasks.push(tokio::spawn(
-        RaftCleanup::new(state.clone(), cfg.adapters.clone(), cfg.backoff).run(),
+        RaftCleanup::new(
+            store.clone(),
+            bus.clone(),
+            cfg.adapters.clone(),
+            cfg.backoff,
+        )
+        .run(),
     ));
     tasks.push(tokio::spawn(
         UpgradeDriver::new(bus.clone(), cfg.backoff).run(),

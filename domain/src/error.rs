@@ -176,6 +176,16 @@ impl Findings {
         value.as_ref()
     }
 
+    /// The checked value when nothing was found wrong. Every check that
+    /// answers `None` pushes a finding, so `None` without one is a check
+    /// that forgot to: still a refusal, never a panic.
+    pub fn conclude<T>(self, value: Option<T>) -> Result<T, Refusal> {
+        match value {
+            Some(v) if self.0.is_empty() => Ok(v),
+            _ => Err(Refusal::invalid(self.0)),
+        }
+    }
+
     pub fn into_result(self) -> Result<(), Refusal> {
         if self.0.is_empty() {
             Ok(())

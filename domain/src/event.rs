@@ -33,10 +33,14 @@ pub enum DomainEvent {
         node_id: String,
     },
     MemberJoinFailed(MemberJoinFailed),
+    /// Written only after the raft's adapter said the peer is gone (or was
+    /// already gone). `adapter` names which adapter said so:
+    /// `record-only` means no raft was called, because none is configured.
     RaftPeerRemoved {
         node_id: String,
         raft: Raft,
         already_gone: bool,
+        adapter: String,
     },
     RaftCleanupCompleted {
         node_id: String,
@@ -50,6 +54,7 @@ pub enum DomainEvent {
         reason: String,
         by: String,
     },
+    MemberUpdated(MemberUpdated),
     AppliedGenerationReported {
         node_id: String,
         generation: u64,
@@ -115,6 +120,22 @@ pub struct MemberRemovalStarted {
     pub rafts: Vec<Raft>,
 }
 
+/// A member's role, address, bindings or labels changed (a topology
+/// change). It carries the values after the change, all four.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberUpdated {
+    pub node_id: String,
+    pub role: Role,
+    pub mgmt_ip: String,
+    pub bindings: StringMap,
+    pub labels: StringMap,
+    /// Sent with `force` past the quorum rule.
+    pub forced: bool,
+    /// The rafts a demoted voter is taken out of; empty otherwise.
+    pub rafts: Vec<Raft>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JoinRequested {
@@ -139,6 +160,7 @@ impl DomainEvent {
             DomainEvent::MemberJoinRetried { .. } => "MemberJoinRetried",
             DomainEvent::MemberRemovalStarted(_) => "MemberRemovalStarted",
             DomainEvent::MemberDecommissioned { .. } => "MemberDecommissioned",
+            DomainEvent::MemberUpdated(_) => "MemberUpdated",
             DomainEvent::AppliedGenerationReported { .. } => "AppliedGenerationReported",
             DomainEvent::JoinRequested(_) => "JoinRequested",
             DomainEvent::JoinRequestApproved { .. } => "JoinRequestApproved",
@@ -177,6 +199,18 @@ impl DomainEvent {
                 | DomainEvent::MemberJoinRetried { .. }
                 | DomainEvent::MemberRemovalStarted(_)
                 | DomainEvent::MemberDecommissioned { .. }
+                | DomainEvent::MemberUpdated(_)
         )
+    }
+
+    /// Whether the event asks the raft cleanup to take a member out of
+    /// rafts: the cause a recorded removal names.
+    pub fn asks_for_raft_cleanup(&self) -> bool {
+        match self {
+            DomainEvent::MemberJoinFailed(e) => !e.rafts.is_empty(),
+            DomainEvent::MemberRemovalStarted(e) => !e.rafts.is_empty(),
+            DomainEvent::MemberUpdated(e) => !e.rafts.is_empty(),
+            _ => false,
+        }
     }
 }

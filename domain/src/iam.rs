@@ -56,6 +56,7 @@ pub enum Action {
     CompleteJoin,
     ReportJoinFailure,
     DecommissionMember,
+    UpdateMember,
     ReportAppliedGeneration,
     ListMembers,
     GetMember,
@@ -92,7 +93,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 42] = [
+    pub const ALL: [Action; 43] = [
         Action::AdmitMember,
         Action::ApproveNodeJoin,
         Action::RequestJoin,
@@ -102,6 +103,7 @@ impl Action {
         Action::CompleteJoin,
         Action::ReportJoinFailure,
         Action::DecommissionMember,
+        Action::UpdateMember,
         Action::ReportAppliedGeneration,
         Action::ListMembers,
         Action::GetMember,
@@ -149,6 +151,7 @@ impl Action {
             Action::CompleteJoin => "cluster:CompleteJoin",
             Action::ReportJoinFailure => "cluster:ReportJoinFailure",
             Action::DecommissionMember => "cluster:DecommissionMember",
+            Action::UpdateMember => "cluster:UpdateMember",
             Action::ReportAppliedGeneration => "cluster:ReportAppliedGeneration",
             Action::ListMembers => "cluster:ListMembers",
             Action::GetMember => "cluster:GetMember",
@@ -191,6 +194,7 @@ impl Action {
             | Action::CompleteJoin
             | Action::ReportJoinFailure
             | Action::DecommissionMember
+            | Action::UpdateMember
             | Action::ReportAppliedGeneration
             | Action::GetMember
             | Action::GetTransportAdmission
@@ -263,8 +267,18 @@ pub struct Token {
 
 impl Token {
     pub fn valid_at(&self, now: DateTime<Utc>) -> bool {
-        self.revoked_at.is_none() && self.expires_at.is_none_or(|e| now < e)
+        token_valid_at(self.revoked_at.is_some(), self.expires_at, now)
     }
+}
+
+/// The one rule of token validity: not revoked, and `now` before its
+/// expiry. The gate and the domain both ask it.
+pub fn token_valid_at(
+    revoked: bool,
+    expires_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> bool {
+    !revoked && expires_at.is_none_or(|e| now < e)
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]

@@ -10,7 +10,8 @@ use serde_json::json;
 
 use crate::error::{ErrorCode, FieldError, Findings, Refusal};
 use crate::event::{
-    DomainEvent, JoinRequested, MemberAdmitted, MemberJoinFailed, MemberRemovalStarted, StringMap,
+    DomainEvent, JoinRequested, MemberAdmitted, MemberJoinFailed, MemberRemovalStarted,
+    MemberUpdated, StringMap,
 };
 use crate::state::{CommandContext, Decision, EventCtx, Subject};
 
@@ -266,11 +267,23 @@ pub enum MemberCommand {
         node_id: String,
         generation: Option<u64>,
     },
-    /// The raft cleanup process manager took the member out of one raft.
+    /// The raft cleanup process manager took the member out of one raft:
+    /// `adapter` is the adapter that said the peer is gone.
     RecordRaftRemoval {
         node_id: String,
         raft: Raft,
         already_gone: bool,
+        adapter: String,
+    },
+    /// A change of role, address, bindings or labels (`PATCH`): a field
+    /// left out stays as it is; bindings and labels replace the whole map.
+    Update {
+        node_id: String,
+        role: Option<String>,
+        mgmt_ip: Option<String>,
+        bindings: Option<StringMap>,
+        labels: Option<StringMap>,
+        force: bool,
     },
     RequestJoin {
         request_id: String,
@@ -305,7 +318,8 @@ impl MemberCommand {
             | MemberCommand::RetryJoin { node_id }
             | MemberCommand::Decommission { node_id, .. }
             | MemberCommand::ReportAppliedGeneration { node_id, .. }
-            | MemberCommand::RecordRaftRemoval { node_id, .. } => member_stream(node_id),
+            | MemberCommand::RecordRaftRemoval { node_id, .. }
+            | MemberCommand::Update { node_id, .. } => member_stream(node_id),
             MemberCommand::RequestJoin { request_id, .. }
             | MemberCommand::ApproveJoin { request_id, .. }
             | MemberCommand::RejectJoin { request_id, .. } => join_request_stream(request_id),
@@ -445,12 +459,12 @@ impl Membership {
             .count()
     }
 
-    /// Members whose raft cleanup is still to do, for the process manager.
+    /// Members whose raft cleanup is still to do, for the process manager:
+    /// failed and removing members, and demoted voters.
     pub fn pending_cleanups(&self) -> impl Iterator<Item = (&Member, Vec<Raft>)> {
         self.members.values().filter_map(|m| {
             let pending = m.pending_cleanup();
-            let cleaning = matches!(m.state, MemberState::Failed | MemberState::Removing);
-            (cleaning && !pending.is_empty()).then_some((m, pending))
+            (!pending.is_empty()).then_some((m, pending))
         })
     }
 
@@ -650,17 +664,7 @@ impl Membership {
                     return Ok(unchanged(node_id));
                 }
                 if m.is_active_voter() && !force {
-                    let before = self.active_voters();
-                    let after = before - 1;
-                    if after < 2 {
-                        return Err(Refusal::new(
-                            ErrorCode::QuorumAtRisk,
-                            format!(
-                                "Decommissioning {node_id} would leave {after} active raft voter(s); at least 2 must remain. Send force to do it anyway."
-                            ),
-                        )
-                        .with_details(json!({ "votersBefore": before, "votersAfter": after })));
-                    }
+                    self.quorum_kept(node_id, "Decommissioning")?;
                 }
                 let reason = reason.expect("validated");
                 let rafts: Vec<Raft> = m
@@ -721,11 +725,11 @@ impl Membership {
                 node_id,
                 raft,
                 already_gone,
+                adapter,
             } => {
                 let m = self.member(node_id)?;
                 let pending = m.pending_cleanup();
-                let cleaning = matches!(m.state, MemberState::Failed | MemberState::Removing);
-                if !cleaning || !pending.contains(raft) {
+                if !pending.contains(raft) {
                     // Nothing is removed twice in the log.
                     return Ok(unchanged(node_id));
                 }
@@ -733,6 +737,7 @@ impl Membership {
                     node_id: node_id.clone(),
                     raft: *raft,
                     already_gone: *already_gone,
+                    adapter: adapter.clone(),
                 }];
                 if pending.len() == 1 {
                     events.push(DomainEvent::RaftCleanupCompleted {
@@ -751,6 +756,23 @@ impl Membership {
                 }
                 Ok(decided(node_id, events))
             }
+            MemberCommand::Update {
+                node_id,
+                role,
+                mgmt_ip,
+                bindings,
+                labels,
+                force,
+            } => self.decide_update(
+                node_id,
+                UpdateInput {
+                    role,
+                    mgmt_ip,
+                    bindings,
+                    labels,
+                },
+                *force,
+            ),
             MemberCommand::RequestJoin {
                 request_id,
                 node_id,
@@ -857,6 +879,115 @@ impl Membership {
                 })
             }
         }
+    }
+
+    /// A member change (`PATCH`): validated like an admission, every bad
+    /// field at once; a demoted voter follows the decommission's quorum
+    /// rule and is taken out of its rafts; nothing changed appends nothing.
+    fn decide_update(
+        &self,
+        node_id: &str,
+        input: UpdateInput<'_>,
+        force: bool,
+    ) -> Result<Decision, Refusal> {
+        let m = self.member(node_id)?;
+        let mut f = Findings::default();
+        let role = match input.role {
+            Some(_) => check_role(&mut f, input.role),
+            None => Some(m.role),
+        };
+        let mgmt_ip = match input.mgmt_ip {
+            Some(ip) => check_ip(&mut f, "mgmtIp", ip),
+            None => Some(m.mgmt_ip.clone()),
+        };
+        let bindings = match input.bindings {
+            Some(b) => check_bindings(&mut f, b),
+            None => m.bindings.clone(),
+        };
+        let labels = input.labels.clone().unwrap_or_else(|| m.labels.clone());
+        check_labels(&mut f, "labels", &labels);
+        if let Some(ip) = &mgmt_ip {
+            if let Some(other) = self.members.values().find(|o| {
+                o.node_id != m.node_id && o.state != MemberState::Decommissioned && &o.mgmt_ip == ip
+            }) {
+                f.push("mgmtIp", format!("is taken by member {}", other.node_id));
+            }
+        }
+        if role == Some(Role::Storage) && !labels.contains_key(RACK_LABEL) {
+            f.push(
+                &format!("labels.{RACK_LABEL}"),
+                "is required for a storage member",
+            );
+        }
+        let (role, mgmt_ip) = f.conclude(role.zip(mgmt_ip))?;
+        if matches!(m.state, MemberState::Removing | MemberState::Decommissioned) {
+            return Err(Refusal::new(
+                ErrorCode::MemberDecommissioned,
+                format!(
+                    "Member {node_id} is {}; a decommissioned member cannot be changed.",
+                    m.state.as_str()
+                ),
+            )
+            .with_details(json!({ "state": m.state })));
+        }
+        if role == m.role && mgmt_ip == m.mgmt_ip && bindings == m.bindings && labels == m.labels {
+            return Ok(unchanged(node_id));
+        }
+        let pending = m.pending_cleanup();
+        let promoted = role.is_voter() && !m.role.is_voter();
+        if !pending.is_empty() && (mgmt_ip != m.mgmt_ip || promoted) {
+            return Err(Refusal::new(
+                ErrorCode::RaftCleanupPending,
+                format!(
+                    "Member {node_id} is still being taken out of the rafts it reached; change its address or make it a voter once raftCleanupAt is set."
+                ),
+            )
+            .with_details(json!({ "pending": pending })));
+        }
+        let demoted = m.role.is_voter() && !role.is_voter();
+        if demoted && m.is_active_voter() && !force {
+            self.quorum_kept(node_id, "Demoting")?;
+        }
+        // Like a decommission's: the rafts it is in, and any still owed by
+        // a cleanup, less those it was already taken out of.
+        let rafts: Vec<Raft> = if demoted {
+            m.rafts_in()
+                .union(&m.rafts_to_clean)
+                .filter(|r| !m.rafts_removed.contains(r))
+                .copied()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(decided(
+            node_id,
+            vec![DomainEvent::MemberUpdated(MemberUpdated {
+                node_id: node_id.to_owned(),
+                role,
+                mgmt_ip,
+                bindings,
+                labels,
+                forced: force,
+                rafts,
+            })],
+        ))
+    }
+
+    /// The quorum rule of SPEC §4: taking an active voter away must leave
+    /// at least two active voters.
+    fn quorum_kept(&self, node_id: &str, doing: &str) -> Result<(), Refusal> {
+        let before = self.active_voters();
+        let after = before.saturating_sub(1);
+        if after < 2 {
+            return Err(Refusal::new(
+                ErrorCode::QuorumAtRisk,
+                format!(
+                    "{doing} {node_id} would leave {after} active raft voter(s); at least 2 must remain. Send force to do it anyway."
+                ),
+            )
+            .with_details(json!({ "votersBefore": before, "votersAfter": after })));
+        }
+        Ok(())
     }
 
     fn open_request(&self, request_id: &str) -> Result<&JoinRequest, Refusal> {
@@ -1012,9 +1143,28 @@ impl Membership {
             DomainEvent::AppliedGenerationReported { generation, .. } => {
                 m.applied_generation = *generation;
             }
+            DomainEvent::MemberUpdated(e) => {
+                m.role = e.role;
+                m.mgmt_ip = e.mgmt_ip.clone();
+                m.bindings = e.bindings.clone();
+                m.labels = e.labels.clone();
+                if !e.rafts.is_empty() {
+                    m.rafts_to_clean = e.rafts.iter().copied().collect();
+                    m.rafts_removed.clear();
+                    m.raft_cleanup_at = None;
+                }
+            }
             _ => {}
         }
     }
+}
+
+/// The fields of a member change, as the request gave them.
+struct UpdateInput<'a> {
+    role: &'a Option<String>,
+    mgmt_ip: &'a Option<String>,
+    bindings: &'a Option<StringMap>,
+    labels: &'a Option<StringMap>,
 }
 
 struct AdmitInput {
@@ -1046,6 +1196,7 @@ pub fn member_of(event: &DomainEvent) -> Option<&str> {
         | DomainEvent::AppliedGenerationReported { node_id, .. } => node_id,
         DomainEvent::MemberJoinFailed(e) => &e.node_id,
         DomainEvent::MemberRemovalStarted(e) => &e.node_id,
+        DomainEvent::MemberUpdated(e) => &e.node_id,
         DomainEvent::JoinRequested(_)
         | DomainEvent::JoinRequestApproved { .. }
         | DomainEvent::JoinRequestRejected { .. }

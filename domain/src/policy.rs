@@ -342,16 +342,22 @@ pub fn managed_document(name: &str) -> Option<Value> {
         "Auditor" => json!({"statements": [
             {"effect": "Allow", "actions": ["audit:*", "*:Get*", "*:List*"], "resources": ["*"]}
         ]}),
+        // What a per-node reconciler, a `firstboot --config` joiner and an
+        // upgrade host helper need, and no more (docs/node-agent.md has
+        // the table): changes only to its own member and its own part of
+        // an upgrade; reads of the peers, of any node's transport
+        // admission (a listener asks about its peers) and of upgrades.
         "NodeAgent" => json!({"statements": [
             {"effect": "Allow",
              "actions": ["cluster:ReportJoinProgress", "cluster:ReportJoinFailure", "cluster:CompleteJoin",
-                         "cluster:ReportAppliedGeneration", "cluster:GetMember", "cluster:GetTransportAdmission"],
+                         "cluster:ReportAppliedGeneration", "cluster:GetMember"],
              "resources": ["stratum:member/${nodeId}"]},
+            {"effect": "Allow", "actions": ["cluster:GetTransportAdmission"],
+             "resources": ["stratum:member/*"]},
             {"effect": "Allow", "actions": ["upgrade:ReportNodeProgress"],
              "resources": ["stratum:upgrade/*/node/${nodeId}"]},
             {"effect": "Allow",
-             "actions": ["cluster:GetPeers", "cluster:GetMembership", "cluster:GetRunningRelease",
-                         "cluster:RequestJoin", "upgrade:GetUpgrade", "upgrade:ListUpgrades"],
+             "actions": ["cluster:GetPeers", "cluster:RequestJoin", "upgrade:GetUpgrade", "upgrade:ListUpgrades"],
              "resources": ["*"]}
         ]}),
         _ => return None,

@@ -300,6 +300,82 @@ pub fn parse_manifest(manifest: &Value) -> Result<Release, Vec<FieldError>> {
     }
 }
 
+/// Reads a recorded manifest as it was recorded. It was validated when it
+/// was registered; a later, stricter [`parse_manifest`] must never make a
+/// stored release vanish on replay, so this reads every field it knows,
+/// leniently, and ignores what it does not (the way
+/// [`crate::policy::read_recorded`] reads recorded policies). A component
+/// of a kind it does not know is left out.
+pub fn read_recorded(text: &str) -> Release {
+    let doc: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let strings = |v: &Value, k: &str| -> Vec<String> {
+        v.get(k)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let objects = |k: &str| -> Vec<Value> {
+        doc.get(k)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let components = objects("components")
+        .iter()
+        .filter_map(|c| {
+            let kind = match c.get("kind").and_then(Value::as_str)? {
+                "image" => ComponentKind::Image,
+                "package" => ComponentKind::Package,
+                _ => return None,
+            };
+            Some(Component {
+                kind,
+                name: s(c, "name"),
+                version: s(c, "version"),
+                digest: s(c, "digest"),
+                epoch: c
+                    .get("epoch")
+                    .and_then(Value::as_u64)
+                    .and_then(|e| u32::try_from(e).ok())
+                    .unwrap_or(0),
+                release: s(c, "release"),
+                arch: s(c, "arch"),
+            })
+        })
+        .collect();
+    let os = doc.get("os").cloned().unwrap_or(Value::Null);
+    let signature = doc.get("signature").cloned().unwrap_or(Value::Null);
+    Release {
+        version: s(&doc, "version"),
+        components,
+        os: OsSpec {
+            version: s(&os, "version"),
+            kernel: s(&os, "kernel"),
+            kernel_args: strings(&os, "kernelArgs"),
+        },
+        required_stops: strings(&doc, "requiredStops"),
+        known_broken: objects("knownBroken")
+            .iter()
+            .map(|k| KnownBroken {
+                from: s(k, "from"),
+                reason: s(k, "reason"),
+                way_round: s(k, "wayRound"),
+            })
+            .collect(),
+        cves: strings(&doc, "cves"),
+        signature: Signature {
+            key_id: s(&signature, "keyId"),
+            value: s(&signature, "value"),
+        },
+    }
+}
+
 /// One pinned component an upgrade changes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{
-    DomainEvent, JoinRequested, MemberAdmitted, MemberJoinFailed, MemberRemovalStarted, TokenIssued,
+    DomainEvent, JoinRequested, MemberAdmitted, MemberJoinFailed, MemberRemovalStarted,
+    MemberUpdated, TokenIssued,
 };
 use crate::membership::{Raft, Role};
 
@@ -110,6 +111,20 @@ pub mod v1 {
         pub node_id: String,
         pub reason: String,
         pub by: String,
+    }
+
+    /// A member change: the values after it, all four.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct MemberUpdatedV1 {
+        pub node_id: String,
+        pub role: RoleV1,
+        pub mgmt_ip: String,
+        pub bindings: BTreeMap<String, String>,
+        pub labels: BTreeMap<String, String>,
+        pub forced: bool,
+        /// The rafts a demoted voter is taken out of, as a bit set (see
+        /// [`super::v2::raft_bit`]).
+        pub rafts: u8,
     }
 
     #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,6 +222,17 @@ pub mod v2 {
         pub rafts: u8,
     }
 
+    /// `RaftPeerRemoved` v2 names the adapter that said the peer is gone,
+    /// so an auditor can tell a removal from a raft from a record-only
+    /// default that called nothing. v1 did not say.
+    #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct RaftPeerRemovedV2 {
+        pub node_id: String,
+        pub raft: RaftV1,
+        pub already_gone: bool,
+        pub adapter: String,
+    }
+
     pub fn raft_bit(r: Raft) -> u8 {
         match r {
             Raft::Patroni => 1,
@@ -234,6 +260,18 @@ pub mod v2 {
 pub mod upcast {
     use super::*;
 
+    /// What a v1 removal says of its adapter: it did not record one.
+    pub const UNRECORDED_ADAPTER: &str = "unrecorded";
+
+    pub fn raft_peer_removed_v1_to_v2(e: v1::RaftPeerRemovedV1) -> v2::RaftPeerRemovedV2 {
+        v2::RaftPeerRemovedV2 {
+            node_id: e.node_id,
+            raft: e.raft,
+            already_gone: e.already_gone,
+            adapter: UNRECORDED_ADAPTER.to_owned(),
+        }
+    }
+
     pub fn member_join_failed_v1_to_v2(e: v1::MemberJoinFailedV1) -> v2::MemberJoinFailedV2 {
         v2::MemberJoinFailedV2 {
             node_id: e.node_id,
@@ -256,6 +294,16 @@ fn bytes<T: Serialize>(v: &T) -> Vec<u8> {
 
 fn rafts_v1(r: &[Raft]) -> Vec<RaftV1> {
     r.iter().map(|r| (*r).into()).collect()
+}
+
+fn raft_bits(r: &[Raft]) -> u8 {
+    r.iter().fold(0, |bits, r| bits | raft_bit(*r))
+}
+
+fn rafts_from_bits(t: &str, v: u16, bits: u8) -> Result<Vec<Raft>, DecodeError> {
+    rafts_of_bits(bits).ok_or_else(|| {
+        DecodeError::Payload(t.to_owned(), v, format!("unknown raft bits {bits:#x}"))
+    })
 }
 
 /// Encodes a domain event in its newest stored version.
@@ -283,16 +331,27 @@ pub fn encode(event: &DomainEvent) -> Encoded {
             node_id: e.node_id.clone(),
             step: e.step.clone(),
             error: e.error.clone(),
-            rafts: e.rafts.iter().fold(0, |bits, r| bits | raft_bit(*r)),
+            rafts: raft_bits(&e.rafts),
         }),
         DomainEvent::RaftPeerRemoved {
             node_id,
             raft,
             already_gone,
-        } => bytes(&RaftPeerRemovedV1 {
+            adapter,
+        } => bytes(&RaftPeerRemovedV2 {
             node_id: node_id.clone(),
             raft: (*raft).into(),
             already_gone: *already_gone,
+            adapter: adapter.clone(),
+        }),
+        DomainEvent::MemberUpdated(e) => bytes(&MemberUpdatedV1 {
+            node_id: e.node_id.clone(),
+            role: e.role.into(),
+            mgmt_ip: e.mgmt_ip.clone(),
+            bindings: e.bindings.clone(),
+            labels: e.labels.clone(),
+            forced: e.forced,
+            rafts: raft_bits(&e.rafts),
         }),
         DomainEvent::MemberRemovalStarted(e) => bytes(&MemberRemovalStartedV1 {
             node_id: e.node_id.clone(),
@@ -368,7 +427,7 @@ pub fn encode(event: &DomainEvent) -> Encoded {
 /// The version `encode` writes of an event's type: the newest.
 pub fn schema_version(event: &DomainEvent) -> u16 {
     match event {
-        DomainEvent::MemberJoinFailed(_) => 2,
+        DomainEvent::MemberJoinFailed(_) | DomainEvent::RaftPeerRemoved { .. } => 2,
         _ => 1,
     }
 }
@@ -419,23 +478,37 @@ pub fn decode(
             } else {
                 de(t, v, payload)?
             };
-            let rafts = rafts_of_bits(e.rafts).ok_or_else(|| {
-                DecodeError::Payload(t.to_owned(), v, format!("unknown raft bits {:#x}", e.rafts))
-            })?;
             DomainEvent::MemberJoinFailed(MemberJoinFailed {
                 node_id: e.node_id,
                 step: e.step,
                 error: e.error,
-                rafts,
+                rafts: rafts_from_bits(t, v, e.rafts)?,
             })
         }
-        ("RaftPeerRemoved", 1) => {
-            let e: RaftPeerRemovedV1 = de(t, v, payload)?;
+        ("RaftPeerRemoved", 1 | 2) => {
+            let e: RaftPeerRemovedV2 = if v == 1 {
+                upcast::raft_peer_removed_v1_to_v2(de(t, v, payload)?)
+            } else {
+                de(t, v, payload)?
+            };
             DomainEvent::RaftPeerRemoved {
                 node_id: e.node_id,
                 raft: e.raft.into(),
                 already_gone: e.already_gone,
+                adapter: e.adapter,
             }
+        }
+        ("MemberUpdated", 1) => {
+            let e: MemberUpdatedV1 = de(t, v, payload)?;
+            DomainEvent::MemberUpdated(MemberUpdated {
+                node_id: e.node_id,
+                role: e.role.into(),
+                mgmt_ip: e.mgmt_ip,
+                bindings: e.bindings,
+                labels: e.labels,
+                forced: e.forced,
+                rafts: rafts_from_bits(t, v, e.rafts)?,
+            })
         }
         ("MemberRemovalStarted", 1) => {
             let e: MemberRemovalStartedV1 = de(t, v, payload)?;
@@ -539,6 +612,7 @@ pub fn decode(
             | "RaftPeerRemoved"
             | "MemberRemovalStarted"
             | "MemberDecommissioned"
+            | "MemberUpdated"
             | "AppliedGenerationReported"
             | "JoinRequested"
             | "JoinRequestApproved"
@@ -579,6 +653,41 @@ mod tests {
         assert_eq!(from_v1, from_v2);
         let bad = MemberJoinFailedV2 { rafts: 8, ..v2 };
         assert!(decode("MemberJoinFailed", 2, &bytes(&bad)).is_err());
+    }
+
+    #[test]
+    fn raft_peer_removed_v1_upcasts_to_v2_with_an_unrecorded_adapter() {
+        let v1 = RaftPeerRemovedV1 {
+            node_id: "n-1".into(),
+            raft: RaftV1::Ovn,
+            already_gone: true,
+        };
+        let v2 = upcast::raft_peer_removed_v1_to_v2(v1.clone());
+        assert_eq!(v2.adapter, "unrecorded");
+        assert_eq!(
+            decode("RaftPeerRemoved", 1, &bytes(&v1)).unwrap(),
+            decode("RaftPeerRemoved", 2, &bytes(&v2)).unwrap()
+        );
+        let DomainEvent::RaftPeerRemoved { adapter, raft, .. } =
+            decode("RaftPeerRemoved", 1, &bytes(&v1)).unwrap()
+        else {
+            panic!("a removal decodes as a removal")
+        };
+        assert_eq!((adapter.as_str(), raft), ("unrecorded", Raft::Ovn));
+    }
+
+    #[test]
+    fn member_updated_refuses_unknown_raft_bits() {
+        let e = MemberUpdatedV1 {
+            node_id: "n-1".into(),
+            role: RoleV1::Compute,
+            mgmt_ip: "192.0.2.1".into(),
+            bindings: BTreeMap::new(),
+            labels: BTreeMap::new(),
+            forced: false,
+            rafts: 0b1000,
+        };
+        assert!(decode("MemberUpdated", 1, &bytes(&e)).is_err());
     }
 
     #[test]

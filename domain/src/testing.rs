@@ -132,6 +132,7 @@ pub fn one_of_each() -> Vec<DomainEvent> {
             node_id: n(),
             raft: Raft::Ovn,
             already_gone: true,
+            adapter: "ovn-kick".into(),
         },
         DomainEvent::RaftCleanupCompleted { node_id: n() },
         DomainEvent::MemberJoinRetried { node_id: n() },
@@ -150,6 +151,15 @@ pub fn one_of_each() -> Vec<DomainEvent> {
             node_id: n(),
             generation: 42,
         },
+        DomainEvent::MemberUpdated(crate::event::MemberUpdated {
+            node_id: n(),
+            role: Role::Compute,
+            mgmt_ip: "192.0.2.22".into(),
+            bindings: [("storage".to_owned(), "10.1.0.22".to_owned())].into(),
+            labels: [("topology.rack".to_owned(), "r2".to_owned())].into(),
+            forced: true,
+            rafts: vec![Raft::Patroni, Raft::Ovn],
+        }),
         DomainEvent::JoinRequested(JoinRequested {
             request_id: "jr-0000000001".into(),
             node_id: "n-msst0003".into(),

@@ -1302,21 +1302,19 @@ impl Upgrades {
         let at = ctx.occurred_at;
         match event {
             DomainEvent::ReleaseRegistered(e) => {
-                if let Some(release) = serde_json::from_str(&e.manifest)
-                    .ok()
-                    .and_then(|v: Value| parse_manifest(&v).ok())
-                {
-                    self.releases.insert(
-                        e.version.clone(),
-                        RegisteredRelease {
-                            release,
-                            manifest: e.manifest.clone(),
-                            registered_by: ctx.principal.to_owned(),
-                            registered_at: at,
-                            registered_position: ctx.position,
-                        },
-                    );
-                }
+                // Validated when registered; read as recorded since.
+                let mut release = crate::release::read_recorded(&e.manifest);
+                release.version = e.version.clone();
+                self.releases.insert(
+                    e.version.clone(),
+                    RegisteredRelease {
+                        release,
+                        manifest: e.manifest.clone(),
+                        registered_by: ctx.principal.to_owned(),
+                        registered_at: at,
+                        registered_position: ctx.position,
+                    },
+                );
                 return;
             }
             DomainEvent::RunningReleaseSet(e) => {

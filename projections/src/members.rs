@@ -306,11 +306,9 @@ pub fn transport_admission(
         Some(m) if m.state.in_peer_lists() => None,
         Some(m) => Some(match m.state {
             MemberState::Decommissioned | MemberState::Removing => Refusal {
-                reason: format!(
-                    "{}: {}",
-                    m.state.as_str(),
-                    m.decommission_reason.clone().unwrap_or_default()
-                ),
+                // The reason as recorded, with nothing added: state says
+                // whether decommissioning has finished.
+                reason: m.decommission_reason.clone().unwrap_or_default(),
                 // Revoked the moment decommissioning began.
                 revoked_by: m.decommissioned_by.clone(),
                 revoked_at: m

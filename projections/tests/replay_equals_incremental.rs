@@ -53,10 +53,21 @@ fn command() -> impl Strategy<Value = MemberCommand> {
             node_id,
             generation: Some(g),
         }),
-        (node, 0..3usize).prop_map(|(node_id, r)| MemberCommand::RecordRaftRemoval {
+        (node.clone(), 0..3usize).prop_map(|(node_id, r)| MemberCommand::RecordRaftRemoval {
             node_id,
             raft: Raft::ALL[r],
             already_gone: false,
+            adapter: "record-only".to_owned(),
+        }),
+        (node, 0..ROLES.len(), 0..6u8, any::<bool>()).prop_map(|(node_id, r, ip, force)| {
+            MemberCommand::Update {
+                node_id,
+                role: Some(ROLES[r].to_owned()),
+                mgmt_ip: Some(format!("192.0.2.{ip}")),
+                bindings: None,
+                labels: None,
+                force,
+            }
         }),
     ]
 }

@@ -11,15 +11,14 @@ use axum::routing::get;
 use axum::Json;
 use serde_json::{json, Value};
 use stratum_domain::iam::Action;
-use stratum_domain::log::{ChainVerifier, Recorded};
+use stratum_domain::log::Recorded;
 use stratum_domain::stored::decode;
 
 use super::extract::{finish, number, page, query};
 
 use super::{AppState, Route};
-use crate::command::READ_CHUNK;
 use crate::error::{ApiError, ApiResult};
-use crate::store::EventStore;
+use crate::store::{verify_chain, Verification};
 
 pub fn routes() -> Vec<Route> {
     vec![
@@ -197,52 +196,6 @@ pub async fn list_events(
         .map(event_json)
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Json(json!({ "events": events, "nextAfter": next_after })))
-}
-
-/// The result of verifying the chain.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verification {
-    /// Every event verifies; the head.
-    Intact { position: u64, hash: [u8; 32] },
-    /// The first position that does not verify, and why.
-    Broken { position: u64, reason: String },
-}
-
-/// Recomputes the whole chain, reading the log in chunks.
-pub async fn verify_chain(
-    store: &dyn EventStore,
-) -> Result<Verification, crate::store::StoreError> {
-    // Verify up to the head as it is now; later commits are not this
-    // answer's business.
-    let head = store.head().await?;
-    let mut v = ChainVerifier::default();
-    while v.position < head.position {
-        let chunk = store.read_after(v.position, READ_CHUNK).await?;
-        if chunk.is_empty() {
-            break;
-        }
-        for e in chunk.iter().take_while(|e| e.position <= head.position) {
-            if let Err(b) = v.check(e) {
-                return Ok(Verification::Broken {
-                    position: b.position(),
-                    reason: format!("{b:?}"),
-                });
-            }
-        }
-    }
-    if head.position != v.position || head.hash != v.hash {
-        return Ok(Verification::Broken {
-            position: v.position + 1,
-            reason: format!(
-                "the head says position {}, the log ends at {}",
-                head.position, v.position
-            ),
-        });
-    }
-    Ok(Verification::Intact {
-        position: v.position,
-        hash: v.hash,
-    })
 }
 
 #[utoipa::path(get, path = "/v1/admin/events/verify", tag = "audit",

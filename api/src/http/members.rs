@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use axum::extract::{Path, Query, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, patch, post};
 use axum::{Extension, Json};
 use serde_json::{json, Value};
 use stratum_domain::event::StringMap;
@@ -53,6 +53,12 @@ pub fn routes() -> Vec<Route> {
             "/v1/admin/cluster/members/{nodeId}",
             Action::GetMember,
             get(get_member),
+        ),
+        r(
+            Method::PATCH,
+            "/v1/admin/cluster/members/{nodeId}",
+            Action::UpdateMember,
+            patch(update_member),
         ),
         r(
             Method::GET,
@@ -199,6 +205,69 @@ pub async fn admit(
         (&body.raw, body.errors),
         cmd,
         201,
+    )
+    .await
+}
+
+request_body! {
+    /// Change a member: a field left out stays as it is; `bindings` and
+    /// `labels` replace the whole map.
+    pub struct UpdateMemberBody {
+        /// The node role: control, compute, storage or hybrid.
+        role: String = "role",
+        /// The management address every peer list names (IPv4 or IPv6;
+        /// unique among members not decommissioned).
+        mgmt_ip: String = "mgmtIp",
+        /// Storage/overlay bindings, keyed by traffic class (replaces them all).
+        bindings: StringMap = "bindings",
+        /// Declared labels; topology.rack is the rack (replaces them all).
+        labels: StringMap = "labels",
+        /// Demote an active voter even when fewer than two would remain.
+        force: bool = "force",
+    }
+}
+
+/// Change a member's role, address, bindings or labels.
+///
+/// A topology change: the membership generation is bumped, so every peer
+/// list and keepalived priority shows it. Validated like an admission,
+/// with every bad field listed. Demoting a voter follows the same
+/// QUORUM_AT_RISK rule as a decommission, and takes it out of its rafts.
+/// A change that changes nothing appends nothing.
+#[utoipa::path(patch, path = "/v1/admin/cluster/members/{nodeId}", tag = "membership",
+    params(("nodeId" = String, Path),
+           ("If-Match" = Option<String>, Header, description = "The member's ETag; 412 when it moved on."),
+           ("Idempotency-Key" = Option<String>, Header)),
+    request_body = UpdateMemberBody,
+    responses((status = 200, description = "The member record after the change.", body = MemberRecord),
+              (status = 400, description = "INVALID_INPUT with every bad field.", body = crate::http::system::ErrorBody),
+              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody),
+              (status = 409, description = "MEMBER_DECOMMISSIONED, QUORUM_AT_RISK or RAFT_CLEANUP_PENDING.", body = crate::http::system::ErrorBody),
+              (status = 412, description = "PRECONDITION_FAILED: If-Match does not match.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn update_member(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(node_id): Path<String>,
+    headers: WriteHeaders,
+    body: JsonBody<UpdateMemberBody>,
+) -> Response {
+    let b = body.value;
+    let cmd = MemberCommand::Update {
+        node_id,
+        role: b.role.into_option(),
+        mgmt_ip: b.mgmt_ip.into_option(),
+        bindings: b.bindings.into_option(),
+        labels: b.labels.into_option(),
+        force: b.force.into_option().unwrap_or(false),
+    };
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        (&body.raw, body.errors),
+        cmd,
+        200,
     )
     .await
 }

@@ -9,7 +9,6 @@ pub mod members;
 pub mod system;
 pub mod upgrades;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, Request};
@@ -24,22 +23,14 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tracing::Instrument;
 
 use crate::auth::{gate, Caller};
-use crate::command::{CommandBus, CommandReply, CommandRequest};
+use crate::command::{CommandReply, CommandRequest};
 use crate::error::{ApiError, REQUEST_ID};
-use crate::store::EventStore;
 
 /// The most bytes a request body may have.
 pub const MAX_BODY: usize = 1024 * 1024;
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
-/// What every handler shares.
-#[derive(Clone)]
-pub struct AppState {
-    pub store: Arc<dyn EventStore>,
-    pub bus: CommandBus,
-    /// The keys release manifests must be signed by.
-    pub release_keys: Arc<stratum_domain::release::TrustedKeys>,
-}
+pub use crate::service::AppState;
 
 /// One route: its method and path, the action it is gated on, and its handler.
 pub struct Route {

@@ -74,7 +74,8 @@ impl Modify for Bearer {
     paths(
         healthz, readyz, openapi,
         super::members::admit, super::members::list_members, super::members::get_member,
-        super::members::member_history, super::members::join_progress, super::members::join_complete,
+        super::members::update_member, super::members::member_history, super::members::join_progress,
+        super::members::join_complete,
         super::members::join_failed, super::members::retry_join, super::members::decommission,
         super::members::applied_generation, super::members::membership, super::members::get_peers,
         super::members::admission, super::members::request_join, super::members::list_join_requests,

@@ -9,6 +9,7 @@
 mod postgres;
 mod sql;
 mod sqlite;
+mod verify;
 
 use std::sync::Arc;
 
@@ -19,6 +20,7 @@ use stratum_projections::Changes;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+pub use verify::{verify_chain, Verification};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

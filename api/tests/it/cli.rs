@@ -88,12 +88,10 @@ async fn changing_one_byte_of_any_stored_event_is_named_by_verify() {
                 )
                 .await;
             }
-            let got = stratum_api::http::events::verify_chain(&*store)
-                .await
-                .unwrap();
+            let got = stratum_api::store::verify_chain(&*store).await.unwrap();
             assert_eq!(
                 got,
-                stratum_api::http::events::Verification::Broken {
+                stratum_api::store::Verification::Broken {
                     position: p,
                     reason: "Hash { position: ".to_owned() + &p.to_string() + " }"
                 },

@@ -8,6 +8,7 @@ mod iam;
 mod idempotency;
 mod membership;
 mod raft;
+mod raft_serve;
 mod replicas;
 mod sse;
 mod store;

@@ -416,6 +416,10 @@ struct Flaky {
 
 #[async_trait]
 impl RaftAdapter for Flaky {
+    fn name(&self) -> &str {
+        "flaky-test-adapter"
+    }
+
     async fn remove_peer(&self, _peer: &RaftPeer) -> Result<Removal, AdapterError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.failing.load(Ordering::SeqCst) {

@@ -69,20 +69,17 @@ async fn openbao_failures_are_errors_without_the_token() {
 async fn command_adapters_run_argument_vectors_with_placeholders() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("kicked");
-    let a = CommandAdapter {
-        commands: vec![
-            vec![
-                "sh".into(),
-                "-c".into(),
-                "echo \"$0 $1\" >> \"$2\"".into(),
-                "{nodeId}".into(),
-                "{address}".into(),
-                out.display().to_string(),
-            ],
-            vec!["true".into()],
+    let a = CommandAdapter::new(vec![
+        vec![
+            "sh".into(),
+            "-c".into(),
+            "echo \"$0 $1\" >> \"$2\"".into(),
+            "{nodeId}".into(),
+            "{address}".into(),
+            out.display().to_string(),
         ],
-        gone_statuses: vec![],
-    };
+        vec!["true".into()],
+    ]);
     assert_eq!(a.remove_peer(&peer()).await.unwrap(), Removal::Removed);
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
@@ -97,14 +94,11 @@ async fn command_adapters_run_argument_vectors_with_placeholders() {
     assert!(std::fs::read_to_string(&out)
         .unwrap()
         .contains("n-1; rm -rf / x"));
-    let failing = CommandAdapter {
-        commands: vec![vec!["false".into()]],
-        gone_statuses: vec![],
-    };
+    let failing = CommandAdapter::new(vec![vec!["false".into()]]);
     assert!(failing.remove_peer(&peer()).await.is_err());
     let gone = CommandAdapter {
-        commands: vec![vec!["false".into()]],
         gone_statuses: vec![1],
+        ..CommandAdapter::new(vec![vec!["false".into()]])
     };
     assert_eq!(
         gone.remove_peer(&peer()).await.unwrap(),

@@ -1,0 +1,234 @@
+//! Raft cleanup: a process manager that takes failed and decommissioned
+//! members back out of every raft they reached (SPEC §4).
+//!
+//! It reacts to the recorded facts, not to requests: whatever member the
+//! read models show as failed or removing with rafts still to clean is
+//! worked on, so pending cleanups resume after a restart from the log alone.
+//! Each removal is recorded as an event through the ordinary command path;
+//! the domain refuses to record one raft twice. Failures are retried with
+//! exponential backoff. On PostgreSQL it runs on one replica at a time.
+//!
+//! A removal is recorded only after the raft's adapter said the peer is
+//! gone (or was already gone), and the event names the adapter. It depends
+//! on the write path and the store, never on HTTP.
+
+pub mod adapters;
+pub mod config;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use stratum_domain::iam::SERVICE_PRINCIPAL;
+use stratum_domain::membership::{member_stream, MemberCommand, Raft};
+use stratum_domain::stored::decode;
+use stratum_domain::Command;
+use stratum_projections::MemberRecord;
+use tokio::time::Instant;
+
+pub use adapters::{
+    AdapterError, CommandAdapter, OpenBaoAdapter, OvnKick, PatroniSyncobj, RaftAdapter,
+    RaftAdapters, RaftPeer, RecordOnly, Removal, RECORD_ONLY,
+};
+pub use config::{ConfigError, RaftArgs};
+
+use crate::command::{CommandBus, CommandRequest};
+use crate::store::{EventStore, MemberFilter, StoreError};
+
+/// The advisory lock key of the raft cleanup role.
+pub const RAFT_CLEANUP_LOCK: i64 = 0x5354_5241_0001;
+
+/// Retry timing of failed removals.
+#[derive(Clone, Copy, Debug)]
+pub struct Backoff {
+    pub first: Duration,
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            first: Duration::from_secs(1),
+            max: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The raft cleanup process manager.
+pub struct RaftCleanup {
+    store: Arc<dyn EventStore>,
+    bus: CommandBus,
+    adapters: RaftAdapters,
+    backoff: Backoff,
+    /// When each failing removal may be tried again, and its next delay.
+    retry: HashMap<(String, Raft), (Instant, Duration)>,
+}
+
+impl RaftCleanup {
+    pub fn new(
+        store: Arc<dyn EventStore>,
+        bus: CommandBus,
+        adapters: RaftAdapters,
+        backoff: Backoff,
+    ) -> Self {
+        Self {
+            store,
+            bus,
+            adapters,
+            backoff,
+            retry: HashMap::new(),
+        }
+    }
+
+    /// Runs until the task is aborted: leads when it can, works when the log
+    /// moves or a retry falls due.
+    pub async fn run(mut self) {
+        let mut head = self.bus.head();
+        loop {
+            let lead = match self.store.try_lead(RAFT_CLEANUP_LOCK).await {
+                Ok(Some(l)) => l,
+                Ok(None) => {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "raft cleanup cannot reach the store");
+                    tokio::time::sleep(self.backoff.first).await;
+                    continue;
+                }
+            };
+            loop {
+                head.borrow_and_update();
+                let next = match self.pass().await {
+                    Ok(next) => next,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "raft cleanup pass failed");
+                        Some(Instant::now() + self.backoff.first)
+                    }
+                };
+                let wake = next.unwrap_or_else(|| Instant::now() + Duration::from_secs(30));
+                tokio::select! {
+                    _ = head.changed() => {}
+                    _ = tokio::time::sleep_until(wake) => {}
+                }
+                if !lead.still_held().await {
+                    tracing::warn!("lost the raft cleanup lock; trying to take it again");
+                    break;
+                }
+            }
+            drop(lead);
+        }
+    }
+
+    /// One pass over every pending removal; answers when a retry falls due.
+    pub async fn pass(&mut self) -> Result<Option<Instant>, StoreError> {
+        let mut next: Option<Instant> = None;
+        for record in self.pending().await? {
+            for raft in record.raft_cleanup_pending.clone() {
+                let key = (record.node_id.clone(), raft);
+                if let Some((due, _)) = self.retry.get(&key) {
+                    if *due > Instant::now() {
+                        next = Some(next.map_or(*due, |n| n.min(*due)));
+                        continue;
+                    }
+                }
+                let peer = RaftPeer {
+                    node_id: record.node_id.clone(),
+                    address: record.mgmt_ip.clone(),
+                };
+                let adapter = self.adapters.get(raft).clone();
+                match adapter.remove_peer(&peer).await {
+                    Ok(outcome) => {
+                        self.retry.remove(&key);
+                        self.record(&record, raft, outcome, adapter.name()).await?;
+                    }
+                    Err(e) => {
+                        let delay = self
+                            .retry
+                            .get(&key)
+                            .map_or(self.backoff.first, |(_, d)| (*d * 2).min(self.backoff.max));
+                        let due = Instant::now() + delay;
+                        tracing::warn!(node_id = %record.node_id, raft = raft.as_str(), error = %e, retry_in_ms = delay.as_millis() as u64, "raft removal failed");
+                        self.retry.insert(key, (due, delay));
+                        next = Some(next.map_or(due, |n| n.min(due)));
+                    }
+                }
+            }
+        }
+        Ok(next)
+    }
+
+    /// Every member with rafts still to clean: failed and removing
+    /// members, and demoted voters.
+    async fn pending(&self) -> Result<Vec<MemberRecord>, StoreError> {
+        const PAGE: u32 = 500;
+        let mut out = Vec::new();
+        let mut after = None;
+        loop {
+            let docs = self
+                .store
+                .member_docs(&MemberFilter {
+                    after: after.clone(),
+                    limit: PAGE,
+                    ..Default::default()
+                })
+                .await?;
+            let n = docs.len();
+            for d in docs {
+                let r: MemberRecord =
+                    serde_json::from_str(&d).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                after = Some(r.node_id.clone());
+                if !r.raft_cleanup_pending.is_empty() {
+                    out.push(r);
+                }
+            }
+            if n < PAGE as usize {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Records one removal, caused by the event that asked for the cleanup.
+    async fn record(
+        &self,
+        m: &MemberRecord,
+        raft: Raft,
+        outcome: Removal,
+        adapter: &str,
+    ) -> Result<(), StoreError> {
+        // The cause is the newest event of the member's stream that asked
+        // for a cleanup, found by what it is, not by its type's name.
+        let causation = self
+            .store
+            .read_stream(&member_stream(&m.node_id))
+            .await?
+            .iter()
+            .rev()
+            .find(|e| {
+                decode(&e.event_type, e.schema_version, &e.payload)
+                    .is_ok_and(|d| d.asks_for_raft_cleanup())
+            })
+            .map(|e| e.position);
+        let mut req = CommandRequest::new(
+            Command::Member(MemberCommand::RecordRaftRemoval {
+                node_id: m.node_id.clone(),
+                raft,
+                already_gone: outcome == Removal::AlreadyGone,
+                adapter: adapter.to_owned(),
+            }),
+            SERVICE_PRINCIPAL,
+        );
+        req.meta.causation = causation;
+        match self.bus.execute(req).await {
+            Ok(reply) if reply.status < 300 => {
+                tracing::info!(node_id = %m.node_id, raft = raft.as_str(), adapter, ?outcome, "taken out of raft");
+                Ok(())
+            }
+            Ok(reply) => {
+                tracing::warn!(node_id = %m.node_id, raft = raft.as_str(), status = reply.status, "removal not recorded");
+                Ok(())
+            }
+            Err(e) => Err(StoreError::Unavailable(e.message)),
+        }
+    }
+}

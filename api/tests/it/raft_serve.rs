@@ -1,0 +1,557 @@
+//! `stratum serve` as an operator runs it: the built binary, configured only
+//! through the environment, against a stand-in OpenBao and recording
+//! programs in place of `ovs-appctl` and `syncobj_admin`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::process::{Child, Command};
+use tokio::time::{sleep, Instant};
+use wiremock::matchers::{body_json, header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// The admin bearer token: `STRATUM_BOOTSTRAP_TOKEN` (32 characters or more).
+const ADMIN: &str = "raft-serve-bootstrap-token-0123456789abcdef";
+/// The token the stand-in OpenBao expects; it must never reach the log.
+const BAO_TOKEN: &str = "s.raft-serve-openbao-root-token-5f1c";
+const MEMBERS: &str = "/v1/admin/cluster/members";
+const REMOVE_PEER: &str = "/v1/sys/storage/raft/remove-peer";
+/// The longest any wait may take.
+const DEADLINE: Duration = Duration::from_secs(30);
+/// How often a wait looks again.
+const STEP: Duration = Duration::from_millis(50);
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `stratum serve` on `port` with a fresh SQLite database in `dir`: none of
+/// the test's own `STRATUM_*` variables, only the base settings and `env`.
+fn serve_command(dir: &Path, port: u16, env: &[(&str, String)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_stratum"));
+    cmd.arg("serve");
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("STRATUM_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("STRATUM_LISTEN", format!("127.0.0.1:{port}"))
+        .env(
+            "STRATUM_DATABASE_URL",
+            format!("sqlite://{}", dir.join("stratum.db").display()),
+        )
+        .env("STRATUM_BOOTSTRAP_TOKEN", ADMIN)
+        .env("STRATUM_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    cmd
+}
+
+/// An executable bash script `name` in `dir`.
+fn program(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A program that appends its arguments to `calls` as one line and succeeds.
+fn recorder(dir: &Path, name: &str, calls: &Path) -> PathBuf {
+    program(
+        dir,
+        name,
+        &format!("printf '%s\\n' \"$*\" >> '{}'\nexit 0", calls.display()),
+    )
+}
+
+/// The lines of a file; none when it does not exist (yet).
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .map(|s| s.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// The events of a history of one type, oldest first.
+fn of_type<'a>(history: &'a [Value], event_type: &str) -> Vec<&'a Value> {
+    history.iter().filter(|e| e["type"] == event_type).collect()
+}
+
+fn position(event: &Value) -> u64 {
+    event["position"].as_u64().unwrap()
+}
+
+/// A running `stratum serve`, killed when dropped; its standard error goes
+/// to a file.
+struct Server {
+    child: Child,
+    base: String,
+    stderr: PathBuf,
+    http: reqwest::Client,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+/// Starts `stratum serve` with `env` and waits until it answers `/healthz`.
+async fn start(dir: &Path, env: &[(&str, String)]) -> Server {
+    let port = free_port();
+    let stderr = dir.join("stderr.log");
+    let child = serve_command(dir, port, env)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let mut server = Server {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+        stderr,
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap(),
+    };
+    server.wait_healthy().await;
+    server
+}
+
+impl Server {
+    /// What the service logged so far.
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn wait_healthy(&mut self) {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!(
+                    "stratum serve exited ({status}) before answering /healthz:\n{}",
+                    self.log()
+                );
+            }
+            let up = self
+                .http
+                .get(self.url("/healthz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == reqwest::StatusCode::OK);
+            if up {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "stratum serve did not answer /healthz within {DEADLINE:?}:\n{}",
+                self.log()
+            );
+            sleep(STEP).await;
+        }
+    }
+
+    /// Asks `probe` every `STEP` until it answers, for at most `DEADLINE`.
+    async fn eventually<T, F, Fut>(&self, what: &str, mut probe: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Option<T>>,
+    {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(v) = probe().await {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not within {DEADLINE:?}; the service logged:\n{}",
+                self.log()
+            );
+            sleep(STEP).await;
+        }
+    }
+
+    /// Waits for a log line naming `raft` and its `adapter`.
+    async fn announces(&self, raft: &str, adapter: &str) {
+        self.eventually(
+            &format!("a start-up line naming raft {raft} with adapter {adapter}"),
+            || async {
+                self.log()
+                    .lines()
+                    .any(|l| l.contains("raft") && l.contains(raft) && l.contains(adapter))
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+
+    /// A request as the admin: the status and the body as JSON (`Null`
+    /// when it is not).
+    async fn call(&self, req: reqwest::RequestBuilder) -> (u16, Value) {
+        let res = req.bearer_auth(ADMIN).send().await.unwrap();
+        let status = res.status().as_u16();
+        let text = res.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        self.call(self.http.get(self.url(path))).await
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call(self.http.post(self.url(path)).json(&body)).await
+    }
+
+    /// `POST /v1/admin/cluster/members/{nodeId}/{action}`; panics unless 200.
+    async fn member_post(&self, node_id: &str, action: &str, body: Value) -> Value {
+        let (status, body) = self
+            .post(&format!("{MEMBERS}/{node_id}/{action}"), body)
+            .await;
+        assert_eq!(status, 200, "{action} of {node_id}: {body}");
+        body
+    }
+
+    async fn admit(&self, node_id: &str, mgmt_ip: &str) {
+        let (status, body) = self
+            .post(
+                MEMBERS,
+                json!({"nodeId": node_id, "role": "hybrid", "mgmtIp": mgmt_ip}),
+            )
+            .await;
+        assert_eq!(status, 201, "admit {node_id}: {body}");
+    }
+
+    /// Two active voters, so quorum holds, and `n-3` joining.
+    async fn admit_three(&self) {
+        for (node_id, ip) in [("n-1", "192.0.2.11"), ("n-2", "192.0.2.12")] {
+            self.admit(node_id, ip).await;
+            let m = self.member_post(node_id, "join-complete", json!({})).await;
+            assert_eq!(m["state"], "active", "{m}");
+        }
+        self.admit("n-3", "192.0.2.13").await;
+    }
+
+    async fn progress(&self, node_id: &str, step: &str) {
+        self.member_post(node_id, "join-progress", json!({ "step": step }))
+            .await;
+    }
+
+    async fn member(&self, node_id: &str) -> Value {
+        let (status, body) = self.get(&format!("{MEMBERS}/{node_id}")).await;
+        assert_eq!(status, 200, "member {node_id}: {body}");
+        body
+    }
+
+    async fn history(&self, node_id: &str) -> Vec<Value> {
+        let (status, body) = self.get(&format!("{MEMBERS}/{node_id}/history")).await;
+        assert_eq!(status, 200, "history of {node_id}: {body}");
+        body["events"].as_array().unwrap().clone()
+    }
+
+    /// Waits until the member's raft cleanup is recorded; answers the record.
+    async fn cleaned(&self, node_id: &str) -> Value {
+        self.eventually(&format!("the raft cleanup of {node_id}"), || async {
+            let m = self.member(node_id).await;
+            (!m["raftCleanupAt"].is_null()).then_some(m)
+        })
+        .await
+    }
+}
+
+#[tokio::test]
+async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bao = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(REMOVE_PEER))
+        .and(header("X-Vault-Token", BAO_TOKEN))
+        .and(body_json(json!({"server_id": "n-3"})))
+        .respond_with(ResponseTemplate::new(204))
+        .expect(1)
+        .mount(&bao)
+        .await;
+    let kicks = d.join("ovs-appctl.calls");
+    let appctl = recorder(d, "ovs-appctl", &kicks);
+    let nb_ctl = d.join("ovnnb_db.ctl");
+    let sb_ctl = d.join("ovnsb_db.ctl");
+    // syncobj_admin fails its first two calls (one line on stderr), then
+    // succeeds; every call is recorded, and counted in an append-only file.
+    let removes = d.join("syncobj_admin.calls");
+    let count = d.join("syncobj_admin.count");
+    let syncobj = program(
+        d,
+        "syncobj_admin",
+        &format!(
+            "printf '%s\\n' \"$*\" >> '{calls}'\n\
+             echo call >> '{count}'\n\
+             n=$(( $(wc -l < '{count}') ))\n\
+             if [ \"$n\" -le 2 ]; then\n\
+             \techo \"syncobj_admin: no leader answered (call $n)\" >&2\n\
+             \texit 1\n\
+             fi\n\
+             exit 0",
+            calls = removes.display(),
+            count = count.display(),
+        ),
+    );
+    let server = start(
+        d,
+        &[
+            ("STRATUM_OPENBAO_ADDR", bao.uri()),
+            ("STRATUM_OPENBAO_TOKEN", BAO_TOKEN.to_owned()),
+            ("STRATUM_RAFT_OVN", "kick".to_owned()),
+            ("STRATUM_OVS_APPCTL", appctl.display().to_string()),
+            ("STRATUM_OVN_NB_CTL", nb_ctl.display().to_string()),
+            ("STRATUM_OVN_SB_CTL", sb_ctl.display().to_string()),
+            ("STRATUM_RAFT_PATRONI", "syncobj".to_owned()),
+            (
+                "STRATUM_PATRONI_SYNCOBJ_ADMIN",
+                syncobj.display().to_string(),
+            ),
+            ("STRATUM_RAFT_RETRY_MIN", "200ms".to_owned()),
+            ("STRATUM_RAFT_RETRY_MAX", "400ms".to_owned()),
+        ],
+    )
+    .await;
+    for (raft, adapter) in [
+        ("openbao", "openbao-http"),
+        ("ovn", "ovn-kick"),
+        ("patroni", "patroni-syncobj"),
+    ] {
+        server.announces(raft, adapter).await;
+    }
+
+    server.admit_three().await;
+    server.progress("n-3", "join/raft-patroni").await;
+    server.progress("n-3", "join/raft-openbao").await;
+    let failed = server
+        .member_post(
+            "n-3",
+            "join-failed",
+            json!({"step": "join/raft-ovn", "error": "ovsdb-server: connection refused"}),
+        )
+        .await;
+    assert_eq!(failed["state"], "failed", "{failed}");
+    assert_eq!(failed["failedStep"], "join/raft-ovn", "{failed}");
+
+    // (a) While syncobj_admin fails, the cleanup is not done. The third call
+    // is the first that succeeds, so as long as the count is below three
+    // after the read, the read saw the cleanup unfinished.
+    server
+        .eventually("a first failed syncobj_admin call", || async {
+            (!lines(&count).is_empty()).then_some(())
+        })
+        .await;
+    let m = server.member("n-3").await;
+    let history = server.history("n-3").await;
+    if lines(&count).len() < 3 {
+        assert!(
+            m["raftCleanupAt"].is_null(),
+            "not cleaned while patroni fails: {m}"
+        );
+        assert_eq!(m["state"], "failed", "{m}");
+        assert!(
+            of_type(&history, "RaftCleanupCompleted").is_empty(),
+            "{history:?}"
+        );
+        assert!(
+            of_type(&history, "RaftPeerRemoved")
+                .iter()
+                .all(|e| e["payload"]["raft"] != "patroni"),
+            "{history:?}"
+        );
+    }
+    let m = server.cleaned("n-3").await;
+    assert_eq!(m["state"], "failed", "{m}");
+
+    // (b) One remove-peer call, with the server id and the token.
+    bao.verify().await;
+    let removals: Vec<_> = bao
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.method.as_str() == "POST" && r.url.path() == REMOVE_PEER)
+        .collect();
+    assert_eq!(removals.len(), 1, "{removals:?}");
+    let r = &removals[0];
+    assert_eq!(
+        r.headers.get("x-vault-token").and_then(|v| v.to_str().ok()),
+        Some(BAO_TOKEN)
+    );
+    assert_eq!(r.body_json::<Value>().unwrap(), json!({"server_id": "n-3"}));
+
+    // (c) Two kicks, one per OVN database, at the default servers.
+    assert_eq!(
+        lines(&kicks),
+        [
+            format!(
+                "-t {} cluster/kick OVN_Northbound ssl:192.0.2.13:6643",
+                nb_ctl.display()
+            ),
+            format!(
+                "-t {} cluster/kick OVN_Southbound ssl:192.0.2.13:6644",
+                sb_ctl.display()
+            ),
+        ]
+    );
+
+    // (d) Two failures and a success, each at the default leader and port.
+    let removes = lines(&removes);
+    assert!(
+        removes.len() >= 3,
+        "retried until it succeeded: {removes:?}"
+    );
+    assert!(
+        removes
+            .iter()
+            .all(|l| l == "-conn 127.0.0.1:5010 -remove 192.0.2.13:5010"),
+        "{removes:?}"
+    );
+
+    // (e) Each removal names the adapter that made it; then the completion.
+    let history = server.history("n-3").await;
+    let removed = of_type(&history, "RaftPeerRemoved");
+    assert_eq!(removed.len(), 3, "{history:?}");
+    let adapters: BTreeMap<&str, &str> = removed
+        .iter()
+        .map(|e| {
+            assert_eq!(e["payload"]["nodeId"], "n-3", "{e}");
+            assert_eq!(e["payload"]["alreadyGone"], json!(false), "{e}");
+            (
+                e["payload"]["raft"].as_str().unwrap(),
+                e["payload"]["adapter"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        adapters,
+        BTreeMap::from([
+            ("openbao", "openbao-http"),
+            ("ovn", "ovn-kick"),
+            ("patroni", "patroni-syncobj"),
+        ])
+    );
+    let completed = of_type(&history, "RaftCleanupCompleted");
+    assert_eq!(completed.len(), 1, "{history:?}");
+    let last_removal = removed.iter().copied().map(position).max().unwrap();
+    assert!(
+        position(completed[0]) > last_removal,
+        "the completion comes after every removal: {history:?}"
+    );
+
+    let log = server.log();
+    assert!(
+        !log.contains(BAO_TOKEN),
+        "the OpenBao token never reaches the log:\n{log}"
+    );
+}
+
+#[tokio::test]
+async fn serve_refuses_to_start_on_a_malformed_raft_setting() {
+    // The setting, its value, and the variable the error must name.
+    let cases = [
+        (
+            "STRATUM_RAFT_OVN_COMMANDS",
+            "not json",
+            "STRATUM_RAFT_OVN_COMMANDS",
+        ),
+        ("STRATUM_RAFT_OVN", "bogus", "STRATUM_RAFT_OVN"),
+        (
+            "STRATUM_RAFT_PATRONI_COMMANDS",
+            "[[]]",
+            "STRATUM_RAFT_PATRONI_COMMANDS",
+        ),
+        (
+            "STRATUM_OPENBAO_ADDR",
+            "http://127.0.0.1:1",
+            "STRATUM_OPENBAO_TOKEN",
+        ),
+        ("STRATUM_RAFT_RETRY_MIN", "soon", "STRATUM_RAFT_RETRY_MIN"),
+    ];
+    for (key, value, named) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let out = tokio::time::timeout(
+            Duration::from_secs(20),
+            serve_command(dir.path(), free_port(), &[(key, value.to_owned())]).output(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{key}={value}: stratum serve did not exit within 20 s"))
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{key}={value}: refused, not {}:\n{stderr}",
+            out.status
+        );
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_default();
+        assert!(
+            last.contains(named),
+            "{key}={value}: the error is one line naming {named}:\n{stderr}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn serve_without_raft_settings_records_record_only_removals() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]).await;
+    for raft in ["patroni", "openbao", "ovn"] {
+        server.announces(raft, "record-only").await;
+    }
+
+    server.admit_three().await;
+    server.progress("n-3", "join/raft-openbao").await;
+    let failed = server
+        .member_post(
+            "n-3",
+            "join-failed",
+            json!({"step": "join/raft-patroni", "error": "patroni: no raft leader"}),
+        )
+        .await;
+    assert_eq!(failed["state"], "failed", "{failed}");
+    let m = server.cleaned("n-3").await;
+    assert_eq!(m["state"], "failed", "{m}");
+
+    let history = server.history("n-3").await;
+    let removed = of_type(&history, "RaftPeerRemoved");
+    let rafts: BTreeSet<&str> = removed
+        .iter()
+        .map(|e| e["payload"]["raft"].as_str().unwrap())
+        .collect();
+    assert_eq!(removed.len(), 2, "{history:?}");
+    assert_eq!(rafts, BTreeSet::from(["openbao", "patroni"]), "{history:?}");
+    assert!(
+        removed
+            .iter()
+            .all(|e| e["payload"]["adapter"] == "record-only"),
+        "{history:?}"
+    );
+    assert_eq!(
+        of_type(&history, "RaftCleanupCompleted").len(),
+        1,
+        "{history:?}"
+    );
+}
