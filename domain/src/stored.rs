@@ -263,6 +263,25 @@ pub mod upcast {
     /// What a v1 removal says of its adapter: it did not record one.
     pub const UNRECORDED_ADAPTER: &str = "unrecorded";
 
+    /// An export keeps each payload as JSON, as the service decoded it on
+    /// the day of the export. An export made before an upcast added a field
+    /// lacks it; this adds what the upcasters add to an event stored at
+    /// `schema_version`, so old and new exports of the same bytes read the
+    /// same. Only fields an upcaster adds with a default are filled in, and
+    /// only where missing: a changed value still shows.
+    pub fn exported_payload(
+        event_type: &str,
+        schema_version: u16,
+        payload: &mut serde_json::Value,
+    ) {
+        if let ("RaftPeerRemoved", 1, serde_json::Value::Object(m)) =
+            (event_type, schema_version, payload)
+        {
+            m.entry("adapter")
+                .or_insert_with(|| UNRECORDED_ADAPTER.into());
+        }
+    }
+
     pub fn raft_peer_removed_v1_to_v2(e: v1::RaftPeerRemovedV1) -> v2::RaftPeerRemovedV2 {
         v2::RaftPeerRemovedV2 {
             node_id: e.node_id,
@@ -674,6 +693,31 @@ mod tests {
             panic!("a removal decodes as a removal")
         };
         assert_eq!((adapter.as_str(), raft), ("unrecorded", Raft::Ovn));
+    }
+
+    #[test]
+    fn an_export_made_before_the_v2_upcast_reads_like_one_made_after() {
+        let v1 = RaftPeerRemovedV1 {
+            node_id: "n-1".into(),
+            raft: RaftV1::Ovn,
+            already_gone: false,
+        };
+        let today =
+            serde_json::to_value(decode("RaftPeerRemoved", 1, &bytes(&v1)).unwrap()).unwrap();
+        let mut before = today.clone();
+        before.as_object_mut().unwrap().remove("adapter");
+        upcast::exported_payload("RaftPeerRemoved", 1, &mut before);
+        assert_eq!(before, today);
+        // A value that was changed still shows as changed.
+        let mut tampered = today.clone();
+        tampered["adapter"] = "openbao-http".into();
+        upcast::exported_payload("RaftPeerRemoved", 1, &mut tampered);
+        assert_ne!(tampered, today);
+        // Version 2 was exported with its adapter: nothing is filled in.
+        let mut v2 = before.clone();
+        v2.as_object_mut().unwrap().remove("adapter");
+        upcast::exported_payload("RaftPeerRemoved", 2, &mut v2);
+        assert!(v2.get("adapter").is_none());
     }
 
     #[test]

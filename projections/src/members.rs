@@ -71,10 +71,8 @@ pub fn member_record(m: &Member, generation: Option<u64>) -> MemberRecord {
         rafts_reached: m.rafts_reached.iter().copied().collect(),
         failed_step: m.failed_step.clone(),
         failed_error: m.failed_error.clone(),
-        raft_cleanup_pending: match m.state {
-            MemberState::Failed | MemberState::Removing => m.pending_cleanup(),
-            _ => Vec::new(),
-        },
+        // Failed and removing members, and demoted voters, still active.
+        raft_cleanup_pending: m.pending_cleanup(),
         raft_cleanup_at: m.raft_cleanup_at.as_ref().map(rfc3339),
         decommission_reason: m.decommission_reason.clone(),
         decommissioned_by: m

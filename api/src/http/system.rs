@@ -151,6 +151,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
             Method::POST => item.post.as_mut(),
             Method::PUT => item.put.as_mut(),
             Method::DELETE => item.delete.as_mut(),
+            Method::PATCH => item.patch.as_mut(),
             _ => None,
         };
         if let Some(op) = op {

@@ -6,6 +6,7 @@ mod cli;
 mod errors;
 mod iam;
 mod idempotency;
+mod member_changes;
 mod membership;
 mod raft;
 mod raft_serve;
