@@ -9,6 +9,10 @@
 //!   `join/raft-openbao` after reaching Patroni's raft; a voter
 //!   decommissioned (removing, raft cleanup, decommissioned); a join request
 //!   approved and one rejected; nodes reporting the generation they applied.
+//! - `member-changes`: members re-addressed, relabelled and re-bound with
+//!   `PATCH`; a voter demoted with `force` and taken out of its rafts while
+//!   it stays active; a joiner failing at `join/raft-ovn`, cleaned by the
+//!   record-only adapters (each removal says `adapter: "record-only"`).
 //! - `upgrade-staged-canceled`: a stage-only upgrade fetched by both nodes
 //!   and canceled in `staged`.
 //! - `upgrade-done`: a three-node upgrade from `planned` to `done`, with its
@@ -211,6 +215,117 @@ async fn membership(store: Arc<dyn EventStore>, bus: &CommandBus) {
     }
 }
 
+fn update(node_id: &str, body: serde_json::Value) -> MemberCommand {
+    let s = |k: &str| body.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    let map = |k: &str| {
+        body.get(k)
+            .map(|v| serde_json::from_value(v.clone()).expect("a string map"))
+    };
+    MemberCommand::Update {
+        node_id: node_id.into(),
+        role: s("role"),
+        mgmt_ip: s("mgmtIp"),
+        bindings: map("bindings"),
+        labels: map("labels"),
+        force: body.get("force").and_then(|v| v.as_bool()).unwrap_or(false),
+    }
+}
+
+/// Waits until every member's raft cleanup is done.
+async fn cleanups_done(store: &Arc<dyn EventStore>) {
+    for _ in 0..200 {
+        let rm = stratum_api::command::load(store.clone(), None)
+            .await
+            .unwrap();
+        if rm.state.membership.pending_cleanups().next().is_none() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("a raft cleanup did not finish");
+}
+
+async fn member_changes(store: Arc<dyn EventStore>, bus: &CommandBus) {
+    let installer = "stratum-installer";
+    let admin = "user/admin";
+    for (n, ip, rack) in [
+        ("n-msst0001", "192.0.2.11", "r1"),
+        ("n-msst0002", "192.0.2.12", "r1"),
+        ("n-msst0003", "192.0.2.13", "r2"),
+    ] {
+        run(bus, installer, admit(n, "hybrid", ip, rack)).await;
+        run(
+            bus,
+            installer,
+            MemberCommand::CompleteJoin { node_id: n.into() },
+        )
+        .await;
+    }
+    // A wrong rack label, corrected.
+    run(
+        bus,
+        admin,
+        update(
+            "n-msst0003",
+            serde_json::json!({"labels": {"topology.rack": "r3", "hw": "gen11"}}),
+        ),
+    )
+    .await;
+    // A re-addressed node, with its storage binding.
+    run(
+        bus,
+        "user/alice",
+        update(
+            "n-msst0002",
+            serde_json::json!({"mgmtIp": "192.0.2.22", "bindings": {"storage": "10.1.0.22", "overlay": "10.2.0.22"}}),
+        ),
+    )
+    .await;
+    // A change that changes nothing appends nothing.
+    run(
+        bus,
+        "user/alice",
+        update("n-msst0002", serde_json::json!({"mgmtIp": "192.0.2.22"})),
+    )
+    .await;
+    // Two voters stay: n-msst0003 is demoted and leaves its rafts.
+    run(
+        bus,
+        admin,
+        update("n-msst0003", serde_json::json!({"role": "storage"})),
+    )
+    .await;
+    cleanups_done(&store).await;
+    // A compute joiner and a voter joiner; the voter fails at OVN's raft.
+    run(bus, admin, admit("n-msst0004", "compute", "192.0.2.14", "r2")).await;
+    run(bus, admin, admit("n-msst0005", "control", "192.0.2.15", "r1")).await;
+    for s in ["join/packages", "join/raft-patroni", "join/raft-openbao"] {
+        run(bus, "node/n-msst0005", step("n-msst0005", s)).await;
+    }
+    run(
+        bus,
+        "node/n-msst0005",
+        MemberCommand::ReportJoinFailure {
+            node_id: "n-msst0005".into(),
+            step: Some("join/raft-ovn".into()),
+            error: Some("ovsdb-server: cluster/join: connection timed out".into()),
+        },
+    )
+    .await;
+    cleanups_done(&store).await;
+    // The last two voters: demoting one more needs force.
+    run(
+        bus,
+        admin,
+        update(
+            "n-msst0002",
+            serde_json::json!({"role": "compute", "force": true}),
+        ),
+    )
+    .await;
+    cleanups_done(&store).await;
+}
+
 #[tokio::main]
 async fn main() {
     let names: Vec<String> = std::env::args().skip(1).collect();
@@ -227,8 +342,9 @@ async fn main() {
     }
 }
 
-const SCENARIOS: [&str; 5] = [
+const SCENARIOS: [&str; 6] = [
     "membership",
+    "member-changes",
     "upgrade-staged-canceled",
     "upgrade-done",
     "upgrade-precheck-failed",
@@ -253,6 +369,7 @@ async fn record(name: &str) {
     let bus = &svc.state.bus;
     match name {
         "membership" => membership(store.clone(), bus).await,
+        "member-changes" => member_changes(store.clone(), bus).await,
         "upgrade-staged-canceled" => upgrade_staged_canceled(&store, bus).await,
         "upgrade-done" => {
             let id = upgrade_to_done(&store, bus, 3, "1.1.0").await;
