@@ -45,7 +45,7 @@ pub enum Cmd {
         #[command(flatten)]
         db: Db,
         #[command(flatten)]
-        raft: RaftArgs,
+        raft: Box<RaftArgs>,
     },
     /// Manages API tokens from the host, with direct access to the
     /// database (for the host's operator, e.g. to recover access).

@@ -981,11 +981,37 @@ fn node_agent_reports_for_its_own_member_only() {
 }
 
 #[test]
+fn node_agent_reads_the_transport_admission_of_any_node() {
+    // The listener on node A asks about peer B, and about nodes that are
+    // no member at all: those get the refusal, never a 403.
+    let agent = managed("NodeAgent");
+    for node in ["n-a", "n-b", "n-never-admitted"] {
+        let r = resource_for(Action::GetTransportAdmission, node);
+        assert_eq!(
+            verdict(&[agent], NODE_A, Action::GetTransportAdmission, &r),
+            Verdict::Allowed,
+            "{r}"
+        );
+    }
+    // Reading another member's whole record is still not its business.
+    let other = resource_for(Action::GetMember, "n-b");
+    assert_eq!(
+        verdict(&[agent], NODE_A, Action::GetMember, &other),
+        Verdict::NotAllowed
+    );
+}
+
+#[test]
 fn node_agent_is_not_an_operator() {
     let agent = managed("NodeAgent");
     for a in [
         Action::AdmitMember,
+        Action::UpdateMember,
         Action::DecommissionMember,
+        Action::GetMembership,
+        Action::GetRunningRelease,
+        Action::ListMembers,
+        Action::ReportBackup,
         Action::CreateUpgrade,
         Action::CancelUpgrade,
         Action::CreateToken,

@@ -1828,6 +1828,26 @@ fn register_release_records_its_canonical_manifest() {
 }
 
 #[test]
+fn a_recorded_release_is_read_as_recorded_even_where_todays_parser_refuses_it() {
+    // A manifest recorded by an older service, with a field and a digest
+    // today's parser refuses: replay must still hold the release.
+    let mut m = manifest("1.2.0", "13.1", None);
+    m["futureField"] = json!({"anything": true});
+    m["components"] = json!([
+        {"kind": "image", "name": "api", "version": "1.2.0", "digest": "md5:abc"},
+        {"kind": "helm-chart", "name": "later-kind", "version": "1"}
+    ]);
+    assert!(crate::release::parse_manifest(&m).is_err());
+    let s = given(&[crate::testing::registered(&m)]);
+    let r = &s.upgrades.releases["1.2.0"];
+    assert_eq!(r.release.version, "1.2.0");
+    assert_eq!(r.release.os.version, "13.1");
+    assert_eq!(r.release.components.len(), 1, "an unknown kind is left out");
+    assert_eq!(r.release.components[0].digest, "md5:abc");
+    assert_eq!(r.manifest, canonical(&m), "the recorded text is kept as is");
+}
+
+#[test]
 fn registering_the_same_manifest_twice_appends_nothing() {
     let mut s = cluster();
     let m = manifest("1.2.0", "13.1", None);

@@ -297,8 +297,18 @@ async fn member_changes(store: Arc<dyn EventStore>, bus: &CommandBus) {
     .await;
     cleanups_done(&store).await;
     // A compute joiner and a voter joiner; the voter fails at OVN's raft.
-    run(bus, admin, admit("n-msst0004", "compute", "192.0.2.14", "r2")).await;
-    run(bus, admin, admit("n-msst0005", "control", "192.0.2.15", "r1")).await;
+    run(
+        bus,
+        admin,
+        admit("n-msst0004", "compute", "192.0.2.14", "r2"),
+    )
+    .await;
+    run(
+        bus,
+        admin,
+        admit("n-msst0005", "control", "192.0.2.15", "r1"),
+    )
+    .await;
     for s in ["join/packages", "join/raft-patroni", "join/raft-openbao"] {
         run(bus, "node/n-msst0005", step("n-msst0005", s)).await;
     }

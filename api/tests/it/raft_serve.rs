@@ -326,6 +326,8 @@ async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft(
                 "STRATUM_PATRONI_SYNCOBJ_ADMIN",
                 syncobj.display().to_string(),
             ),
+            ("STRATUM_PATRONI_RAFT_CONN", "10.0.0.1:2222".to_owned()),
+            ("STRATUM_PATRONI_RAFT_PORT", "2222".to_owned()),
             ("STRATUM_RAFT_RETRY_MIN", "200ms".to_owned()),
             ("STRATUM_RAFT_RETRY_MAX", "400ms".to_owned()),
         ],
@@ -414,7 +416,7 @@ async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft(
         ]
     );
 
-    // (d) Two failures and a success, each at the default leader and port.
+    // (d) Two failures and a success, each at the configured conn and port.
     let removes = lines(&removes);
     assert!(
         removes.len() >= 3,
@@ -423,7 +425,7 @@ async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft(
     assert!(
         removes
             .iter()
-            .all(|l| l == "-conn 127.0.0.1:5010 -remove 192.0.2.13:5010"),
+            .all(|l| l == "-conn 10.0.0.1:2222 -remove 192.0.2.13:2222"),
         "{removes:?}"
     );
 
@@ -467,31 +469,55 @@ async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft(
 
 #[tokio::test]
 async fn serve_refuses_to_start_on_a_malformed_raft_setting() {
-    // The setting, its value, and the variable the error must name.
-    let cases = [
+    // The settings, and the variable the error must name.
+    let cases: [(&[(&str, &str)], &str); 8] = [
         (
-            "STRATUM_RAFT_OVN_COMMANDS",
-            "not json",
+            &[("STRATUM_RAFT_OVN_COMMANDS", "not json")],
             "STRATUM_RAFT_OVN_COMMANDS",
         ),
-        ("STRATUM_RAFT_OVN", "bogus", "STRATUM_RAFT_OVN"),
+        (&[("STRATUM_RAFT_OVN", "bogus")], "STRATUM_RAFT_OVN"),
         (
-            "STRATUM_RAFT_PATRONI_COMMANDS",
-            "[[]]",
+            &[("STRATUM_RAFT_PATRONI_COMMANDS", "[[]]")],
             "STRATUM_RAFT_PATRONI_COMMANDS",
         ),
         (
-            "STRATUM_OPENBAO_ADDR",
-            "http://127.0.0.1:1",
+            &[
+                ("STRATUM_RAFT_PATRONI", "syncobj"),
+                ("STRATUM_PATRONI_RAFT_PORT", "99999"),
+            ],
+            "STRATUM_PATRONI_RAFT_PORT",
+        ),
+        (
+            &[("STRATUM_OPENBAO_ADDR", "http://127.0.0.1:1")],
             "STRATUM_OPENBAO_TOKEN",
         ),
-        ("STRATUM_RAFT_RETRY_MIN", "soon", "STRATUM_RAFT_RETRY_MIN"),
+        (
+            &[
+                ("STRATUM_OPENBAO_ADDR", "https://127.0.0.1:1"),
+                ("STRATUM_OPENBAO_TOKEN", "s.token"),
+                ("STRATUM_OPENBAO_CACERT", "/nonexistent/openbao-ca.pem"),
+            ],
+            "STRATUM_OPENBAO_CACERT",
+        ),
+        (
+            &[("STRATUM_RAFT_RETRY_MIN", "soon")],
+            "STRATUM_RAFT_RETRY_MIN",
+        ),
+        (
+            &[("STRATUM_RAFT_RETRY_MAX", "0s")],
+            "STRATUM_RAFT_RETRY_MAX",
+        ),
     ];
-    for (key, value, named) in cases {
+    for (settings, named) in cases {
         let dir = tempfile::tempdir().unwrap();
+        let env: Vec<(&str, String)> = settings
+            .iter()
+            .map(|(k, v)| (*k, (*v).to_owned()))
+            .collect();
+        let (key, value) = settings[settings.len() - 1];
         let out = tokio::time::timeout(
             Duration::from_secs(20),
-            serve_command(dir.path(), free_port(), &[(key, value.to_owned())]).output(),
+            serve_command(dir.path(), free_port(), &env).output(),
         )
         .await
         .unwrap_or_else(|_| panic!("{key}={value}: stratum serve did not exit within 20 s"))
@@ -553,5 +579,77 @@ async fn serve_without_raft_settings_records_record_only_removals() {
         of_type(&history, "RaftCleanupCompleted").len(),
         1,
         "{history:?}"
+    );
+}
+
+#[tokio::test]
+async fn serve_runs_configured_commands_and_the_ovn_server_forms_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let kicks = d.join("ovs-appctl.calls");
+    let appctl = recorder(d, "ovs-appctl", &kicks);
+    let patroni_calls = d.join("patroni.calls");
+    let patroni = recorder(d, "etcd-delete-member", &patroni_calls);
+    let commands = json!([[
+        patroni.display().to_string(),
+        "member-remove",
+        "{nodeId}",
+        "{address}",
+        "{host}"
+    ]]);
+    let server = start(
+        d,
+        &[
+            ("STRATUM_RAFT_OVN", "kick".to_owned()),
+            ("STRATUM_OVS_APPCTL", appctl.display().to_string()),
+            ("STRATUM_OVN_NB_SERVER", "tcp:{host}:16643".to_owned()),
+            ("STRATUM_OVN_SB_SERVER", "{nodeId}".to_owned()),
+            ("STRATUM_RAFT_PATRONI_COMMANDS", commands.to_string()),
+        ],
+    )
+    .await;
+    server.announces("ovn", "ovn-kick").await;
+    server.announces("patroni", "command").await;
+    server.announces("openbao", "record-only").await;
+
+    server.admit_three().await;
+    // An IPv6 joiner: `{host}` brackets its address.
+    server.admit("n-6", "2001:db8::6").await;
+    server.progress("n-6", "join/raft-patroni").await;
+    server
+        .member_post(
+            "n-6",
+            "join-failed",
+            json!({"step": "join/raft-ovn", "error": "ovsdb-server: cluster/join timed out"}),
+        )
+        .await;
+    server.cleaned("n-6").await;
+    assert_eq!(
+        lines(&kicks),
+        [
+            "-t /var/run/ovn/ovnnb_db.ctl cluster/kick OVN_Northbound tcp:[2001:db8::6]:16643",
+            "-t /var/run/ovn/ovnsb_db.ctl cluster/kick OVN_Southbound n-6",
+        ]
+    );
+    assert_eq!(
+        lines(&patroni_calls),
+        ["member-remove n-6 2001:db8::6 [2001:db8::6]"]
+    );
+    let adapters: BTreeSet<(String, String)> =
+        of_type(&server.history("n-6").await, "RaftPeerRemoved")
+            .iter()
+            .map(|e| {
+                (
+                    e["payload"]["raft"].as_str().unwrap().to_owned(),
+                    e["payload"]["adapter"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+    assert_eq!(
+        adapters,
+        BTreeSet::from([
+            ("ovn".to_owned(), "ovn-kick".to_owned()),
+            ("patroni".to_owned(), "command".to_owned()),
+        ])
     );
 }
