@@ -1,0 +1,606 @@
+//! Deciding the upgrade commands, and the driver's next step.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use crate::error::{ErrorCode, FieldError, Findings, Refusal};
+use crate::event::DomainEvent;
+use crate::release::{canonical, parse_manifest};
+use crate::state::{CommandContext, Decision, State, Subject};
+
+use super::*;
+
+impl Upgrade {
+    /// The step the driver takes next, from the recorded facts; empty when
+    /// the upgrade waits for someone.
+    pub(super) fn next_step(&self, state: &State) -> Vec<DomainEvent> {
+        let id = || self.id.clone();
+        let moved = |to| {
+            DomainEvent::UpgradeStateChanged(UpgradeStateChanged {
+                upgrade_id: id(),
+                from: self.state,
+                to,
+            })
+        };
+        match self.state {
+            UpgradeState::Planned => vec![moved(UpgradeState::Prechecking)],
+            UpgradeState::Prechecking => {
+                let prechecks = prechecks(state, self);
+                let failed: Vec<String> = prechecks
+                    .iter()
+                    .filter(|p| !p.passed)
+                    .map(|p| format!("{}: {}", p.name, p.message))
+                    .collect();
+                let checked = DomainEvent::UpgradePrechecked(UpgradePrechecked {
+                    upgrade_id: id(),
+                    prechecks,
+                });
+                if failed.is_empty() {
+                    vec![checked, moved(UpgradeState::Fetching)]
+                } else {
+                    vec![
+                        checked,
+                        DomainEvent::UpgradeFailed(UpgradeFailed {
+                            upgrade_id: id(),
+                            reason: format!("Prechecks failed: {}", failed.join("; ")),
+                        }),
+                    ]
+                }
+            }
+            UpgradeState::Fetching if self.not_finished(Phase::Fetch).is_empty() => {
+                vec![moved(match self.mode {
+                    UpgradeMode::Now => UpgradeState::BackingUp,
+                    UpgradeMode::StageOnly => UpgradeState::Staged,
+                })]
+            }
+            UpgradeState::BackingUp if self.backup.is_some() => {
+                let mut events = vec![moved(UpgradeState::Rolling)];
+                events.extend(self.turn_after(None));
+                if self.nodes.is_empty() {
+                    events.push(DomainEvent::UpgradeStateChanged(UpgradeStateChanged {
+                        upgrade_id: id(),
+                        from: UpgradeState::Rolling,
+                        to: UpgradeState::Verifying,
+                    }));
+                }
+                events
+            }
+            UpgradeState::Rolling => match self.turn {
+                Some(i) if self.nodes[i].finished(Phase::Roll) => match self.turn_after(Some(i)) {
+                    Some(next) => vec![next],
+                    None => vec![moved(UpgradeState::Verifying)],
+                },
+                Some(_) => Vec::new(),
+                None => vec![moved(UpgradeState::Verifying)],
+            },
+            UpgradeState::Verifying if self.not_finished(Phase::Verify).is_empty() => {
+                vec![DomainEvent::UpgradeCompleted(UpgradeCompleted {
+                    upgrade_id: id(),
+                    release: self.target_release.clone(),
+                })]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn turn_after(&self, i: Option<usize>) -> Option<DomainEvent> {
+        let next = i.map_or(0, |i| i + 1);
+        self.nodes.get(next).map(|n| {
+            DomainEvent::UpgradeNodeTurnStarted(UpgradeNodeTurnStarted {
+                upgrade_id: self.id.clone(),
+                node_id: n.node_id.clone(),
+            })
+        })
+    }
+}
+
+fn upgrade_decision(id: &str, events: Vec<DomainEvent>) -> Decision {
+    Decision {
+        events,
+        subject: Subject::Upgrade(id.to_owned()),
+    }
+}
+
+fn state_conflict(u: &Upgrade, what: &str) -> Refusal {
+    Refusal::new(
+        ErrorCode::UpgradeStateConflict,
+        format!("Upgrade {} is {}: {what}", u.id, u.state.as_str()),
+    )
+    .with_details(json!({ "state": u.state.as_str() }))
+}
+
+impl Upgrades {
+    /// Ids are drawn at random by the caller; one already taken is refused
+    /// rather than overwriting an upgrade's history.
+    fn refuse_taken_id(&self, id: &str) -> Result<(), Refusal> {
+        if self.upgrades.contains_key(id) {
+            return Err(Refusal::new(
+                ErrorCode::VersionConflict,
+                format!("Upgrade id {id} is taken; retry."),
+            ));
+        }
+        Ok(())
+    }
+
+    fn refuse_if_active(&self) -> Result<(), Refusal> {
+        match self.active_upgrade() {
+            Some(u) => Err(Refusal::new(
+                ErrorCode::UpgradeAlreadyActive,
+                format!(
+                    "Upgrade {} is {}; one upgrade runs at a time.",
+                    u.id,
+                    u.state.as_str()
+                ),
+            )
+            .with_details(json!({ "upgradeId": u.id, "state": u.state.as_str() }))),
+            None => Ok(()),
+        }
+    }
+
+    pub fn decide(
+        &self,
+        state: &State,
+        cmd: &UpgradeCommand,
+        _ctx: &CommandContext,
+    ) -> Result<Decision, Refusal> {
+        match cmd {
+            UpgradeCommand::RegisterRelease { manifest } => self.register_release(manifest),
+            UpgradeCommand::SetRunningRelease { version } => self.set_running_release(version),
+            UpgradeCommand::Create {
+                upgrade_id,
+                target_release,
+                mode,
+                backup_location,
+                backup_encrypted,
+            } => self.create(
+                state,
+                upgrade_id,
+                target_release,
+                mode,
+                backup_location,
+                backup_encrypted,
+            ),
+            UpgradeCommand::Advance => match self.active_upgrade() {
+                Some(u) => Ok(upgrade_decision(&u.id, u.next_step(state))),
+                None => Err(Refusal::new(ErrorCode::NotFound, "No upgrade is active.")),
+            },
+            UpgradeCommand::Apply { upgrade_id } => self.apply(upgrade_id),
+            UpgradeCommand::ReportNode {
+                upgrade_id,
+                node_id,
+                phase,
+                state: status,
+                message,
+                host_steps,
+                rebooted_at,
+                instances,
+            } => self.report_node(
+                upgrade_id,
+                node_id,
+                (phase, status),
+                message,
+                host_steps,
+                *rebooted_at,
+                instances,
+            ),
+            UpgradeCommand::ReportBackup {
+                upgrade_id,
+                location,
+                bundle,
+                encrypted,
+            } => self.report_backup(upgrade_id, location, bundle, encrypted),
+            UpgradeCommand::Cancel { upgrade_id } => self.cancel(upgrade_id),
+            UpgradeCommand::Rollback {
+                upgrade_id,
+                new_upgrade_id,
+                restore_backup,
+            } => self.rollback(state, upgrade_id, new_upgrade_id, restore_backup),
+            UpgradeCommand::Acknowledge { upgrade_id } => self.acknowledge(upgrade_id),
+        }
+    }
+
+    fn create(
+        &self,
+        state: &State,
+        upgrade_id: &String,
+        target_release: &Option<String>,
+        mode: &Option<String>,
+        backup_location: &Option<String>,
+        backup_encrypted: &Option<bool>,
+    ) -> Result<Decision, Refusal> {
+        let mut f = Findings::default();
+        let target = f.required("targetRelease", target_release).cloned();
+        if target.as_deref() == Some("") {
+            f.push("targetRelease", "is required");
+        }
+        let mode = match mode.as_deref() {
+            None => Some(UpgradeMode::Now),
+            Some(m) => UpgradeMode::parse(m).or_else(|| {
+                f.push("mode", format!("must be one of {}", UpgradeMode::one_of()));
+                None
+            }),
+        };
+        let location = match backup_location.as_deref() {
+            None => Some(BackupLocation::Node),
+            Some(l) => BackupLocation::parse(l).or_else(|| {
+                f.push(
+                    "backup.location",
+                    format!("must be one of {}", BackupLocation::one_of()),
+                );
+                None
+            }),
+        };
+        if !valid_upgrade_id(upgrade_id) {
+            f.push("id", "is not upg- and 10 of [0-9a-z]");
+        }
+        let ((target, mode), location) = f.conclude(target.zip(mode).zip(location))?;
+        self.refuse_if_active()?;
+        self.refuse_taken_id(upgrade_id)?;
+        let running = self.running_release()?;
+        let plan = self.plan(state, &target, running, mode);
+        Ok(upgrade_decision(
+            upgrade_id,
+            vec![DomainEvent::UpgradePlanned(UpgradePlanned {
+                upgrade_id: upgrade_id.clone(),
+                mode,
+                target_release: target,
+                from_release: running.to_owned(),
+                backup_location: location,
+                backup_encrypted: backup_encrypted.unwrap_or(false),
+                rollback_of: None,
+                restore_backup: false,
+                plan,
+            })],
+        ))
+    }
+
+    fn report_backup(
+        &self,
+        upgrade_id: &String,
+        location: &Option<String>,
+        bundle: &Option<String>,
+        encrypted: &Option<bool>,
+    ) -> Result<Decision, Refusal> {
+        let mut f = Findings::default();
+        let location = f.required("location", location).and_then(|l| {
+            BackupLocation::parse(l).or_else(|| {
+                f.push(
+                    "location",
+                    format!("must be one of {}", BackupLocation::one_of()),
+                );
+                None
+            })
+        });
+        let bundle = f.required("bundle", bundle).cloned();
+        if bundle.as_deref() == Some("") {
+            f.push("bundle", "is required");
+        }
+        let encrypted = f.required("encrypted", encrypted).copied();
+        let ((location, bundle), encrypted) = f.conclude(location.zip(bundle).zip(encrypted))?;
+        let u = self.upgrade(upgrade_id)?;
+        let backup = Backup {
+            location,
+            bundle,
+            encrypted,
+        };
+        if u.backup.as_ref() == Some(&backup) {
+            return Ok(Decision::none(Subject::Upgrade(upgrade_id.clone())));
+        }
+        if u.state != UpgradeState::BackingUp {
+            return Err(state_conflict(u, "a backup is reported while backing_up."));
+        }
+        Ok(upgrade_decision(
+            upgrade_id,
+            vec![DomainEvent::UpgradeBackupReported(UpgradeBackupReported {
+                upgrade_id: upgrade_id.clone(),
+                location: backup.location,
+                bundle: backup.bundle,
+                encrypted: backup.encrypted,
+            })],
+        ))
+    }
+
+    fn rollback(
+        &self,
+        state: &State,
+        upgrade_id: &String,
+        new_upgrade_id: &String,
+        restore_backup: &bool,
+    ) -> Result<Decision, Refusal> {
+        let u = self.upgrade(upgrade_id)?;
+        if !matches!(u.state, UpgradeState::Done | UpgradeState::Failed) {
+            return Err(state_conflict(
+                u,
+                "only a done or failed upgrade is rolled back.",
+            ));
+        }
+        // A rollback that failed or was canceled undid nothing: the
+        // upgrade may be rolled back again.
+        if let Some(by) = u.rolled_back_by.as_deref().filter(|by| {
+            self.upgrades
+                .get(*by)
+                .is_some_and(|r| !matches!(r.state, UpgradeState::Failed | UpgradeState::Canceled))
+        }) {
+            return Err(state_conflict(
+                u,
+                &format!("it was already rolled back by {by}."),
+            ));
+        }
+        if *restore_backup && u.backup.is_none() {
+            return Err(Refusal::invalid(vec![FieldError::new(
+                "restoreBackup",
+                format!("upgrade {upgrade_id} took no backup to restore"),
+            )]));
+        }
+        self.refuse_if_active()?;
+        self.refuse_taken_id(new_upgrade_id)?;
+        let running = self.running_release()?;
+        let mut plan = self.plan(state, &u.from_release, running, UpgradeMode::Now);
+        if *restore_backup {
+            // Each node restores the backup first, in its roll turn.
+            let at = plan
+                .steps
+                .iter()
+                .position(|s| s == "backup")
+                .map_or(0, |i| i + 1);
+            plan.steps.insert(at, "restore".to_owned());
+        }
+        Ok(upgrade_decision(
+            new_upgrade_id,
+            vec![
+                DomainEvent::UpgradePlanned(UpgradePlanned {
+                    upgrade_id: new_upgrade_id.clone(),
+                    mode: UpgradeMode::Now,
+                    target_release: u.from_release.clone(),
+                    from_release: running.to_owned(),
+                    backup_location: u.backup_location,
+                    backup_encrypted: u.backup_encrypted,
+                    rollback_of: Some(upgrade_id.clone()),
+                    restore_backup: *restore_backup,
+                    plan,
+                }),
+                DomainEvent::UpgradeRolledBack(UpgradeRolledBack {
+                    upgrade_id: upgrade_id.clone(),
+                    by: new_upgrade_id.clone(),
+                }),
+            ],
+        ))
+    }
+
+    fn register_release(&self, manifest: &serde_json::Value) -> Result<Decision, Refusal> {
+        let release = parse_manifest(manifest).map_err(Refusal::invalid)?;
+        let text = canonical(manifest);
+        let subject = Subject::Release(release.version.clone());
+        if let Some(known) = self.releases.get(&release.version) {
+            if known.manifest == text {
+                return Ok(Decision::none(subject));
+            }
+            return Err(Refusal::new(
+                ErrorCode::ReleaseExists,
+                format!(
+                    "Release {} is registered with another manifest; a release never changes.",
+                    release.version
+                ),
+            ));
+        }
+        Ok(Decision {
+            events: vec![DomainEvent::ReleaseRegistered(ReleaseRegistered {
+                version: release.version,
+                manifest: text,
+            })],
+            subject,
+        })
+    }
+
+    fn set_running_release(&self, version: &Option<String>) -> Result<Decision, Refusal> {
+        let mut f = Findings::default();
+        let version = f.required("version", version).cloned();
+        if let Some(v) = &version {
+            if !self.releases.contains_key(v) {
+                f.push("version", format!("release {v} is not registered"));
+            }
+        }
+        let version = f.conclude(version)?;
+        match &self.running {
+            Some(r) if r.version == version => Ok(Decision::none(Subject::RunningRelease)),
+            Some(r) => Err(Refusal::new(
+                ErrorCode::RunningReleaseAlreadySet,
+                format!(
+                    "The cluster runs release {}; after install only upgrades change it.",
+                    r.version
+                ),
+            )
+            .with_details(json!({ "version": r.version }))),
+            None => Ok(Decision {
+                events: vec![DomainEvent::RunningReleaseSet(RunningReleaseSet {
+                    version,
+                })],
+                subject: Subject::RunningRelease,
+            }),
+        }
+    }
+
+    fn apply(&self, upgrade_id: &str) -> Result<Decision, Refusal> {
+        let u = self.upgrade(upgrade_id)?;
+        if u.state != UpgradeState::Staged {
+            return Err(state_conflict(u, "only a staged upgrade is applied."));
+        }
+        Ok(upgrade_decision(
+            upgrade_id,
+            vec![DomainEvent::UpgradeStateChanged(UpgradeStateChanged {
+                upgrade_id: upgrade_id.to_owned(),
+                from: UpgradeState::Staged,
+                to: UpgradeState::BackingUp,
+            })],
+        ))
+    }
+
+    fn cancel(&self, upgrade_id: &str) -> Result<Decision, Refusal> {
+        let u = self.upgrade(upgrade_id)?;
+        match u.state {
+            UpgradeState::Canceled => Ok(Decision::none(Subject::Upgrade(upgrade_id.to_owned()))),
+            s if s.cancelable() => Ok(upgrade_decision(
+                upgrade_id,
+                vec![DomainEvent::UpgradeCanceled(UpgradeRef {
+                    upgrade_id: upgrade_id.to_owned(),
+                })],
+            )),
+            s => Err(Refusal::new(
+                ErrorCode::UpgradeNotCancelable,
+                match s {
+                    UpgradeState::Done | UpgradeState::Failed => format!(
+                        "Upgrade {upgrade_id} is {}; only an upgrade that has not taken its backup is canceled.",
+                        s.as_str()
+                    ),
+                    _ => format!(
+                        "Upgrade {upgrade_id} is {}: from the backup on it runs to its end; roll it back once it is done or failed.",
+                        s.as_str()
+                    ),
+                },
+            )
+            .with_details(json!({ "state": s.as_str() }))),
+        }
+    }
+
+    fn acknowledge(&self, upgrade_id: &str) -> Result<Decision, Refusal> {
+        let u = self.upgrade(upgrade_id)?;
+        if u.state != UpgradeState::Failed {
+            return Err(state_conflict(
+                u,
+                "only a failed upgrade's findings are acknowledged.",
+            ));
+        }
+        let events = if u.acknowledged_at.is_some() {
+            Vec::new()
+        } else {
+            vec![DomainEvent::UpgradeAcknowledged(UpgradeRef {
+                upgrade_id: upgrade_id.to_owned(),
+            })]
+        };
+        Ok(upgrade_decision(upgrade_id, events))
+    }
+
+    fn running_release(&self) -> Result<&str, Refusal> {
+        self.running.as_ref().map(|r| r.version.as_str()).ok_or_else(|| {
+            Refusal::new(
+                ErrorCode::RunningReleaseNotSet,
+                "The cluster's running release is not set; set it at install with PUT /v1/admin/cluster/release.",
+            )
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn report_node(
+        &self,
+        upgrade_id: &str,
+        node_id: &str,
+        (phase, status): (&Option<String>, &Option<String>),
+        message: &Option<String>,
+        host_steps: &Option<Vec<HostStep>>,
+        rebooted_at: Option<DateTime<Utc>>,
+        instances: &Option<Vec<String>>,
+    ) -> Result<Decision, Refusal> {
+        let mut f = Findings::default();
+        let phase = f.required("phase", phase).and_then(|p| {
+            Phase::parse(p).or_else(|| {
+                f.push("phase", format!("must be one of {}", Phase::one_of()));
+                None
+            })
+        });
+        let status = f.required("state", status).and_then(|s| {
+            NodeStatus::parse(s)
+                .filter(|s| *s != NodeStatus::Pending)
+                .or_else(|| {
+                    f.push("state", "must be one of running, done, failed");
+                    None
+                })
+        });
+        for (i, step) in host_steps.iter().flatten().enumerate() {
+            if step.name.is_empty() {
+                f.push(&format!("hostSteps[{i}].name"), "is required");
+            }
+            if !HOST_STEP_STATES.contains(&step.state.as_str()) {
+                f.push(
+                    &format!("hostSteps[{i}].state"),
+                    format!("must be one of {}", HOST_STEP_STATES.join(", ")),
+                );
+            }
+        }
+        let (phase, status) = f.conclude(phase.zip(status))?;
+        let u = self.upgrade(upgrade_id)?;
+        let Some(idx) = u.nodes.iter().position(|n| n.node_id == node_id) else {
+            return Err(Refusal::not_found(format!(
+                "Node {node_id} of upgrade {upgrade_id}"
+            )));
+        };
+        let node = &u.nodes[idx];
+        let message = message.clone().unwrap_or_default();
+        let unchanged = node.phase == phase
+            && node.state == status
+            && (message.is_empty() || message == node.message)
+            && host_steps.as_ref().is_none_or(|h| *h == node.host_steps)
+            && rebooted_at.is_none()
+            && instances.as_ref().is_none_or(|i| *i == node.instances);
+        if unchanged {
+            return Ok(Decision::none(Subject::Upgrade(upgrade_id.to_owned())));
+        }
+        if u.state.is_terminal() {
+            return Err(state_conflict(u, "it takes no more reports."));
+        }
+        // A node whose fetch or verify fails, whenever it reports it, fails
+        // the upgrade: from the prechecks on, any state but `planned` can
+        // go to `failed`. A roll is only ever reported in the node's turn.
+        let fails_it = status == NodeStatus::Failed
+            && phase != Phase::Roll
+            && u.state.can_move_to(UpgradeState::Failed);
+        match phase {
+            _ if fails_it => {}
+            Phase::Roll if u.state != UpgradeState::Rolling || u.turn != Some(idx) => {
+                let turn = u
+                    .turn
+                    .filter(|_| u.state == UpgradeState::Rolling)
+                    .map(|i| u.nodes[i].node_id.clone());
+                return Err(Refusal::new(
+                    ErrorCode::NotNodeTurn,
+                    match &turn {
+                        Some(t) => format!("It is {t}'s turn to roll, not {node_id}'s."),
+                        None => format!(
+                            "Upgrade {upgrade_id} is {}; no node rolls now.",
+                            u.state.as_str()
+                        ),
+                    },
+                )
+                .with_details(json!({ "turn": turn, "state": u.state.as_str() })));
+            }
+            Phase::Fetch if u.state != UpgradeState::Fetching => {
+                return Err(state_conflict(u, "fetch is reported while fetching."));
+            }
+            Phase::Verify if u.state != UpgradeState::Verifying => {
+                return Err(state_conflict(u, "verify is reported while verifying."));
+            }
+            _ => {}
+        }
+        let mut events = vec![DomainEvent::UpgradeNodeReported(UpgradeNodeReported {
+            upgrade_id: upgrade_id.to_owned(),
+            node_id: node_id.to_owned(),
+            phase,
+            state: status,
+            message: message.clone(),
+            host_steps: host_steps.clone(),
+            rebooted_at: rebooted_at.map(|t| t.timestamp_micros()),
+            instances: instances.clone(),
+        })];
+        if status == NodeStatus::Failed {
+            let why = if message.is_empty() {
+                "no message".to_owned()
+            } else {
+                message
+            };
+            events.push(DomainEvent::UpgradeFailed(UpgradeFailed {
+                upgrade_id: upgrade_id.to_owned(),
+                reason: format!("{node_id} failed {}: {why}", phase.as_str()),
+            }));
+        }
+        Ok(upgrade_decision(upgrade_id, events))
+    }
+}

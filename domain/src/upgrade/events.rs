@@ -1,0 +1,109 @@
+//! The upgrade events: what happened to releases and upgrades.
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseRegistered {
+    pub version: String,
+    /// The manifest's canonical JSON (RFC 8785), signature included.
+    pub manifest: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunningReleaseSet {
+    pub version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradePlanned {
+    pub upgrade_id: String,
+    pub mode: UpgradeMode,
+    pub target_release: String,
+    pub from_release: String,
+    pub backup_location: BackupLocation,
+    pub backup_encrypted: bool,
+    pub rollback_of: Option<String>,
+    pub restore_backup: bool,
+    pub plan: Plan,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeStateChanged {
+    pub upgrade_id: String,
+    pub from: UpgradeState,
+    pub to: UpgradeState,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradePrechecked {
+    pub upgrade_id: String,
+    pub prechecks: Vec<Precheck>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeNodeTurnStarted {
+    pub upgrade_id: String,
+    pub node_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeNodeReported {
+    pub upgrade_id: String,
+    pub node_id: String,
+    pub phase: Phase,
+    pub state: NodeStatus,
+    pub message: String,
+    pub host_steps: Option<Vec<HostStep>>,
+    /// Microseconds since the epoch.
+    pub rebooted_at: Option<i64>,
+    pub instances: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeBackupReported {
+    pub upgrade_id: String,
+    pub location: BackupLocation,
+    pub bundle: String,
+    pub encrypted: bool,
+}
+
+/// An upgrade's end or mark that carries only a text (a reason, a release,
+/// the rollback's id) or nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeFailed {
+    pub upgrade_id: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeCompleted {
+    pub upgrade_id: String,
+    /// The release the cluster runs from now on.
+    pub release: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeRolledBack {
+    pub upgrade_id: String,
+    /// The upgrade that undoes it.
+    pub by: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeRef {
+    pub upgrade_id: String,
+}

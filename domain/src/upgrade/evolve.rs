@@ -1,0 +1,172 @@
+//! Folding the upgrade events into the state.
+
+use crate::event::DomainEvent;
+use crate::state::EventCtx;
+
+use super::*;
+
+impl Upgrades {
+    /// Folds one event. Events were decided against this very state, so
+    /// an unknown upgrade here is a corrupt log, and ignored.
+    pub fn evolve(&mut self, ctx: &EventCtx, event: &DomainEvent) {
+        let at = ctx.occurred_at;
+        match event {
+            DomainEvent::ReleaseRegistered(e) => {
+                // Validated when registered; read as recorded since.
+                let mut release = crate::release::read_recorded(&e.manifest);
+                release.version = e.version.clone();
+                self.releases.insert(
+                    e.version.clone(),
+                    RegisteredRelease {
+                        release,
+                        manifest: e.manifest.clone(),
+                        registered_by: ctx.principal.to_owned(),
+                        registered_at: at,
+                        registered_position: ctx.position,
+                    },
+                );
+                return;
+            }
+            DomainEvent::RunningReleaseSet(e) => {
+                self.running = Some(RunningRelease {
+                    version: e.version.clone(),
+                    set_by: ctx.principal.to_owned(),
+                    set_at: at,
+                    changes: 1,
+                });
+                return;
+            }
+            DomainEvent::UpgradePlanned(e) => {
+                let restore = e.restore_backup;
+                let nodes = e
+                    .plan
+                    .nodes
+                    .iter()
+                    .map(|n| UpgradeNode {
+                        node_id: n.node_id.clone(),
+                        ordinal: n.ordinal,
+                        kind: n.kind,
+                        phase: Phase::Fetch,
+                        state: NodeStatus::Pending,
+                        message: String::new(),
+                        host_steps: host_steps(n.kind, restore),
+                        previous_release: e.from_release.clone(),
+                        instances: Vec::new(),
+                    })
+                    .collect();
+                self.upgrades.insert(
+                    e.upgrade_id.clone(),
+                    Upgrade {
+                        id: e.upgrade_id.clone(),
+                        mode: e.mode,
+                        state: UpgradeState::Planned,
+                        target_release: e.target_release.clone(),
+                        from_release: e.from_release.clone(),
+                        backup_location: e.backup_location,
+                        backup_encrypted: e.backup_encrypted,
+                        backup: None,
+                        plan: e.plan.clone(),
+                        prechecks: Vec::new(),
+                        nodes,
+                        turn: None,
+                        failure_reason: None,
+                        last_restart_at: None,
+                        rollback_of: e.rollback_of.clone(),
+                        restore_backup: restore,
+                        rolled_back_by: None,
+                        acknowledged_at: None,
+                        created_by: ctx.principal.to_owned(),
+                        created_at: at,
+                        canceled_by: None,
+                        canceled_at: None,
+                        updated_at: at,
+                        created_position: ctx.position,
+                        version: ctx.stream_version,
+                    },
+                );
+                self.active = Some(e.upgrade_id.clone());
+                return;
+            }
+            _ => {}
+        }
+        let Some(id) = upgrade_of(event) else {
+            return;
+        };
+        let Some(u) = self.upgrades.get_mut(id) else {
+            return;
+        };
+        u.updated_at = at;
+        u.version = ctx.stream_version;
+        match event {
+            DomainEvent::UpgradeStateChanged(e) => {
+                u.state = e.to;
+                if e.to == UpgradeState::Verifying {
+                    u.turn = None;
+                    for n in &mut u.nodes {
+                        n.phase = Phase::Verify;
+                        n.state = NodeStatus::Pending;
+                    }
+                }
+            }
+            DomainEvent::UpgradePrechecked(e) => u.prechecks = e.prechecks.clone(),
+            DomainEvent::UpgradeNodeTurnStarted(e) => {
+                u.turn = u.nodes.iter().position(|n| n.node_id == e.node_id);
+                if let Some(n) = u.nodes.iter_mut().find(|n| n.node_id == e.node_id) {
+                    n.phase = Phase::Roll;
+                    n.state = NodeStatus::Pending;
+                }
+            }
+            DomainEvent::UpgradeNodeReported(e) => {
+                if let Some(n) = u.nodes.iter_mut().find(|n| n.node_id == e.node_id) {
+                    n.phase = e.phase;
+                    n.state = e.state;
+                    if !e.message.is_empty() {
+                        n.message = e.message.clone();
+                    }
+                    if let Some(h) = &e.host_steps {
+                        n.host_steps = h.clone();
+                    }
+                    if let Some(i) = &e.instances {
+                        n.instances = i.clone();
+                    }
+                }
+                if let Some(t) = e.rebooted_at {
+                    u.last_restart_at = Some(crate::log::micros_to_time(t));
+                }
+            }
+            DomainEvent::UpgradeBackupReported(e) => {
+                u.backup = Some(Backup {
+                    location: e.location,
+                    bundle: e.bundle.clone(),
+                    encrypted: e.encrypted,
+                });
+            }
+            DomainEvent::UpgradeFailed(e) => {
+                u.state = UpgradeState::Failed;
+                u.failure_reason = Some(e.reason.clone());
+            }
+            DomainEvent::UpgradeCompleted(e) => {
+                u.state = UpgradeState::Done;
+                self.running = Some(RunningRelease {
+                    version: e.release.clone(),
+                    set_by: e.upgrade_id.clone(),
+                    set_at: at,
+                    changes: self.running.as_ref().map_or(0, |r| r.changes) + 1,
+                });
+            }
+            DomainEvent::UpgradeCanceled(_) => {
+                u.state = UpgradeState::Canceled;
+                u.canceled_by = Some(ctx.principal.to_owned());
+                u.canceled_at = Some(at);
+            }
+            DomainEvent::UpgradeRolledBack(e) => u.rolled_back_by = Some(e.by.clone()),
+            DomainEvent::UpgradeAcknowledged(_) => u.acknowledged_at = Some(at),
+            _ => {}
+        }
+        if self.active.as_deref() == Some(id)
+            && self.upgrades.get(id).is_some_and(|u| u.state.is_terminal())
+        {
+            self.active = None;
+        }
+    }
+}

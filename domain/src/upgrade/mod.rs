@@ -1,0 +1,65 @@
+//! Upgrades (SPEC §5): releases, the running release, and the upgrade
+//! aggregate with its plan, prechecks, node reports, write freeze, cancel
+//! and rollback.
+//!
+//! The states and the only moves between them:
+//!
+//! ```text
+//! planned → prechecking → fetching → [staged →] backing_up → rolling → verifying → done
+//! prechecking ..= verifying → failed
+//! planned, prechecking, fetching, staged → canceled
+//! ```
+//!
+//! The upgrade driver (a process manager in the API crate) moves an upgrade
+//! on by sending [`UpgradeCommand::Advance`]: `decide` looks at the recorded
+//! facts (node reports, the backup report) and answers the one step that is
+//! due, or nothing. So every step is an event, decided under the log's write
+//! lock like any command, and a restarted service resumes from the log.
+//!
+//! The module is split along its seams: [`model`] (the record, the plan
+//! and the commands), [`events`], [`plan`] (what an upgrade will do),
+//! [`prechecks`], [`decide`] (one function per command, and the driver's
+//! next step) and [`evolve`] (the fold).
+
+macro_rules! string_enum {
+    ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            pub fn parse(s: &str) -> Option<Self> {
+                match s {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+
+            /// The accepted values, for error messages.
+            pub fn one_of() -> String {
+                [$($text),+].join(", ")
+            }
+        }
+    };
+}
+
+mod decide;
+pub mod events;
+mod evolve;
+pub mod model;
+mod plan;
+pub mod prechecks;
+
+pub use events::*;
+pub use model::*;
+pub use prechecks::prechecks;
