@@ -537,11 +537,11 @@ impl Membership {
                     .and_then(|ip| check_ip(&mut f, "mgmtIp", ip));
                 let bindings = check_bindings(&mut f, bindings);
                 check_labels(&mut f, "labels", labels);
-                f.into_result()?;
+                let ((node_id, role), mgmt_ip) = f.conclude(id.zip(role).zip(ip))?;
                 let input = AdmitInput {
-                    node_id: id.unwrap_or_default(),
-                    role: role.expect("validated"),
-                    mgmt_ip: ip.expect("validated"),
+                    node_id,
+                    role,
+                    mgmt_ip,
                     bindings,
                     labels: labels.clone(),
                 };
@@ -564,12 +564,11 @@ impl Membership {
             MemberCommand::ReportJoinProgress { node_id, step } => {
                 let mut f = Findings::default();
                 let step = check_step(&mut f, step);
-                f.into_result()?;
+                let step = f.conclude(step)?;
                 let m = self.member(node_id)?;
                 if m.state != MemberState::Joining {
                     return Err(not_joining(m));
                 }
-                let step = step.expect("validated");
                 if m.join_step.as_deref() == Some(step.as_str()) {
                     return Ok(unchanged(node_id));
                 }
@@ -602,20 +601,19 @@ impl Membership {
                 let mut f = Findings::default();
                 let step = check_step(&mut f, step);
                 let error = check_line(&mut f, "error", error, MAX_ERROR_LINE);
-                f.into_result()?;
+                let (step, error) = f.conclude(step.zip(error))?;
                 let m = self.member(node_id)?;
                 if m.state != MemberState::Joining {
                     // The seed: any other state answers the record unchanged.
                     return Ok(unchanged(node_id));
                 }
-                let step = step.expect("validated");
                 let mut rafts = m.rafts_reached.clone();
                 rafts.extend(Raft::of_step(&step));
                 let rafts: Vec<Raft> = rafts.into_iter().collect();
                 let mut events = vec![DomainEvent::MemberJoinFailed(MemberJoinFailed {
                     node_id: node_id.clone(),
                     step,
-                    error: error.expect("validated"),
+                    error,
                     rafts: rafts.clone(),
                 })];
                 if rafts.is_empty() {
@@ -658,7 +656,7 @@ impl Membership {
             } => {
                 let mut f = Findings::default();
                 let reason = check_line(&mut f, "reason", reason, MAX_REASON);
-                f.into_result()?;
+                let reason = f.conclude(reason)?;
                 let m = self.member(node_id)?;
                 if matches!(m.state, MemberState::Removing | MemberState::Decommissioned) {
                     return Ok(unchanged(node_id));
@@ -666,7 +664,6 @@ impl Membership {
                 if m.is_active_voter() && !force {
                     self.quorum_kept(node_id, "Decommissioning")?;
                 }
-                let reason = reason.expect("validated");
                 let rafts: Vec<Raft> = m
                     .rafts_in()
                     .union(&m.rafts_to_clean)
@@ -701,7 +698,7 @@ impl Membership {
                         );
                     }
                 }
-                f.into_result()?;
+                let generation = f.conclude(*generation)?;
                 let m = self.member(node_id)?;
                 if m.state == MemberState::Decommissioned {
                     return Err(Refusal::new(
@@ -709,7 +706,6 @@ impl Membership {
                         format!("Member {node_id} is decommissioned."),
                     ));
                 }
-                let generation = generation.expect("validated");
                 if m.applied_generation == generation {
                     return Ok(unchanged(node_id));
                 }
@@ -789,8 +785,7 @@ impl Membership {
                     .required("mgmtIp", mgmt_ip)
                     .and_then(|ip| check_ip(&mut f, "mgmtIp", ip));
                 check_labels(&mut f, "labels", labels);
-                f.into_result()?;
-                let node_id = id.expect("validated");
+                let (node_id, ip) = f.conclude(id.zip(ip))?;
                 if let Some(pending) = self
                     .join_requests
                     .values()
@@ -811,7 +806,7 @@ impl Membership {
                     events: vec![DomainEvent::JoinRequested(JoinRequested {
                         request_id: request_id.clone(),
                         node_id,
-                        mgmt_ip: ip.expect("validated"),
+                        mgmt_ip: ip,
                         labels: labels.clone(),
                         facts: facts.clone(),
                     })],
@@ -833,11 +828,11 @@ impl Membership {
                     check_bindings(&mut f, bindings.as_ref().unwrap_or(&StringMap::new()));
                 let labels = labels.clone().unwrap_or_else(|| req.labels.clone());
                 check_labels(&mut f, "labels", &labels);
-                f.into_result()?;
+                let (role, mgmt_ip) = f.conclude(role.zip(ip))?;
                 let input = AdmitInput {
                     node_id: req.node_id.clone(),
-                    role: role.expect("validated"),
-                    mgmt_ip: ip.expect("validated"),
+                    role,
+                    mgmt_ip,
                     bindings,
                     labels,
                 };
@@ -869,11 +864,11 @@ impl Membership {
                 let req = self.open_request(request_id)?;
                 let mut f = Findings::default();
                 let reason = check_line(&mut f, "reason", reason, MAX_REASON);
-                f.into_result()?;
+                let reason = f.conclude(reason)?;
                 Ok(Decision {
                     events: vec![DomainEvent::JoinRequestRejected {
                         request_id: req.request_id.clone(),
-                        reason: reason.expect("validated"),
+                        reason,
                     }],
                     subject: Subject::JoinRequest(request_id.clone()),
                 })
