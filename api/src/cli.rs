@@ -281,6 +281,7 @@ async fn serve(listen: SocketAddr, db: &Db, raft: &RaftArgs) -> anyhow_like::Res
         release_keys: release_keys_from_env()?,
         adapters,
         backoff,
+        ..Default::default()
     };
     cfg.adapters.log();
     let store = open(db).await?;

@@ -141,6 +141,38 @@ struct Job {
     reply: oneshot::Sender<Result<CommandReply, ApiError>>,
 }
 
+/// Where the write path reads the time from: the wall clock, or a clock a
+/// test moves. Time enters the domain only with a command.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> chrono::DateTime<Utc> + Send + Sync>);
+
+impl Clock {
+    pub fn system() -> Self {
+        Self(Arc::new(Utc::now))
+    }
+
+    /// A clock that answers whatever `now` answers (tests move it).
+    pub fn from_fn(now: impl Fn() -> chrono::DateTime<Utc> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(now))
+    }
+
+    pub fn now(&self) -> chrono::DateTime<Utc> {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::system()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
+}
+
 /// The handle every part of the service submits commands through.
 #[derive(Clone)]
 pub struct CommandBus {
@@ -150,14 +182,20 @@ pub struct CommandBus {
 }
 
 impl CommandBus {
-    /// Loads the log and starts the writer task.
+    /// Loads the log and starts the writer task, on the wall clock.
     pub async fn start(store: Arc<dyn EventStore>) -> StoreResult<Self> {
+        Self::start_with(store, Clock::system()).await
+    }
+
+    /// Loads the log and starts the writer task, reading time from `clock`.
+    pub async fn start_with(store: Arc<dyn EventStore>, clock: Clock) -> StoreResult<Self> {
         let rm = load(store.clone(), None).await?;
         let (head, _) = watch::channel(rm.state.position);
         let (upgrade_due, _) = watch::channel(UpgradeDue::of(&rm));
         let (jobs, rx) = mpsc::channel(4096);
         let writer = Writer {
             store,
+            clock,
             rm,
             reload: false,
             head: head.clone(),
@@ -315,6 +353,7 @@ async fn replay_onto(
 
 struct Writer {
     store: Arc<dyn EventStore>,
+    clock: Clock,
     rm: ReadModels,
     /// The in-memory state may be ahead of the log (a failed commit).
     reload: bool,
@@ -503,7 +542,7 @@ impl Writer {
             }
         }
         let ctx = CommandContext {
-            now: log_precision(Utc::now()),
+            now: log_precision(self.clock.now()),
             principal: req.meta.principal.clone(),
             held_policies: req.held_policies.clone(),
         };

@@ -9,7 +9,7 @@ use stratum_domain::Command;
 use tokio::task::JoinHandle;
 
 use crate::auth::{new_id, new_secret, secret_hash};
-use crate::command::{CommandBus, CommandRequest};
+use crate::command::{Clock, CommandBus, CommandRequest};
 use crate::raft::{Backoff, RaftAdapters, RaftCleanup};
 use crate::store::{EventStore, StoreError};
 use crate::upgrade_driver::UpgradeDriver;
@@ -34,6 +34,8 @@ pub struct ServiceConfig {
     pub backoff: Backoff,
     /// The keys release manifests must be signed by.
     pub release_keys: TrustedKeys,
+    /// Where the write path reads the time (tests move it).
+    pub clock: Clock,
 }
 
 /// A started service and its background tasks (aborted on drop).
@@ -57,7 +59,7 @@ impl Drop for Service {
 const POLL: Duration = Duration::from_millis(1000);
 
 pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Service, StoreError> {
-    let bus = CommandBus::start(store.clone()).await?;
+    let bus = CommandBus::start_with(store.clone(), cfg.clock.clone()).await?;
     let state = AppState {
         store: store.clone(),
         bus: bus.clone(),

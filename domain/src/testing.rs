@@ -321,7 +321,7 @@ pub fn upgrade_examples() -> Vec<DomainEvent> {
             state: NodeStatus::Done,
             message: "rolled".into(),
             host_steps: Some(host_steps(NodeKind::Host, true)),
-            rebooted_at: Some(t0().timestamp_micros()),
+            rebooted_at: Some(t0()),
             instances: Some(vec!["vm-1".into()]),
         }),
         DomainEvent::UpgradeBackupReported(UpgradeBackupReported {

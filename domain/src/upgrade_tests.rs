@@ -1512,7 +1512,7 @@ fn rebooted_at_sets_the_last_restart() {
     let [DomainEvent::UpgradeNodeReported(e)] = d.events.as_slice() else {
         panic!("{d:?}")
     };
-    assert_eq!(e.rebooted_at, Some(at.timestamp_micros()));
+    assert_eq!(e.rebooted_at, Some(at));
     assert_eq!(upgrade(&s, UPG).last_restart_at, Some(at));
 }
 

@@ -587,7 +587,7 @@ impl Upgrades {
             state: status,
             message: message.clone(),
             host_steps: host_steps.clone(),
-            rebooted_at: rebooted_at.map(|t| t.timestamp_micros()),
+            rebooted_at,
             instances: instances.clone(),
         })];
         if status == NodeStatus::Failed {

@@ -1,5 +1,6 @@
 //! The upgrade events: what happened to releases and upgrades.
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::*;
@@ -63,8 +64,7 @@ pub struct UpgradeNodeReported {
     pub state: NodeStatus,
     pub message: String,
     pub host_steps: Option<Vec<HostStep>>,
-    /// Microseconds since the epoch.
-    pub rebooted_at: Option<i64>,
+    pub rebooted_at: Option<DateTime<Utc>>,
     pub instances: Option<Vec<String>>,
 }
 

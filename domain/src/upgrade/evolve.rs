@@ -131,7 +131,7 @@ impl Upgrades {
                     }
                 }
                 if let Some(t) = e.rebooted_at {
-                    u.last_restart_at = Some(crate::log::micros_to_time(t));
+                    u.last_restart_at = Some(t);
                 }
             }
             DomainEvent::UpgradeBackupReported(e) => {

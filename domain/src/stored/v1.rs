@@ -1,0 +1,986 @@
+//! Version 1 of every stored type, frozen: each mirrors, field for field and
+//! variant for variant, the bytes version 1 was written with.
+//!
+//! Postcard writes a struct's fields in definition order without names and
+//! an enum's variant as its index. So nothing here is ever changed: not a
+//! field, not its type, not a variant, not their order. A new shape is a
+//! `V2` type in [`super::v2`] with an upcaster in [`super::upcast`]. The
+//! domain types are free to change; only the conversions here follow them.
+//!
+//! A variant may only ever be appended to a stored enum, never inserted or
+//! reordered: inserting one renumbers every variant after it, and old bytes
+//! would silently decode as another variant. The golden bytes of every
+//! variant in `replay-tests/fixtures/enums` catch a change that forgets it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::iam::{PolicyCreated, PrincipalPoliciesSet, ResourcePolicySet, TokenRevoked};
+use crate::membership::{Raft, Role};
+use crate::release::ComponentChange;
+use crate::upgrade::{
+    BackupLocation, HostStep, NodeKind, NodeStatus, Phase, Plan, PlanNode, Precheck,
+    ReleaseRegistered, RunningReleaseSet, UpgradeBackupReported, UpgradeCompleted, UpgradeFailed,
+    UpgradeMode, UpgradeNodeReported, UpgradeNodeTurnStarted, UpgradePlanned, UpgradePrechecked,
+    UpgradeRef, UpgradeRolledBack, UpgradeState, UpgradeStateChanged,
+};
+
+// ------------------------------------------------------------ membership
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RoleV1 {
+    Control,
+    Compute,
+    Storage,
+    Hybrid,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RaftV1 {
+    Patroni,
+    Openbao,
+    Ovn,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberAdmittedV1 {
+    pub node_id: String,
+    pub role: RoleV1,
+    pub mgmt_ip: String,
+    pub bindings: BTreeMap<String, String>,
+    pub labels: BTreeMap<String, String>,
+    pub ordinal: u32,
+    pub join_request: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeStepV1 {
+    pub node_id: String,
+    pub step: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeV1 {
+    pub node_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberJoinFailedV1 {
+    pub node_id: String,
+    pub step: String,
+    pub error: String,
+    pub rafts: Vec<RaftV1>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RaftPeerRemovedV1 {
+    pub node_id: String,
+    pub raft: RaftV1,
+    pub already_gone: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberRemovalStartedV1 {
+    pub node_id: String,
+    pub reason: String,
+    pub forced: bool,
+    pub rafts: Vec<RaftV1>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberDecommissionedV1 {
+    pub node_id: String,
+    pub reason: String,
+    pub by: String,
+}
+
+/// A member change: the values after it, all four.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberUpdatedV1 {
+    pub node_id: String,
+    pub role: RoleV1,
+    pub mgmt_ip: String,
+    pub bindings: BTreeMap<String, String>,
+    pub labels: BTreeMap<String, String>,
+    pub forced: bool,
+    /// The rafts a demoted voter is taken out of, as a bit set (see
+    /// [`super::v2::raft_bit`]).
+    pub rafts: u8,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedGenerationReportedV1 {
+    pub node_id: String,
+    pub generation: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JoinRequestedV1 {
+    pub request_id: String,
+    pub node_id: String,
+    pub mgmt_ip: String,
+    pub labels: BTreeMap<String, String>,
+    pub facts: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JoinRequestApprovedV1 {
+    pub request_id: String,
+    pub node_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JoinRequestRejectedV1 {
+    pub request_id: String,
+    pub reason: String,
+}
+
+impl From<Role> for RoleV1 {
+    fn from(r: Role) -> Self {
+        match r {
+            Role::Control => RoleV1::Control,
+            Role::Compute => RoleV1::Compute,
+            Role::Storage => RoleV1::Storage,
+            Role::Hybrid => RoleV1::Hybrid,
+        }
+    }
+}
+
+impl From<RoleV1> for Role {
+    fn from(r: RoleV1) -> Self {
+        match r {
+            RoleV1::Control => Role::Control,
+            RoleV1::Compute => Role::Compute,
+            RoleV1::Storage => Role::Storage,
+            RoleV1::Hybrid => Role::Hybrid,
+        }
+    }
+}
+
+impl From<Raft> for RaftV1 {
+    fn from(r: Raft) -> Self {
+        match r {
+            Raft::Patroni => RaftV1::Patroni,
+            Raft::Openbao => RaftV1::Openbao,
+            Raft::Ovn => RaftV1::Ovn,
+        }
+    }
+}
+
+impl From<RaftV1> for Raft {
+    fn from(r: RaftV1) -> Self {
+        match r {
+            RaftV1::Patroni => Raft::Patroni,
+            RaftV1::Openbao => Raft::Openbao,
+            RaftV1::Ovn => Raft::Ovn,
+        }
+    }
+}
+
+// ------------------------------------------------------------------- IAM
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenIssuedV1 {
+    pub token_id: String,
+    pub principal: String,
+    pub secret_sha256: [u8; 32],
+    pub policies: Vec<String>,
+    /// Microseconds since the epoch.
+    pub expires_at: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRevokedV1 {
+    pub token_id: String,
+}
+
+/// A custom policy; its document is canonical JSON text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyCreatedV1 {
+    pub name: String,
+    pub document: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrincipalPoliciesSetV1 {
+    pub principal: String,
+    pub policies: Vec<String>,
+}
+
+/// A resource policy; its document is canonical JSON text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourcePolicySetV1 {
+    pub resource: String,
+    pub document: String,
+}
+
+impl From<&TokenRevoked> for TokenRevokedV1 {
+    fn from(e: &TokenRevoked) -> Self {
+        TokenRevokedV1 {
+            token_id: e.token_id.clone(),
+        }
+    }
+}
+
+impl From<TokenRevokedV1> for TokenRevoked {
+    fn from(e: TokenRevokedV1) -> Self {
+        TokenRevoked {
+            token_id: e.token_id,
+        }
+    }
+}
+
+impl From<&PolicyCreated> for PolicyCreatedV1 {
+    fn from(e: &PolicyCreated) -> Self {
+        PolicyCreatedV1 {
+            name: e.name.clone(),
+            document: e.document.clone(),
+        }
+    }
+}
+
+impl From<PolicyCreatedV1> for PolicyCreated {
+    fn from(e: PolicyCreatedV1) -> Self {
+        PolicyCreated {
+            name: e.name,
+            document: e.document,
+        }
+    }
+}
+
+impl From<&PrincipalPoliciesSet> for PrincipalPoliciesSetV1 {
+    fn from(e: &PrincipalPoliciesSet) -> Self {
+        PrincipalPoliciesSetV1 {
+            principal: e.principal.clone(),
+            policies: e.policies.clone(),
+        }
+    }
+}
+
+impl From<PrincipalPoliciesSetV1> for PrincipalPoliciesSet {
+    fn from(e: PrincipalPoliciesSetV1) -> Self {
+        PrincipalPoliciesSet {
+            principal: e.principal,
+            policies: e.policies,
+        }
+    }
+}
+
+impl From<&ResourcePolicySet> for ResourcePolicySetV1 {
+    fn from(e: &ResourcePolicySet) -> Self {
+        ResourcePolicySetV1 {
+            resource: e.resource.clone(),
+            document: e.document.clone(),
+        }
+    }
+}
+
+impl From<ResourcePolicySetV1> for ResourcePolicySet {
+    fn from(e: ResourcePolicySetV1) -> Self {
+        ResourcePolicySet {
+            resource: e.resource,
+            document: e.document,
+        }
+    }
+}
+
+// -------------------------------------------------------- upgrade enums
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UpgradeStateV1 {
+    Planned,
+    Prechecking,
+    Fetching,
+    Staged,
+    BackingUp,
+    Rolling,
+    Verifying,
+    Done,
+    Failed,
+    Canceled,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UpgradeModeV1 {
+    Now,
+    StageOnly,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeKindV1 {
+    Containers,
+    Host,
+    Os,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BackupLocationV1 {
+    Node,
+    Target,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PhaseV1 {
+    Fetch,
+    Roll,
+    Verify,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeStatusV1 {
+    Pending,
+    Running,
+    Done,
+    Failed,
+}
+
+impl From<UpgradeState> for UpgradeStateV1 {
+    fn from(s: UpgradeState) -> Self {
+        match s {
+            UpgradeState::Planned => UpgradeStateV1::Planned,
+            UpgradeState::Prechecking => UpgradeStateV1::Prechecking,
+            UpgradeState::Fetching => UpgradeStateV1::Fetching,
+            UpgradeState::Staged => UpgradeStateV1::Staged,
+            UpgradeState::BackingUp => UpgradeStateV1::BackingUp,
+            UpgradeState::Rolling => UpgradeStateV1::Rolling,
+            UpgradeState::Verifying => UpgradeStateV1::Verifying,
+            UpgradeState::Done => UpgradeStateV1::Done,
+            UpgradeState::Failed => UpgradeStateV1::Failed,
+            UpgradeState::Canceled => UpgradeStateV1::Canceled,
+        }
+    }
+}
+
+impl From<UpgradeStateV1> for UpgradeState {
+    fn from(s: UpgradeStateV1) -> Self {
+        match s {
+            UpgradeStateV1::Planned => UpgradeState::Planned,
+            UpgradeStateV1::Prechecking => UpgradeState::Prechecking,
+            UpgradeStateV1::Fetching => UpgradeState::Fetching,
+            UpgradeStateV1::Staged => UpgradeState::Staged,
+            UpgradeStateV1::BackingUp => UpgradeState::BackingUp,
+            UpgradeStateV1::Rolling => UpgradeState::Rolling,
+            UpgradeStateV1::Verifying => UpgradeState::Verifying,
+            UpgradeStateV1::Done => UpgradeState::Done,
+            UpgradeStateV1::Failed => UpgradeState::Failed,
+            UpgradeStateV1::Canceled => UpgradeState::Canceled,
+        }
+    }
+}
+
+impl From<UpgradeMode> for UpgradeModeV1 {
+    fn from(m: UpgradeMode) -> Self {
+        match m {
+            UpgradeMode::Now => UpgradeModeV1::Now,
+            UpgradeMode::StageOnly => UpgradeModeV1::StageOnly,
+        }
+    }
+}
+
+impl From<UpgradeModeV1> for UpgradeMode {
+    fn from(m: UpgradeModeV1) -> Self {
+        match m {
+            UpgradeModeV1::Now => UpgradeMode::Now,
+            UpgradeModeV1::StageOnly => UpgradeMode::StageOnly,
+        }
+    }
+}
+
+impl From<NodeKind> for NodeKindV1 {
+    fn from(k: NodeKind) -> Self {
+        match k {
+            NodeKind::Containers => NodeKindV1::Containers,
+            NodeKind::Host => NodeKindV1::Host,
+            NodeKind::Os => NodeKindV1::Os,
+        }
+    }
+}
+
+impl From<NodeKindV1> for NodeKind {
+    fn from(k: NodeKindV1) -> Self {
+        match k {
+            NodeKindV1::Containers => NodeKind::Containers,
+            NodeKindV1::Host => NodeKind::Host,
+            NodeKindV1::Os => NodeKind::Os,
+        }
+    }
+}
+
+impl From<BackupLocation> for BackupLocationV1 {
+    fn from(l: BackupLocation) -> Self {
+        match l {
+            BackupLocation::Node => BackupLocationV1::Node,
+            BackupLocation::Target => BackupLocationV1::Target,
+        }
+    }
+}
+
+impl From<BackupLocationV1> for BackupLocation {
+    fn from(l: BackupLocationV1) -> Self {
+        match l {
+            BackupLocationV1::Node => BackupLocation::Node,
+            BackupLocationV1::Target => BackupLocation::Target,
+        }
+    }
+}
+
+impl From<Phase> for PhaseV1 {
+    fn from(p: Phase) -> Self {
+        match p {
+            Phase::Fetch => PhaseV1::Fetch,
+            Phase::Roll => PhaseV1::Roll,
+            Phase::Verify => PhaseV1::Verify,
+        }
+    }
+}
+
+impl From<PhaseV1> for Phase {
+    fn from(p: PhaseV1) -> Self {
+        match p {
+            PhaseV1::Fetch => Phase::Fetch,
+            PhaseV1::Roll => Phase::Roll,
+            PhaseV1::Verify => Phase::Verify,
+        }
+    }
+}
+
+impl From<NodeStatus> for NodeStatusV1 {
+    fn from(s: NodeStatus) -> Self {
+        match s {
+            NodeStatus::Pending => NodeStatusV1::Pending,
+            NodeStatus::Running => NodeStatusV1::Running,
+            NodeStatus::Done => NodeStatusV1::Done,
+            NodeStatus::Failed => NodeStatusV1::Failed,
+        }
+    }
+}
+
+impl From<NodeStatusV1> for NodeStatus {
+    fn from(s: NodeStatusV1) -> Self {
+        match s {
+            NodeStatusV1::Pending => NodeStatus::Pending,
+            NodeStatusV1::Running => NodeStatus::Running,
+            NodeStatusV1::Done => NodeStatus::Done,
+            NodeStatusV1::Failed => NodeStatus::Failed,
+        }
+    }
+}
+
+// ------------------------------------------------------- upgrade parts
+
+/// One pinned component an upgrade changes. `kind` was written as text
+/// (`image`, `package`), not as an enum.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComponentChangeV1 {
+    pub kind: String,
+    pub name: String,
+    pub from: String,
+    pub to: String,
+    pub from_id: String,
+    pub to_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanNodeV1 {
+    pub node_id: String,
+    pub ordinal: u32,
+    pub kind: NodeKindV1,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanV1 {
+    pub kind: NodeKindV1,
+    pub reboot_reason: Option<String>,
+    pub cves: Vec<String>,
+    pub component_changes: Vec<ComponentChangeV1>,
+    pub components_from: String,
+    pub nodes: Vec<PlanNodeV1>,
+    pub steps: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrecheckV1 {
+    pub name: String,
+    pub passed: bool,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostStepV1 {
+    pub name: String,
+    pub state: String,
+    pub reboot_mode: String,
+    pub detail: String,
+}
+
+impl From<&ComponentChange> for ComponentChangeV1 {
+    fn from(c: &ComponentChange) -> Self {
+        ComponentChangeV1 {
+            kind: c.kind.clone(),
+            name: c.name.clone(),
+            from: c.from.clone(),
+            to: c.to.clone(),
+            from_id: c.from_id.clone(),
+            to_id: c.to_id.clone(),
+        }
+    }
+}
+
+impl From<ComponentChangeV1> for ComponentChange {
+    fn from(c: ComponentChangeV1) -> Self {
+        ComponentChange {
+            kind: c.kind,
+            name: c.name,
+            from: c.from,
+            to: c.to,
+            from_id: c.from_id,
+            to_id: c.to_id,
+        }
+    }
+}
+
+impl From<&PlanNode> for PlanNodeV1 {
+    fn from(n: &PlanNode) -> Self {
+        PlanNodeV1 {
+            node_id: n.node_id.clone(),
+            ordinal: n.ordinal,
+            kind: n.kind.into(),
+        }
+    }
+}
+
+impl From<PlanNodeV1> for PlanNode {
+    fn from(n: PlanNodeV1) -> Self {
+        PlanNode {
+            node_id: n.node_id,
+            ordinal: n.ordinal,
+            kind: n.kind.into(),
+        }
+    }
+}
+
+impl From<&Plan> for PlanV1 {
+    fn from(p: &Plan) -> Self {
+        PlanV1 {
+            kind: p.kind.into(),
+            reboot_reason: p.reboot_reason.clone(),
+            cves: p.cves.clone(),
+            component_changes: p.component_changes.iter().map(Into::into).collect(),
+            components_from: p.components_from.clone(),
+            nodes: p.nodes.iter().map(Into::into).collect(),
+            steps: p.steps.clone(),
+        }
+    }
+}
+
+impl From<PlanV1> for Plan {
+    fn from(p: PlanV1) -> Self {
+        Plan {
+            kind: p.kind.into(),
+            reboot_reason: p.reboot_reason,
+            cves: p.cves,
+            component_changes: p.component_changes.into_iter().map(Into::into).collect(),
+            components_from: p.components_from,
+            nodes: p.nodes.into_iter().map(Into::into).collect(),
+            steps: p.steps,
+        }
+    }
+}
+
+impl From<&Precheck> for PrecheckV1 {
+    fn from(p: &Precheck) -> Self {
+        PrecheckV1 {
+            name: p.name.clone(),
+            passed: p.passed,
+            message: p.message.clone(),
+        }
+    }
+}
+
+impl From<PrecheckV1> for Precheck {
+    fn from(p: PrecheckV1) -> Self {
+        Precheck {
+            name: p.name,
+            passed: p.passed,
+            message: p.message,
+        }
+    }
+}
+
+impl From<&HostStep> for HostStepV1 {
+    fn from(s: &HostStep) -> Self {
+        HostStepV1 {
+            name: s.name.clone(),
+            state: s.state.clone(),
+            reboot_mode: s.reboot_mode.clone(),
+            detail: s.detail.clone(),
+        }
+    }
+}
+
+impl From<HostStepV1> for HostStep {
+    fn from(s: HostStepV1) -> Self {
+        HostStep {
+            name: s.name,
+            state: s.state,
+            reboot_mode: s.reboot_mode,
+            detail: s.detail,
+        }
+    }
+}
+
+/// The type of an instant in the domain's upgrade events; v1 stores it as
+/// microseconds since the epoch. `micros` and `time` are the only places
+/// that know what it is.
+/// The domain holds instants as `DateTime<Utc>`; v1 stores microseconds
+/// since the epoch.
+type DomainTime = chrono::DateTime<chrono::Utc>;
+
+/// A domain instant as v1 stores it.
+fn micros(t: DomainTime) -> i64 {
+    t.timestamp_micros()
+}
+
+/// A stored v1 instant as the domain holds it.
+fn time(m: i64) -> DomainTime {
+    crate::log::micros_to_time(m)
+}
+
+// ------------------------------------------------------ upgrade events
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseRegisteredV1 {
+    pub version: String,
+    /// The manifest's canonical JSON (RFC 8785), signature included.
+    pub manifest: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunningReleaseSetV1 {
+    pub version: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradePlannedV1 {
+    pub upgrade_id: String,
+    pub mode: UpgradeModeV1,
+    pub target_release: String,
+    pub from_release: String,
+    pub backup_location: BackupLocationV1,
+    pub backup_encrypted: bool,
+    pub rollback_of: Option<String>,
+    pub restore_backup: bool,
+    pub plan: PlanV1,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeStateChangedV1 {
+    pub upgrade_id: String,
+    pub from: UpgradeStateV1,
+    pub to: UpgradeStateV1,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradePrecheckedV1 {
+    pub upgrade_id: String,
+    pub prechecks: Vec<PrecheckV1>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeNodeTurnStartedV1 {
+    pub upgrade_id: String,
+    pub node_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeNodeReportedV1 {
+    pub upgrade_id: String,
+    pub node_id: String,
+    pub phase: PhaseV1,
+    pub state: NodeStatusV1,
+    pub message: String,
+    pub host_steps: Option<Vec<HostStepV1>>,
+    /// Microseconds since the epoch.
+    pub rebooted_at: Option<i64>,
+    pub instances: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeBackupReportedV1 {
+    pub upgrade_id: String,
+    pub location: BackupLocationV1,
+    pub bundle: String,
+    pub encrypted: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeFailedV1 {
+    pub upgrade_id: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeCompletedV1 {
+    pub upgrade_id: String,
+    pub release: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeRolledBackV1 {
+    pub upgrade_id: String,
+    pub by: String,
+}
+
+/// `UpgradeCanceled` and `UpgradeAcknowledged`: the upgrade only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradeRefV1 {
+    pub upgrade_id: String,
+}
+
+impl From<&ReleaseRegistered> for ReleaseRegisteredV1 {
+    fn from(e: &ReleaseRegistered) -> Self {
+        ReleaseRegisteredV1 {
+            version: e.version.clone(),
+            manifest: e.manifest.clone(),
+        }
+    }
+}
+
+impl From<ReleaseRegisteredV1> for ReleaseRegistered {
+    fn from(e: ReleaseRegisteredV1) -> Self {
+        ReleaseRegistered {
+            version: e.version,
+            manifest: e.manifest,
+        }
+    }
+}
+
+impl From<&RunningReleaseSet> for RunningReleaseSetV1 {
+    fn from(e: &RunningReleaseSet) -> Self {
+        RunningReleaseSetV1 {
+            version: e.version.clone(),
+        }
+    }
+}
+
+impl From<RunningReleaseSetV1> for RunningReleaseSet {
+    fn from(e: RunningReleaseSetV1) -> Self {
+        RunningReleaseSet { version: e.version }
+    }
+}
+
+impl From<&UpgradePlanned> for UpgradePlannedV1 {
+    fn from(e: &UpgradePlanned) -> Self {
+        UpgradePlannedV1 {
+            upgrade_id: e.upgrade_id.clone(),
+            mode: e.mode.into(),
+            target_release: e.target_release.clone(),
+            from_release: e.from_release.clone(),
+            backup_location: e.backup_location.into(),
+            backup_encrypted: e.backup_encrypted,
+            rollback_of: e.rollback_of.clone(),
+            restore_backup: e.restore_backup,
+            plan: PlanV1::from(&e.plan),
+        }
+    }
+}
+
+impl From<UpgradePlannedV1> for UpgradePlanned {
+    fn from(e: UpgradePlannedV1) -> Self {
+        UpgradePlanned {
+            upgrade_id: e.upgrade_id,
+            mode: e.mode.into(),
+            target_release: e.target_release,
+            from_release: e.from_release,
+            backup_location: e.backup_location.into(),
+            backup_encrypted: e.backup_encrypted,
+            rollback_of: e.rollback_of,
+            restore_backup: e.restore_backup,
+            plan: e.plan.into(),
+        }
+    }
+}
+
+impl From<&UpgradeStateChanged> for UpgradeStateChangedV1 {
+    fn from(e: &UpgradeStateChanged) -> Self {
+        UpgradeStateChangedV1 {
+            upgrade_id: e.upgrade_id.clone(),
+            from: e.from.into(),
+            to: e.to.into(),
+        }
+    }
+}
+
+impl From<UpgradeStateChangedV1> for UpgradeStateChanged {
+    fn from(e: UpgradeStateChangedV1) -> Self {
+        UpgradeStateChanged {
+            upgrade_id: e.upgrade_id,
+            from: e.from.into(),
+            to: e.to.into(),
+        }
+    }
+}
+
+impl From<&UpgradePrechecked> for UpgradePrecheckedV1 {
+    fn from(e: &UpgradePrechecked) -> Self {
+        UpgradePrecheckedV1 {
+            upgrade_id: e.upgrade_id.clone(),
+            prechecks: e.prechecks.iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl From<UpgradePrecheckedV1> for UpgradePrechecked {
+    fn from(e: UpgradePrecheckedV1) -> Self {
+        UpgradePrechecked {
+            upgrade_id: e.upgrade_id,
+            prechecks: e.prechecks.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl From<&UpgradeNodeTurnStarted> for UpgradeNodeTurnStartedV1 {
+    fn from(e: &UpgradeNodeTurnStarted) -> Self {
+        UpgradeNodeTurnStartedV1 {
+            upgrade_id: e.upgrade_id.clone(),
+            node_id: e.node_id.clone(),
+        }
+    }
+}
+
+impl From<UpgradeNodeTurnStartedV1> for UpgradeNodeTurnStarted {
+    fn from(e: UpgradeNodeTurnStartedV1) -> Self {
+        UpgradeNodeTurnStarted {
+            upgrade_id: e.upgrade_id,
+            node_id: e.node_id,
+        }
+    }
+}
+
+impl From<&UpgradeNodeReported> for UpgradeNodeReportedV1 {
+    fn from(e: &UpgradeNodeReported) -> Self {
+        UpgradeNodeReportedV1 {
+            upgrade_id: e.upgrade_id.clone(),
+            node_id: e.node_id.clone(),
+            phase: e.phase.into(),
+            state: e.state.into(),
+            message: e.message.clone(),
+            host_steps: e
+                .host_steps
+                .as_ref()
+                .map(|s| s.iter().map(Into::into).collect()),
+            rebooted_at: e.rebooted_at.map(micros),
+            instances: e.instances.clone(),
+        }
+    }
+}
+
+impl From<UpgradeNodeReportedV1> for UpgradeNodeReported {
+    fn from(e: UpgradeNodeReportedV1) -> Self {
+        UpgradeNodeReported {
+            upgrade_id: e.upgrade_id,
+            node_id: e.node_id,
+            phase: e.phase.into(),
+            state: e.state.into(),
+            message: e.message,
+            host_steps: e
+                .host_steps
+                .map(|s| s.into_iter().map(Into::into).collect()),
+            rebooted_at: e.rebooted_at.map(time),
+            instances: e.instances,
+        }
+    }
+}
+
+impl From<&UpgradeBackupReported> for UpgradeBackupReportedV1 {
+    fn from(e: &UpgradeBackupReported) -> Self {
+        UpgradeBackupReportedV1 {
+            upgrade_id: e.upgrade_id.clone(),
+            location: e.location.into(),
+            bundle: e.bundle.clone(),
+            encrypted: e.encrypted,
+        }
+    }
+}
+
+impl From<UpgradeBackupReportedV1> for UpgradeBackupReported {
+    fn from(e: UpgradeBackupReportedV1) -> Self {
+        UpgradeBackupReported {
+            upgrade_id: e.upgrade_id,
+            location: e.location.into(),
+            bundle: e.bundle,
+            encrypted: e.encrypted,
+        }
+    }
+}
+
+impl From<&UpgradeFailed> for UpgradeFailedV1 {
+    fn from(e: &UpgradeFailed) -> Self {
+        UpgradeFailedV1 {
+            upgrade_id: e.upgrade_id.clone(),
+            reason: e.reason.clone(),
+        }
+    }
+}
+
+impl From<UpgradeFailedV1> for UpgradeFailed {
+    fn from(e: UpgradeFailedV1) -> Self {
+        UpgradeFailed {
+            upgrade_id: e.upgrade_id,
+            reason: e.reason,
+        }
+    }
+}
+
+impl From<&UpgradeCompleted> for UpgradeCompletedV1 {
+    fn from(e: &UpgradeCompleted) -> Self {
+        UpgradeCompletedV1 {
+            upgrade_id: e.upgrade_id.clone(),
+            release: e.release.clone(),
+        }
+    }
+}
+
+impl From<UpgradeCompletedV1> for UpgradeCompleted {
+    fn from(e: UpgradeCompletedV1) -> Self {
+        UpgradeCompleted {
+            upgrade_id: e.upgrade_id,
+            release: e.release,
+        }
+    }
+}
+
+impl From<&UpgradeRolledBack> for UpgradeRolledBackV1 {
+    fn from(e: &UpgradeRolledBack) -> Self {
+        UpgradeRolledBackV1 {
+            upgrade_id: e.upgrade_id.clone(),
+            by: e.by.clone(),
+        }
+    }
+}
+
+impl From<UpgradeRolledBackV1> for UpgradeRolledBack {
+    fn from(e: UpgradeRolledBackV1) -> Self {
+        UpgradeRolledBack {
+            upgrade_id: e.upgrade_id,
+            by: e.by,
+        }
+    }
+}
+
+impl From<&UpgradeRef> for UpgradeRefV1 {
+    fn from(e: &UpgradeRef) -> Self {
+        UpgradeRefV1 {
+            upgrade_id: e.upgrade_id.clone(),
+        }
+    }
+}
+
+impl From<UpgradeRefV1> for UpgradeRef {
+    fn from(e: UpgradeRefV1) -> Self {
+        UpgradeRef {
+            upgrade_id: e.upgrade_id,
+        }
+    }
+}
