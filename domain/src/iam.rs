@@ -506,7 +506,8 @@ impl Iam {
                         );
                     }
                 }
-                if expires_at.is_some_and(|e| e <= now) {
+                // A token that would not be valid now is refused.
+                if expires_at.is_some() && !token_valid_at(false, *expires_at, now) {
                     f.push("expiresAt", "must be in the future");
                 }
                 self.check_policy_names(&mut f, "policies", policies);

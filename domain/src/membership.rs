@@ -486,23 +486,22 @@ impl Membership {
             };
             out.push(FieldError::new("nodeId", what));
         }
-        if let Some(m) = self
-            .members
-            .values()
-            .find(|m| m.state != MemberState::Decommissioned && m.mgmt_ip == mgmt_ip)
-        {
-            out.push(FieldError::new(
-                "mgmtIp",
-                format!("is taken by member {}", m.node_id),
-            ));
-        }
-        if role == Role::Storage && !labels.contains_key(RACK_LABEL) {
-            out.push(FieldError::new(
-                format!("labels.{RACK_LABEL}"),
-                "is required for a storage member",
-            ));
-        }
+        out.extend(self.address_taken(mgmt_ip, None));
+        out.extend(rack_missing(role, labels));
         out
+    }
+
+    /// An address held by a member not decommissioned (other than
+    /// `except`, a member keeping its own), as a finding at `mgmtIp`.
+    fn address_taken(&self, mgmt_ip: &str, except: Option<&str>) -> Option<FieldError> {
+        self.members
+            .values()
+            .find(|m| {
+                m.state != MemberState::Decommissioned
+                    && m.mgmt_ip == mgmt_ip
+                    && Some(m.node_id.as_str()) != except
+            })
+            .map(|m| FieldError::new("mgmtIp", format!("is taken by member {}", m.node_id)))
     }
 
     fn admitted(&self, a: AdmitInput, join_request: Option<String>) -> DomainEvent {
@@ -786,6 +785,20 @@ impl Membership {
                     .and_then(|ip| check_ip(&mut f, "mgmtIp", ip));
                 check_labels(&mut f, "labels", labels);
                 let (node_id, ip) = f.conclude(id.zip(ip))?;
+                // A node asks to join as itself: a node's token files no
+                // request in another node's name.
+                if let Some(own) = ctx.principal.strip_prefix("node/") {
+                    if own != node_id {
+                        return Err(Refusal::new(
+                            ErrorCode::AccessDenied,
+                            format!("{} may request a join only for node {own}.", ctx.principal),
+                        )
+                        .with_details(json!({
+                            "action": crate::iam::Action::RequestJoin.name(),
+                            "resource": format!("stratum:member/{node_id}"),
+                        })));
+                    }
+                }
                 if let Some(pending) = self
                     .join_requests
                     .values()
@@ -886,6 +899,18 @@ impl Membership {
         force: bool,
     ) -> Result<Decision, Refusal> {
         let m = self.member(node_id)?;
+        // A decommissioned member is out of the cluster whatever the body
+        // says: 409 before any field is judged.
+        if matches!(m.state, MemberState::Removing | MemberState::Decommissioned) {
+            return Err(Refusal::new(
+                ErrorCode::MemberDecommissioned,
+                format!(
+                    "Member {node_id} is {}; a decommissioned member cannot be changed.",
+                    m.state.as_str()
+                ),
+            )
+            .with_details(json!({ "state": m.state })));
+        }
         let mut f = Findings::default();
         let role = match input.role {
             Some(_) => check_role(&mut f, input.role),
@@ -901,30 +926,15 @@ impl Membership {
         };
         let labels = input.labels.clone().unwrap_or_else(|| m.labels.clone());
         check_labels(&mut f, "labels", &labels);
-        if let Some(ip) = &mgmt_ip {
-            if let Some(other) = self.members.values().find(|o| {
-                o.node_id != m.node_id && o.state != MemberState::Decommissioned && &o.mgmt_ip == ip
-            }) {
-                f.push("mgmtIp", format!("is taken by member {}", other.node_id));
-            }
+        // Only an address the change gives is judged: the one a member
+        // keeps was judged when it got it.
+        if let Some(ip) = mgmt_ip.as_deref().filter(|ip| *ip != m.mgmt_ip) {
+            f.0.extend(self.address_taken(ip, Some(node_id)));
         }
-        if role == Some(Role::Storage) && !labels.contains_key(RACK_LABEL) {
-            f.push(
-                &format!("labels.{RACK_LABEL}"),
-                "is required for a storage member",
-            );
+        if let Some(role) = role {
+            f.0.extend(rack_missing(role, &labels));
         }
         let (role, mgmt_ip) = f.conclude(role.zip(mgmt_ip))?;
-        if matches!(m.state, MemberState::Removing | MemberState::Decommissioned) {
-            return Err(Refusal::new(
-                ErrorCode::MemberDecommissioned,
-                format!(
-                    "Member {node_id} is {}; a decommissioned member cannot be changed.",
-                    m.state.as_str()
-                ),
-            )
-            .with_details(json!({ "state": m.state })));
-        }
         if role == m.role && mgmt_ip == m.mgmt_ip && bindings == m.bindings && labels == m.labels {
             return Ok(unchanged(node_id));
         }
@@ -1139,6 +1149,13 @@ impl Membership {
                 m.applied_generation = *generation;
             }
             DomainEvent::MemberUpdated(e) => {
+                if e.role.is_voter() && !m.role.is_voter() {
+                    // A promoted voter joins its rafts anew: what an earlier
+                    // demotion's cleanup removed is owed again by the next.
+                    m.rafts_to_clean.clear();
+                    m.rafts_removed.clear();
+                    m.raft_cleanup_at = None;
+                }
                 m.role = e.role;
                 m.mgmt_ip = e.mgmt_ip.clone();
                 m.bindings = e.bindings.clone();
@@ -1152,6 +1169,16 @@ impl Membership {
             _ => {}
         }
     }
+}
+
+/// A storage member must name its rack.
+fn rack_missing(role: Role, labels: &StringMap) -> Option<FieldError> {
+    (role == Role::Storage && !labels.contains_key(RACK_LABEL)).then(|| {
+        FieldError::new(
+            format!("labels.{RACK_LABEL}"),
+            "is required for a storage member",
+        )
+    })
 }
 
 /// The fields of a member change, as the request gave them.

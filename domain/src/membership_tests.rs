@@ -2693,3 +2693,69 @@ fn joining_active_and_failed_members_can_be_updated() {
         assert_eq!(s.membership.generation, s.position, "{state:?}");
     }
 }
+
+#[test]
+fn a_voter_demoted_cleaned_and_promoted_again_owes_every_raft_to_its_decommission() {
+    let mut s = cluster_with(MemberState::Active);
+    run(&mut s, ALICE, update("n-3", json!({ "role": "compute" })));
+    for raft in Raft::ALL {
+        run(&mut s, CLEANER, removal("n-3", raft));
+    }
+    assert!(member(&s, "n-3").raft_cleanup_at.is_some());
+    // Promoted again, it rejoins its rafts: the earlier cleanup is history.
+    run(&mut s, ALICE, update("n-3", json!({ "role": "hybrid" })));
+    assert_eq!(member(&s, "n-3").raft_cleanup_at, None);
+    let d = decide_ok(
+        &s,
+        MemberCommand::Decommission {
+            node_id: "n-3".into(),
+            reason: Some("retired".into()),
+            force: false,
+        },
+    );
+    assert!(
+        matches!(
+            d.events.as_slice(),
+            [DomainEvent::MemberRemovalStarted(e)] if e.rafts == Raft::ALL.to_vec()
+        ),
+        "{:?}",
+        d.events
+    );
+    // Demoted again, it is taken out of all three again.
+    let d = decide_ok(&s, update("n-3", json!({ "role": "storage" })));
+    assert_eq!(updated(&d).rafts, Raft::ALL.to_vec());
+}
+
+#[test]
+fn a_decommissioned_member_whose_address_was_reused_is_refused_for_its_state() {
+    let mut s = cluster_with(MemberState::Decommissioned);
+    let ip = member(&s, "n-3").mgmt_ip.clone();
+    // Another member takes the decommissioned member's address.
+    run(&mut s, ALICE, update("n-2", json!({ "mgmtIp": ip })));
+    let r = refused(
+        &s,
+        update("n-3", json!({ "labels": { "topology.rack": "r9" } })),
+    );
+    assert_eq!(r.code, ErrorCode::MemberDecommissioned, "{r:?}");
+}
+
+#[test]
+fn a_node_requests_a_join_only_for_itself() {
+    let s = founders();
+    let ask = |node: &str| MemberCommand::RequestJoin {
+        request_id: "jr-0000000009".into(),
+        node_id: Some(node.into()),
+        mgmt_ip: Some("192.0.2.99".into()),
+        labels: Default::default(),
+        facts: "{}".into(),
+    };
+    let r = crate::testing::when_by(&s, "node/n-x", Command::Member(ask("n-y"))).unwrap_err();
+    assert_eq!(r.code, ErrorCode::AccessDenied);
+    assert_eq!(
+        r.details.as_ref().unwrap()["resource"],
+        "stratum:member/n-y"
+    );
+    assert!(crate::testing::when_by(&s, "node/n-x", Command::Member(ask("n-x"))).is_ok());
+    // An operator files one for any node.
+    assert!(crate::testing::when_by(&s, "user/alice", Command::Member(ask("n-y"))).is_ok());
+}

@@ -1828,6 +1828,19 @@ fn register_release_records_its_canonical_manifest() {
 }
 
 #[test]
+fn a_valid_manifest_reads_the_same_as_recorded_and_as_parsed() {
+    let mut m = manifest("1.2.0", "13.1", Some("kernel-6.1"));
+    m["requiredStops"] = json!(["1.1.0"]);
+    m["knownBroken"] = json!([{"from": "1.0.1", "reason": "r", "wayRound": "w"}]);
+    m["cves"] = json!(["CVE-2026-0001"]);
+    m["os"]["kernelArgs"] = json!(["quiet"]);
+    assert_eq!(
+        crate::release::read_recorded(&canonical(&m)),
+        crate::release::parse_manifest(&m).unwrap()
+    );
+}
+
+#[test]
 fn a_recorded_release_is_read_as_recorded_even_where_todays_parser_refuses_it() {
     // A manifest recorded by an older service, with a field and a digest
     // today's parser refuses: replay must still hold the release.

@@ -87,10 +87,13 @@ impl RaftAdapter for RecordOnly {
 }
 
 /// Runs commands given as argument vectors (never shell strings) with the
-/// placeholders of [`RaftPeer::fill`]. Every command must succeed; an exit
-/// status in `gone_statuses`, or an error saying the server is unknown or
-/// not found, means the peer was already gone (so a retry after a partial
-/// success finishes instead of failing on the part already done).
+/// placeholders of [`RaftPeer::fill`]. Every command must succeed: exit 0,
+/// and where `success_output` is set, that word on standard output (a
+/// program that exits 0 whatever happened, like `syncobj_admin`, says
+/// `SUCCESS` only when it did). Output saying the server is unknown or not
+/// a member means the peer was already gone, so a retry after a partial
+/// success finishes instead of failing on the part already done; a program
+/// that could not run (exit 126 or 127) is always a failure.
 ///
 /// The presets [`CommandAdapter::ovn_kick`] and
 /// [`CommandAdapter::patroni_syncobj`] build the standard calls; the
@@ -99,7 +102,12 @@ impl RaftAdapter for RecordOnly {
 pub struct CommandAdapter {
     pub name: String,
     pub commands: Vec<Vec<String>>,
-    pub gone_statuses: Vec<i32>,
+    /// The word standard output must hold for a command to have succeeded.
+    pub success_output: Option<String>,
+    /// Whether the start-up line may show the whole argument vectors: only
+    /// for presets, whose arguments hold no secret. Configured commands
+    /// may carry a password, so only their programs are shown.
+    pub show_arguments: bool,
 }
 
 /// The built-in OVN call: `cluster/kick` on both databases' raft.
@@ -114,6 +122,8 @@ pub struct OvnKick {
     pub sb_server: String,
 }
 
+/// The defaults of the OVN preset: the standard control sockets and the
+/// raft ports of OVN's clustered databases.
 impl Default for OvnKick {
     fn default() -> Self {
         Self {
@@ -154,7 +164,8 @@ impl CommandAdapter {
         Self {
             name: "command".into(),
             commands,
-            gone_statuses: Vec::new(),
+            success_output: None,
+            show_arguments: false,
         }
     }
 
@@ -177,7 +188,8 @@ impl CommandAdapter {
                 kick(&k.nb_ctl, "OVN_Northbound", &k.nb_server),
                 kick(&k.sb_ctl, "OVN_Southbound", &k.sb_server),
             ],
-            gone_statuses: Vec::new(),
+            success_output: None,
+            show_arguments: true,
         }
     }
 
@@ -192,7 +204,10 @@ impl CommandAdapter {
                 "-remove".into(),
                 format!("{{host}}:{}", p.port),
             ]],
-            gone_statuses: Vec::new(),
+            // syncobj_admin exits 0 whatever happened and prints SUCCESS
+            // only when the change was made.
+            success_output: Some("SUCCESS".into()),
+            show_arguments: true,
         }
     }
 }
@@ -206,7 +221,13 @@ impl RaftAdapter for CommandAdapter {
     fn target(&self) -> String {
         self.commands
             .iter()
-            .map(|argv| argv.join(" "))
+            .map(|argv| {
+                if self.show_arguments {
+                    argv.join(" ")
+                } else {
+                    format!("{} (arguments not shown)", argv[0])
+                }
+            })
             .collect::<Vec<_>>()
             .join("; ")
     }
@@ -224,34 +245,44 @@ impl RaftAdapter for CommandAdapter {
                 .output()
                 .await
                 .map_err(|e| AdapterError(format!("{program}: {e}")))?;
-            match out.status.code() {
-                Some(0) => outcome = Removal::Removed,
-                Some(c) if self.gone_statuses.contains(&c) => {}
-                _ if says_gone(&out.stderr) || says_gone(&out.stdout) => {}
-                _ => {
-                    let err = String::from_utf8_lossy(&out.stderr);
-                    let line = err.lines().last().unwrap_or("").trim();
-                    return Err(AdapterError(format!(
-                        "{program} exited with {}: {line}",
-                        out.status
-                    )));
-                }
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let code = out.status.code();
+            let succeeded = code == Some(0)
+                && self
+                    .success_output
+                    .as_deref()
+                    .is_none_or(|word| stdout.split_whitespace().any(|w| w == word));
+            if succeeded {
+                outcome = Removal::Removed;
+                continue;
             }
+            let could_not_run = matches!(code, Some(126 | 127) | None);
+            if !could_not_run && (says_gone(&stderr) || says_gone(&stdout)) {
+                continue;
+            }
+            let last = |t: &str| t.lines().last().unwrap_or("").trim().to_owned();
+            let line = match last(&stderr) {
+                l if l.is_empty() => last(&stdout),
+                l => l,
+            };
+            return Err(AdapterError(format!(
+                "{program} exited with {}: {line}",
+                out.status
+            )));
         }
         Ok(outcome)
     }
 }
 
-fn says_gone(output: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(output).to_lowercase();
-    [
-        "unknown server",
-        "not found",
-        "no such server",
-        "not a member",
-    ]
-    .iter()
-    .any(|p| text.contains(p))
+/// Whether a raft tool says the server is not in its raft: `ovs-appctl
+/// cluster/kick` answers an unknown server so. A bare "not found" is not
+/// enough: a shell says it of a missing program.
+fn says_gone(output: &str) -> bool {
+    let text = output.to_lowercase();
+    ["unknown server", "no such server", "not a member"]
+        .iter()
+        .any(|p| text.contains(p))
 }
 
 /// One adapter per raft.
@@ -340,7 +371,14 @@ impl RaftAdapter for OpenBaoAdapter {
     }
 
     fn target(&self) -> String {
-        format!("{}/v1/sys/storage/raft/remove-peer", self.addr)
+        let mut url = format!("{}/v1/sys/storage/raft/remove-peer", self.addr);
+        if let Ok(mut u) = reqwest::Url::parse(&url) {
+            // Never a password from the address in a log line.
+            let _ = u.set_password(None);
+            let _ = u.set_username("");
+            url = u.to_string();
+        }
+        url
     }
 
     async fn remove_peer(&self, peer: &RaftPeer) -> Result<Removal, AdapterError> {
@@ -358,10 +396,10 @@ impl RaftAdapter for OpenBaoAdapter {
         }
         let body = res.text().await.unwrap_or_default();
         // OpenBao answers a peer that is not in the configuration with an
-        // error naming it as not found: already gone counts as done.
-        // A bare 404 may be a wrong address or path: only an answer that
-        // says the peer is not found counts.
-        let gone = status.is_client_error() && body.to_lowercase().contains("not found");
+        // error naming it (`peer "<id>" not found in configuration`):
+        // already gone counts as done. A 404 page from a wrong address or a
+        // proxy does not name the peer, so it is a failure.
+        let gone = status.is_client_error() && names_peer_not_found(&body, &peer.node_id);
         if gone {
             return Ok(Removal::AlreadyGone);
         }
@@ -374,4 +412,22 @@ impl RaftAdapter for OpenBaoAdapter {
             .collect::<String>();
         Err(AdapterError(format!("OpenBao answered {status}: {line}")))
     }
+}
+
+/// Whether an OpenBao error answer says that this very peer is not in the
+/// raft configuration: one of its `errors` names the server id and says
+/// it is not found.
+fn names_peer_not_found(body: &str, node_id: &str) -> bool {
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(body) else {
+        return false;
+    };
+    let quoted = format!("\"{node_id}\"");
+    doc.get("errors")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|errors| {
+            errors
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .any(|e| e.contains(&quoted) && e.to_lowercase().contains("not found"))
+        })
 }

@@ -20,7 +20,7 @@ use super::Backoff;
 pub struct ConfigError(pub String);
 
 /// The raft adapter settings (see the README's "Raft adapters").
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Clone, Default)]
 pub struct RaftArgs {
     /// OpenBao's address, e.g. `https://10.0.0.1:8200`: its raft is
     /// cleaned over its HTTP API. Unset: record-only.
@@ -43,29 +43,25 @@ pub struct RaftArgs {
     /// `{address}` and `{host}` placeholders.
     #[arg(long, env = "STRATUM_RAFT_OVN_COMMANDS")]
     pub raft_ovn_commands: Option<String>,
-    /// With `kick`: the program.
-    #[arg(long, env = "STRATUM_OVS_APPCTL", default_value = "ovs-appctl")]
-    pub ovs_appctl: String,
-    /// With `kick`: the Northbound database's control socket.
-    #[arg(
-        long,
-        env = "STRATUM_OVN_NB_CTL",
-        default_value = "/var/run/ovn/ovnnb_db.ctl"
-    )]
-    pub ovn_nb_ctl: String,
-    /// With `kick`: the Southbound database's control socket.
-    #[arg(
-        long,
-        env = "STRATUM_OVN_SB_CTL",
-        default_value = "/var/run/ovn/ovnsb_db.ctl"
-    )]
-    pub ovn_sb_ctl: String,
-    /// With `kick`: how the Northbound raft names a server.
-    #[arg(long, env = "STRATUM_OVN_NB_SERVER", default_value = "ssl:{host}:6643")]
-    pub ovn_nb_server: String,
-    /// With `kick`: how the Southbound raft names a server.
-    #[arg(long, env = "STRATUM_OVN_SB_SERVER", default_value = "ssl:{host}:6644")]
-    pub ovn_sb_server: String,
+    /// With `kick`: the program (default `ovs-appctl`).
+    #[arg(long, env = "STRATUM_OVS_APPCTL")]
+    pub ovs_appctl: Option<String>,
+    /// With `kick`: the Northbound database's control socket (default
+    /// `/var/run/ovn/ovnnb_db.ctl`).
+    #[arg(long, env = "STRATUM_OVN_NB_CTL")]
+    pub ovn_nb_ctl: Option<String>,
+    /// With `kick`: the Southbound database's control socket (default
+    /// `/var/run/ovn/ovnsb_db.ctl`).
+    #[arg(long, env = "STRATUM_OVN_SB_CTL")]
+    pub ovn_sb_ctl: Option<String>,
+    /// With `kick`: how the Northbound raft names a server (default
+    /// `ssl:{host}:6643`).
+    #[arg(long, env = "STRATUM_OVN_NB_SERVER")]
+    pub ovn_nb_server: Option<String>,
+    /// With `kick`: how the Southbound raft names a server (default
+    /// `ssl:{host}:6644`).
+    #[arg(long, env = "STRATUM_OVN_SB_SERVER")]
+    pub ovn_sb_server: Option<String>,
 
     /// How Patroni's raft is cleaned: `syncobj` (the built-in
     /// `syncobj_admin -remove`), `commands`, or `record-only`. Default:
@@ -77,23 +73,16 @@ pub struct RaftArgs {
     /// (for an etcd DCS, the command that deletes the member's key).
     #[arg(long, env = "STRATUM_RAFT_PATRONI_COMMANDS")]
     pub raft_patroni_commands: Option<String>,
-    /// With `syncobj`: the program.
-    #[arg(
-        long,
-        env = "STRATUM_PATRONI_SYNCOBJ_ADMIN",
-        default_value = "syncobj_admin"
-    )]
-    pub patroni_syncobj_admin: String,
-    /// With `syncobj`: the raft member to talk to (`raft.self_addr`).
-    #[arg(
-        long,
-        env = "STRATUM_PATRONI_RAFT_CONN",
-        default_value = "127.0.0.1:5010"
-    )]
-    pub patroni_raft_conn: String,
-    /// With `syncobj`: the raft port of the member to remove.
-    #[arg(long, env = "STRATUM_PATRONI_RAFT_PORT", default_value = "5010")]
-    pub patroni_raft_port: String,
+    /// With `syncobj`: the program (default `syncobj_admin`).
+    #[arg(long, env = "STRATUM_PATRONI_SYNCOBJ_ADMIN")]
+    pub patroni_syncobj_admin: Option<String>,
+    /// With `syncobj`: the raft member to talk to, Patroni's
+    /// `raft.self_addr` here (default `127.0.0.1:5010`).
+    #[arg(long, env = "STRATUM_PATRONI_RAFT_CONN")]
+    pub patroni_raft_conn: Option<String>,
+    /// With `syncobj`: the raft port of the member to remove (default 5010).
+    #[arg(long, env = "STRATUM_PATRONI_RAFT_PORT")]
+    pub patroni_raft_port: Option<String>,
 
     /// The first wait before a failed removal is tried again, e.g. `1s`;
     /// it doubles on each failure.
@@ -102,6 +91,19 @@ pub struct RaftArgs {
     /// The longest wait between tries.
     #[arg(long, env = "STRATUM_RAFT_RETRY_MAX", default_value = "60s")]
     pub raft_retry_max: String,
+}
+
+/// Never the OpenBao token, in any log line or panic message.
+impl std::fmt::Debug for RaftArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RaftArgs")
+            .field("openbao_addr", &self.openbao_addr)
+            .field("openbao_token", &self.openbao_token.as_ref().map(|_| "***"))
+            .field("openbao_cacert", &self.openbao_cacert)
+            .field("raft_ovn", &self.raft_ovn)
+            .field("raft_patroni", &self.raft_patroni)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How one raft is cleaned.
@@ -120,6 +122,7 @@ fn mode(
     var: &str,
     value: &Option<String>,
     preset: &str,
+    commands_var: &str,
     commands: &Option<String>,
 ) -> Result<Mode, ConfigError> {
     let m = match given(value) {
@@ -133,7 +136,66 @@ fn mode(
             )))
         }
     };
+    if m != Mode::Commands && given(commands).is_some() {
+        return Err(ConfigError(format!(
+            "{commands_var} is set but {var} is not `commands`; unset one of them"
+        )));
+    }
     Ok(m)
+}
+
+/// The placeholders a command or a server form may hold.
+const PLACEHOLDERS: [&str; 3] = ["{nodeId}", "{address}", "{host}"];
+
+/// Every `{...}` in `text` is a known placeholder.
+fn known_placeholders(var: &str, text: &str) -> Result<(), ConfigError> {
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let tail = &rest[open..];
+        let close = tail.find('}').map_or(tail.len(), |c| c + 1);
+        let token = &tail[..close];
+        if !PLACEHOLDERS.contains(&token) {
+            return Err(ConfigError(format!(
+                "{var} holds `{token}`; the placeholders are {{nodeId}}, {{address}} and {{host}}"
+            )));
+        }
+        rest = &tail[close..];
+    }
+    Ok(())
+}
+
+/// A server form or command must name the member, or it would remove the
+/// same fixed server on every cleanup.
+fn names_the_peer(var: &str, texts: &[&str]) -> Result<(), ConfigError> {
+    for t in texts {
+        known_placeholders(var, t)?;
+    }
+    if !texts
+        .iter()
+        .any(|t| PLACEHOLDERS.iter().any(|p| t.contains(p)))
+    {
+        return Err(ConfigError(format!(
+            "{var} names no peer: use {{nodeId}}, {{address}} or {{host}}"
+        )));
+    }
+    Ok(())
+}
+
+/// A setting of a preset must not be given without its preset: it would
+/// be silently ignored.
+fn only_with(
+    var: &str,
+    value: &Option<String>,
+    mode_var: &str,
+    preset: &str,
+    mode: Mode,
+) -> Result<(), ConfigError> {
+    if given(value).is_some() && mode != Mode::Preset {
+        return Err(ConfigError(format!(
+            "{var} is set but {mode_var} is not `{preset}`; it would be ignored"
+        )));
+    }
+    Ok(())
 }
 
 /// Parses a JSON array of argument vectors.
@@ -151,14 +213,20 @@ fn commands(var: &str, json: &Option<String>) -> Result<Vec<Vec<String>>, Config
     if commands.is_empty() || commands.iter().any(|c| c.is_empty() || c[0].is_empty()) {
         return Err(ConfigError(format!("{var} names an empty command")));
     }
+    for argv in &commands {
+        let texts: Vec<&str> = argv.iter().map(String::as_str).collect();
+        for t in &texts {
+            known_placeholders(var, t)?;
+        }
+    }
+    let all: Vec<&str> = commands.iter().flatten().map(String::as_str).collect();
+    names_the_peer(var, &all)?;
     Ok(commands)
 }
 
-fn non_empty(var: &str, v: &str) -> Result<String, ConfigError> {
-    if v.trim().is_empty() {
-        return Err(ConfigError(format!("{var} must not be empty")));
-    }
-    Ok(v.to_owned())
+/// A preset setting: the value given, or the preset's default.
+fn or_default(value: &Option<String>, default: String) -> String {
+    given(value).map_or(default, str::to_owned)
 }
 
 fn duration(var: &str, v: &str) -> Result<Duration, ConfigError> {
@@ -197,16 +265,23 @@ impl RaftArgs {
 
     fn openbao(&self) -> Result<Arc<dyn RaftAdapter>, ConfigError> {
         let Some(addr) = given(&self.openbao_addr) else {
-            if given(&self.openbao_token).is_some() {
-                return Err(ConfigError(
-                    "STRATUM_OPENBAO_TOKEN is set without STRATUM_OPENBAO_ADDR".into(),
-                ));
+            for (var, set) in [
+                (
+                    "STRATUM_OPENBAO_TOKEN",
+                    given(&self.openbao_token).is_some(),
+                ),
+                ("STRATUM_OPENBAO_CACERT", self.openbao_cacert.is_some()),
+            ] {
+                if set {
+                    return Err(ConfigError(format!(
+                        "{var} is set without STRATUM_OPENBAO_ADDR"
+                    )));
+                }
             }
             return Ok(Arc::new(RecordOnly));
         };
-        if !(addr.starts_with("http://") || addr.starts_with("https://"))
-            || reqwest::Url::parse(addr).is_err()
-        {
+        let https = addr.starts_with("https://");
+        if !(addr.starts_with("http://") || https) || reqwest::Url::parse(addr).is_err() {
             return Err(ConfigError(format!(
                 "STRATUM_OPENBAO_ADDR must be an http:// or https:// URL such as https://10.0.0.1:8200, not `{addr}`"
             )));
@@ -215,12 +290,28 @@ impl RaftArgs {
             ConfigError("STRATUM_OPENBAO_ADDR is set without STRATUM_OPENBAO_TOKEN".into())
         })?;
         let ca = match &self.openbao_cacert {
-            Some(path) => Some(std::fs::read(path).map_err(|e| {
-                ConfigError(format!(
-                    "STRATUM_OPENBAO_CACERT names {}, which cannot be read: {e}",
-                    path.display()
+            Some(path) => {
+                let pem = std::fs::read(path).map_err(|e| {
+                    ConfigError(format!(
+                        "STRATUM_OPENBAO_CACERT names {}, which cannot be read: {e}",
+                        path.display()
+                    ))
+                })?;
+                if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
+                    return Err(ConfigError(format!(
+                        "STRATUM_OPENBAO_CACERT names {}, which holds no PEM certificate",
+                        path.display()
+                    )));
+                }
+                Some(pem)
+            }
+            // No public roots are built in: a private cloud's OpenBao is
+            // signed by its own CA, which must be named.
+            None if https => {
+                return Err(ConfigError(
+                    "STRATUM_OPENBAO_ADDR is https:// but STRATUM_OPENBAO_CACERT names no CA to trust it with".into(),
                 ))
-            })?),
+            }
             None => None,
         };
         let adapter = OpenBaoAdapter::new(addr, token.to_owned(), ca.as_deref())
@@ -229,66 +320,82 @@ impl RaftArgs {
     }
 
     fn ovn(&self) -> Result<Arc<dyn RaftAdapter>, ConfigError> {
-        Ok(
-            match mode(
-                "STRATUM_RAFT_OVN",
-                &self.raft_ovn,
-                "kick",
+        let m = mode(
+            "STRATUM_RAFT_OVN",
+            &self.raft_ovn,
+            "kick",
+            "STRATUM_RAFT_OVN_COMMANDS",
+            &self.raft_ovn_commands,
+        )?;
+        for (var, value) in [
+            ("STRATUM_OVS_APPCTL", &self.ovs_appctl),
+            ("STRATUM_OVN_NB_CTL", &self.ovn_nb_ctl),
+            ("STRATUM_OVN_SB_CTL", &self.ovn_sb_ctl),
+            ("STRATUM_OVN_NB_SERVER", &self.ovn_nb_server),
+            ("STRATUM_OVN_SB_SERVER", &self.ovn_sb_server),
+        ] {
+            only_with(var, value, "STRATUM_RAFT_OVN", "kick", m)?;
+        }
+        Ok(match m {
+            Mode::RecordOnly => Arc::new(RecordOnly),
+            Mode::Commands => Arc::new(CommandAdapter::new(commands(
+                "STRATUM_RAFT_OVN_COMMANDS",
                 &self.raft_ovn_commands,
-            )? {
-                Mode::RecordOnly => Arc::new(RecordOnly),
-                Mode::Commands => Arc::new(CommandAdapter::new(commands(
-                    "STRATUM_RAFT_OVN_COMMANDS",
-                    &self.raft_ovn_commands,
-                )?)),
-                Mode::Preset => Arc::new(CommandAdapter::ovn_kick(&OvnKick {
-                    appctl: non_empty("STRATUM_OVS_APPCTL", &self.ovs_appctl)?,
-                    nb_ctl: non_empty("STRATUM_OVN_NB_CTL", &self.ovn_nb_ctl)?,
-                    sb_ctl: non_empty("STRATUM_OVN_SB_CTL", &self.ovn_sb_ctl)?,
-                    nb_server: non_empty("STRATUM_OVN_NB_SERVER", &self.ovn_nb_server)?,
-                    sb_server: non_empty("STRATUM_OVN_SB_SERVER", &self.ovn_sb_server)?,
-                })),
-            },
-        )
+            )?)),
+            Mode::Preset => {
+                let d = OvnKick::default();
+                let k = OvnKick {
+                    appctl: or_default(&self.ovs_appctl, d.appctl),
+                    nb_ctl: or_default(&self.ovn_nb_ctl, d.nb_ctl),
+                    sb_ctl: or_default(&self.ovn_sb_ctl, d.sb_ctl),
+                    nb_server: or_default(&self.ovn_nb_server, d.nb_server),
+                    sb_server: or_default(&self.ovn_sb_server, d.sb_server),
+                };
+                names_the_peer("STRATUM_OVN_NB_SERVER", &[&k.nb_server])?;
+                names_the_peer("STRATUM_OVN_SB_SERVER", &[&k.sb_server])?;
+                Arc::new(CommandAdapter::ovn_kick(&k))
+            }
+        })
     }
 
     fn patroni(&self) -> Result<Arc<dyn RaftAdapter>, ConfigError> {
-        Ok(
-            match mode(
-                "STRATUM_RAFT_PATRONI",
-                &self.raft_patroni,
-                "syncobj",
+        let m = mode(
+            "STRATUM_RAFT_PATRONI",
+            &self.raft_patroni,
+            "syncobj",
+            "STRATUM_RAFT_PATRONI_COMMANDS",
+            &self.raft_patroni_commands,
+        )?;
+        for (var, value) in [
+            ("STRATUM_PATRONI_SYNCOBJ_ADMIN", &self.patroni_syncobj_admin),
+            ("STRATUM_PATRONI_RAFT_CONN", &self.patroni_raft_conn),
+            ("STRATUM_PATRONI_RAFT_PORT", &self.patroni_raft_port),
+        ] {
+            only_with(var, value, "STRATUM_RAFT_PATRONI", "syncobj", m)?;
+        }
+        Ok(match m {
+            Mode::RecordOnly => Arc::new(RecordOnly),
+            Mode::Commands => Arc::new(CommandAdapter::new(commands(
+                "STRATUM_RAFT_PATRONI_COMMANDS",
                 &self.raft_patroni_commands,
-            )? {
-                Mode::RecordOnly => Arc::new(RecordOnly),
-                Mode::Commands => Arc::new(CommandAdapter::new(commands(
-                    "STRATUM_RAFT_PATRONI_COMMANDS",
-                    &self.raft_patroni_commands,
-                )?)),
-                Mode::Preset => {
-                    let port = self
-                        .patroni_raft_port
-                        .trim()
-                        .parse::<u16>()
-                        .ok()
-                        .filter(|p| *p > 0)
-                        .ok_or_else(|| {
-                            ConfigError(format!(
-                                "STRATUM_PATRONI_RAFT_PORT must be a port between 1 and 65535, not `{}`",
-                                self.patroni_raft_port
-                            ))
-                        })?;
-                    Arc::new(CommandAdapter::patroni_syncobj(&PatroniSyncobj {
-                        program: non_empty(
-                            "STRATUM_PATRONI_SYNCOBJ_ADMIN",
-                            &self.patroni_syncobj_admin,
-                        )?,
-                        conn: non_empty("STRATUM_PATRONI_RAFT_CONN", &self.patroni_raft_conn)?,
-                        port,
-                    }))
-                }
-            },
-        )
+            )?)),
+            Mode::Preset => {
+                let d = PatroniSyncobj::default();
+                let port = match given(&self.patroni_raft_port) {
+                    None => d.port,
+                    Some(p) => p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
+                        ConfigError(format!(
+                            "STRATUM_PATRONI_RAFT_PORT must be a port between 1 and 65535, not `{p}`"
+                        ))
+                    })?,
+                };
+                Arc::new(CommandAdapter::patroni_syncobj(&PatroniSyncobj {
+                    program: or_default(&self.patroni_syncobj_admin, d.program),
+                    conn: or_default(&self.patroni_raft_conn, d.conn),
+                    port,
+                }))
+            }
+        })
     }
 }
 
@@ -351,7 +458,7 @@ mod tests {
 
     #[test]
     fn each_malformed_setting_names_its_variable() {
-        let cases: [(&[&str], &str); 7] = [
+        let cases: [(&[&str], &str); 13] = [
             (
                 &["--raft-ovn-commands", "not json"],
                 "STRATUM_RAFT_OVN_COMMANDS",
@@ -377,6 +484,32 @@ mod tests {
                 &["--raft-patroni", "syncobj", "--patroni-raft-port", "0"],
                 "STRATUM_PATRONI_RAFT_PORT",
             ),
+            (
+                &["--raft-ovn", "kick", "--raft-ovn-commands", "not json"],
+                "STRATUM_RAFT_OVN_COMMANDS",
+            ),
+            (&["--patroni-raft-port", "abc"], "STRATUM_PATRONI_RAFT_PORT"),
+            (
+                &["--openbao-cacert", "/etc/ssl/ca.pem"],
+                "STRATUM_OPENBAO_CACERT",
+            ),
+            (
+                &[
+                    "--openbao-addr",
+                    "https://10.0.0.1:8200",
+                    "--openbao-token",
+                    "t",
+                ],
+                "STRATUM_OPENBAO_CACERT",
+            ),
+            (
+                &["--raft-ovn", "kick", "--ovn-nb-server", "ssl:10.0.0.1:6643"],
+                "STRATUM_OVN_NB_SERVER",
+            ),
+            (
+                &["--raft-ovn-commands", r#"[["kick","{nodeid}"]]"#],
+                "STRATUM_RAFT_OVN_COMMANDS",
+            ),
         ];
         for (flags, var) in cases {
             let err = args(flags).adapters().err().expect("refused");
@@ -385,6 +518,31 @@ mod tests {
         }
         let err = args(&["--raft-retry-min", "soon"]).backoff().unwrap_err();
         assert!(err.0.contains("STRATUM_RAFT_RETRY_MIN"), "{err}");
+    }
+
+    #[test]
+    fn the_openbao_token_never_shows_in_debug_output() {
+        let a = args(&[
+            "--openbao-addr",
+            "http://10.0.0.1:8200",
+            "--openbao-token",
+            "s.very-secret",
+        ]);
+        assert!(!format!("{a:?}").contains("s.very-secret"));
+        let adapters = a.adapters().unwrap();
+        assert!(!adapters.openbao.target().contains("s.very-secret"));
+        let with_userinfo = args(&[
+            "--openbao-addr",
+            "http://ops:pw@10.0.0.1:8200",
+            "--openbao-token",
+            "t",
+        ]);
+        assert!(!with_userinfo
+            .adapters()
+            .unwrap()
+            .openbao
+            .target()
+            .contains("pw"));
     }
 
     #[test]

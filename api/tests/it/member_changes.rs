@@ -122,6 +122,42 @@ async fn a_patch_changes_address_and_labels_bumps_the_generation_and_shows_in_th
             "PRECONDITION_FAILED",
         );
 
+        // A retried PATCH with its Idempotency-Key answers the first answer
+        // again; the key with another body is refused.
+        let key = [("idempotency-key", "patch-n-2-rack")];
+        let first = patch(
+            &app,
+            "n-2",
+            json!({"labels": {"topology.rack": "r5"}}),
+            &key,
+        )
+        .await;
+        assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+        let head = app.head().await;
+        let again = patch(
+            &app,
+            "n-2",
+            json!({"labels": {"topology.rack": "r5"}}),
+            &key,
+        )
+        .await;
+        assert_eq!(again.status, StatusCode::OK);
+        assert_eq!(again.body, first.body);
+        assert_eq!(again.headers["idempotent-replayed"], "true");
+        assert_eq!(app.head().await, head, "a retry appends nothing");
+        let other = patch(
+            &app,
+            "n-2",
+            json!({"labels": {"topology.rack": "r6"}}),
+            &key,
+        )
+        .await;
+        assert_error_shape(
+            &other,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "IDEMPOTENCY_KEY_REUSED",
+        );
+
         // A change that changes nothing appends nothing.
         let head = app.head().await;
         let same = patch(&app, "n-2", json!({"mgmtIp": "192.0.2.22"}), &[]).await;

@@ -38,8 +38,13 @@ fn free_port() -> u16 {
 /// `stratum serve` on `port` with a fresh SQLite database in `dir`: none of
 /// the test's own `STRATUM_*` variables, only the base settings and `env`.
 fn serve_command(dir: &Path, port: u16, env: &[(&str, String)]) -> Command {
+    serve_command_with(dir, port, &[], env)
+}
+
+/// `stratum serve` with flags as well as settings in the environment.
+fn serve_command_with(dir: &Path, port: u16, flags: &[String], env: &[(&str, String)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_stratum"));
-    cmd.arg("serve");
+    cmd.arg("serve").args(flags);
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("STRATUM_") {
             cmd.env_remove(key);
@@ -111,9 +116,14 @@ impl Drop for Server {
 
 /// Starts `stratum serve` with `env` and waits until it answers `/healthz`.
 async fn start(dir: &Path, env: &[(&str, String)]) -> Server {
+    start_with(dir, &[], env).await
+}
+
+/// Starts `stratum serve` with `flags` and `env`.
+async fn start_with(dir: &Path, flags: &[String], env: &[(&str, String)]) -> Server {
     let port = free_port();
     let stderr = dir.join("stderr.log");
-    let child = serve_command(dir, port, env)
+    let child = serve_command_with(dir, port, flags, env)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr).unwrap())
         .spawn()
@@ -292,24 +302,24 @@ async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft(
     let appctl = recorder(d, "ovs-appctl", &kicks);
     let nb_ctl = d.join("ovnnb_db.ctl");
     let sb_ctl = d.join("ovnsb_db.ctl");
-    // syncobj_admin fails its first two calls (one line on stderr), then
-    // succeeds; every call is recorded, and counted in an append-only file.
+    // syncobj_admin exits 0 whatever happened, and says SUCCESS only when
+    // it removed the server, as the real one does. This one says FAIL
+    // while the flag file exists; every call is recorded with its time.
     let removes = d.join("syncobj_admin.calls");
-    let count = d.join("syncobj_admin.count");
+    let times = d.join("syncobj_admin.times");
+    let failing = d.join("syncobj_admin.fail");
+    std::fs::write(&failing, "").unwrap();
     let syncobj = program(
         d,
         "syncobj_admin",
         &format!(
             "printf '%s\\n' \"$*\" >> '{calls}'\n\
-             echo call >> '{count}'\n\
-             n=$(( $(wc -l < '{count}') ))\n\
-             if [ \"$n\" -le 2 ]; then\n\
-             \techo \"syncobj_admin: no leader answered (call $n)\" >&2\n\
-             \texit 1\n\
-             fi\n\
+             date +%s%N >> '{times}'\n\
+             if [ -e '{failing}' ]; then echo \"FAIL REMOVE $4\"; else echo \"SUCCESS REMOVE $4\"; fi\n\
              exit 0",
             calls = removes.display(),
-            count = count.display(),
+            times = times.display(),
+            failing = failing.display(),
         ),
     );
     let server = start(
@@ -354,33 +364,36 @@ async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft(
     assert_eq!(failed["state"], "failed", "{failed}");
     assert_eq!(failed["failedStep"], "join/raft-ovn", "{failed}");
 
-    // (a) While syncobj_admin fails, the cleanup is not done. The third call
-    // is the first that succeeds, so as long as the count is below three
-    // after the read, the read saw the cleanup unfinished.
+    // (a) While syncobj_admin fails, the cleanup is not done, and it is
+    // tried again with backoff (at least 200 ms apart).
     server
-        .eventually("a first failed syncobj_admin call", || async {
-            (!lines(&count).is_empty()).then_some(())
+        .eventually("three failed syncobj_admin calls", || async {
+            (lines(&times).len() >= 3).then_some(())
         })
         .await;
     let m = server.member("n-3").await;
     let history = server.history("n-3").await;
-    if lines(&count).len() < 3 {
-        assert!(
-            m["raftCleanupAt"].is_null(),
-            "not cleaned while patroni fails: {m}"
-        );
-        assert_eq!(m["state"], "failed", "{m}");
-        assert!(
-            of_type(&history, "RaftCleanupCompleted").is_empty(),
-            "{history:?}"
-        );
-        assert!(
-            of_type(&history, "RaftPeerRemoved")
-                .iter()
-                .all(|e| e["payload"]["raft"] != "patroni"),
-            "{history:?}"
-        );
+    assert!(
+        m["raftCleanupAt"].is_null(),
+        "not cleaned while patroni fails: {m}"
+    );
+    assert_eq!(m["state"], "failed", "{m}");
+    assert!(
+        of_type(&history, "RaftCleanupCompleted").is_empty(),
+        "{history:?}"
+    );
+    assert!(
+        of_type(&history, "RaftPeerRemoved")
+            .iter()
+            .all(|e| e["payload"]["raft"] != "patroni"),
+        "a FAIL from syncobj_admin records no removal: {history:?}"
+    );
+    let at: Vec<u128> = lines(&times).iter().map(|t| t.parse().unwrap()).collect();
+    for pair in at.windows(2) {
+        let gap_ms = (pair[1] - pair[0]) / 1_000_000;
+        assert!(gap_ms >= 150, "retried after {gap_ms} ms: {at:?}");
     }
+    std::fs::remove_file(&failing).unwrap();
     let m = server.cleaned("n-3").await;
     assert_eq!(m["state"], "failed", "{m}");
 
@@ -416,10 +429,10 @@ async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft(
         ]
     );
 
-    // (d) Two failures and a success, each at the configured conn and port.
+    // (d) Failures and a success, each at the configured conn and port.
     let removes = lines(&removes);
     assert!(
-        removes.len() >= 3,
+        removes.len() >= 4,
         "retried until it succeeded: {removes:?}"
     );
     assert!(
@@ -651,5 +664,123 @@ async fn serve_runs_configured_commands_and_the_ovn_server_forms_it_is_given() {
             ("ovn".to_owned(), "ovn-kick".to_owned()),
             ("patroni".to_owned(), "command".to_owned()),
         ])
+    );
+}
+
+/// A self-signed CA certificate, for a CA file `serve` must accept.
+const TEST_CA_PEM: &str = "-----BEGIN CERTIFICATE-----
+MIIBmjCCAUGgAwIBAgIUBDvB9G9MXfY9KHK4w0S3KdSWJkswCgYIKoZIzj0EAwIw
+IjEgMB4GA1UEAwwXc3RyYXR1bSB0ZXN0IE9wZW5CYW8gQ0EwIBcNMjYxMjAxMDkw
+NzQ1WhgPMjEyNjExMDcwOTA3NDVaMCIxIDAeBgNVBAMMF3N0cmF0dW0gdGVzdCBP
+cGVuQmFvIENBMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEwSkzsvR7JcYlsVb9
+eSfpZGmJ4zkONu00N1uriV7SjbNDsz6mlJAY4f5GTW04FYSQyofP/GfPcabZjSVw
+BoxQQ6NTMFEwHQYDVR0OBBYEFH0nH+D4vaxcDPiQowDiVDpiH2QtMB8GA1UdIwQY
+MBaAFH0nH+D4vaxcDPiQowDiVDpiH2QtMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZI
+zj0EAwIDRwAwRAIgOxDKxsoceXl1nMHglk3eR4vKhJE8jsBPp1AT/p4tyZkCID/V
+BxX5eF4QRh389MckVPkWIlO3WoMx1ix5NAruGWNU
+-----END CERTIFICATE-----
+";
+
+#[tokio::test]
+async fn serve_takes_the_raft_settings_as_flags_and_a_node_token_from_the_host_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ca = d.join("openbao-ca.pem");
+    std::fs::write(&ca, TEST_CA_PEM).unwrap();
+    let kicks = d.join("kick.calls");
+    let kick = recorder(d, "ovn-kick", &kicks);
+    let commands = json!([
+        [kick.display().to_string(), "nb", "{nodeId}", "{host}"],
+        [kick.display().to_string(), "sb", "{nodeId}", "{address}"]
+    ]);
+    let flags: Vec<String> = [
+        "--openbao-addr",
+        "https://127.0.0.1:1",
+        "--openbao-cacert",
+        &ca.display().to_string(),
+        "--raft-ovn",
+        "commands",
+        "--raft-ovn-commands",
+        &commands.to_string(),
+        "--raft-patroni",
+        "record-only",
+        "--raft-retry-min",
+        "100ms",
+        "--raft-retry-max",
+        "1s",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    // The OpenBao token comes from the environment, as an operator keeps it.
+    let server = start_with(
+        d,
+        &flags,
+        &[("STRATUM_OPENBAO_TOKEN", BAO_TOKEN.to_owned())],
+    )
+    .await;
+    server.announces("openbao", "openbao-http").await;
+    server.announces("ovn", "command").await;
+    server.announces("patroni", "record-only").await;
+    assert!(
+        !server.log().contains(BAO_TOKEN),
+        "the OpenBao token never reaches the log"
+    );
+    assert!(
+        server.log().contains("arguments not shown"),
+        "configured commands may hold secrets: only their programs are logged"
+    );
+
+    server.admit_three().await;
+    // Fails at OVN's raft before it reached OpenBao's: only OVN is cleaned,
+    // through the configured commands.
+    server
+        .member_post(
+            "n-3",
+            "join-failed",
+            json!({"step": "join/raft-ovn", "error": "ovsdb-server: connection refused"}),
+        )
+        .await;
+    server.cleaned("n-3").await;
+    assert_eq!(lines(&kicks), ["nb n-3 192.0.2.13", "sb n-3 192.0.2.13"]);
+
+    // The host's operator makes a node agent token with the CLI, while the
+    // server runs; the node's listener then asks about its failed peer.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+        .args([
+            "token",
+            "create",
+            "--principal",
+            "node/n-1",
+            "--policy",
+            "NodeAgent",
+        ])
+        .env(
+            "STRATUM_DATABASE_URL",
+            format!("sqlite://{}", d.join("stratum.db").display()),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let token = created["token"].as_str().unwrap();
+    let res = server
+        .http
+        .get(server.url("/v1/admin/cluster/transport-admission/n-3"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let admission: Value = res.json().await.unwrap();
+    assert_eq!(admission["admitted"], false, "{admission}");
+    assert_eq!(
+        admission["refusal"]["reason"],
+        "join failed at join/raft-ovn: ovsdb-server: connection refused",
+        "{admission}"
     );
 }

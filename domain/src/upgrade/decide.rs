@@ -202,7 +202,7 @@ impl Upgrades {
     fn create(
         &self,
         state: &State,
-        upgrade_id: &String,
+        upgrade_id: &str,
         target_release: &Option<String>,
         mode: &Option<String>,
         backup_location: &Option<String>,
@@ -241,7 +241,7 @@ impl Upgrades {
         Ok(upgrade_decision(
             upgrade_id,
             vec![DomainEvent::UpgradePlanned(UpgradePlanned {
-                upgrade_id: upgrade_id.clone(),
+                upgrade_id: upgrade_id.to_owned(),
                 mode,
                 target_release: target,
                 from_release: running.to_owned(),
@@ -256,7 +256,7 @@ impl Upgrades {
 
     fn report_backup(
         &self,
-        upgrade_id: &String,
+        upgrade_id: &str,
         location: &Option<String>,
         bundle: &Option<String>,
         encrypted: &Option<bool>,
@@ -284,7 +284,7 @@ impl Upgrades {
             encrypted,
         };
         if u.backup.as_ref() == Some(&backup) {
-            return Ok(Decision::none(Subject::Upgrade(upgrade_id.clone())));
+            return Ok(Decision::none(Subject::Upgrade(upgrade_id.to_owned())));
         }
         if u.state != UpgradeState::BackingUp {
             return Err(state_conflict(u, "a backup is reported while backing_up."));
@@ -292,7 +292,7 @@ impl Upgrades {
         Ok(upgrade_decision(
             upgrade_id,
             vec![DomainEvent::UpgradeBackupReported(UpgradeBackupReported {
-                upgrade_id: upgrade_id.clone(),
+                upgrade_id: upgrade_id.to_owned(),
                 location: backup.location,
                 bundle: backup.bundle,
                 encrypted: backup.encrypted,
@@ -303,8 +303,8 @@ impl Upgrades {
     fn rollback(
         &self,
         state: &State,
-        upgrade_id: &String,
-        new_upgrade_id: &String,
+        upgrade_id: &str,
+        new_upgrade_id: &str,
         restore_backup: &bool,
     ) -> Result<Decision, Refusal> {
         let u = self.upgrade(upgrade_id)?;
@@ -349,19 +349,19 @@ impl Upgrades {
             new_upgrade_id,
             vec![
                 DomainEvent::UpgradePlanned(UpgradePlanned {
-                    upgrade_id: new_upgrade_id.clone(),
+                    upgrade_id: new_upgrade_id.to_owned(),
                     mode: UpgradeMode::Now,
                     target_release: u.from_release.clone(),
                     from_release: running.to_owned(),
                     backup_location: u.backup_location,
                     backup_encrypted: u.backup_encrypted,
-                    rollback_of: Some(upgrade_id.clone()),
+                    rollback_of: Some(upgrade_id.to_owned()),
                     restore_backup: *restore_backup,
                     plan,
                 }),
                 DomainEvent::UpgradeRolledBack(UpgradeRolledBack {
-                    upgrade_id: upgrade_id.clone(),
-                    by: new_upgrade_id.clone(),
+                    upgrade_id: upgrade_id.to_owned(),
+                    by: new_upgrade_id.to_owned(),
                 }),
             ],
         ))
