@@ -46,6 +46,13 @@ pub enum Cmd {
         db: Db,
         #[command(flatten)]
         raft: Box<RaftArgs>,
+        #[command(flatten)]
+        upgrade: UpgradeArgs,
+    },
+    /// Registers releases from the host.
+    Releases {
+        #[command(subcommand)]
+        command: ReleasesCmd,
     },
     /// Manages API tokens from the host, with direct access to the
     /// database (for the host's operator, e.g. to recover access).
@@ -77,6 +84,65 @@ pub enum Cmd {
         /// With --digest: replay an export instead of the database.
         #[arg(long, requires = "digest")]
         file: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        db: Db,
+    },
+}
+
+/// How upgrades are planned: recorded in each plan.
+#[derive(Args, Debug, Clone)]
+pub struct UpgradeArgs {
+    /// How long the cluster settles after a node's restart before the next
+    /// node's turn or the end, e.g. `60s`.
+    #[arg(long, env = "STRATUM_UPGRADE_SETTLE", default_value = "60s")]
+    pub upgrade_settle: String,
+    /// Where upgrade backups go when one is configured, e.g.
+    /// `s3://backups/stratum`; without it backups stay on the node.
+    #[arg(long, env = "STRATUM_BACKUP_TARGET")]
+    pub backup_target: Option<String>,
+    /// The recipient backups to the target are encrypted to (an age or
+    /// PGP recipient).
+    #[arg(long, env = "STRATUM_BACKUP_RECIPIENT")]
+    pub backup_recipient: Option<String>,
+}
+
+impl UpgradeArgs {
+    pub fn config(&self) -> anyhow_like::Result<stratum_domain::upgrade::UpgradeConfig> {
+        let settle = humantime::parse_duration(self.upgrade_settle.trim()).map_err(|e| {
+            anyhow_like::Error(format!(
+                "STRATUM_UPGRADE_SETTLE must be a duration such as 60s or 2m, not `{}`: {e}",
+                self.upgrade_settle
+            ))
+        })?;
+        let given = |v: &Option<String>| {
+            v.as_deref()
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        let target = given(&self.backup_target);
+        let recipient = given(&self.backup_recipient);
+        if target.is_none() && recipient.is_some() {
+            return Err(anyhow_like::Error(
+                "STRATUM_BACKUP_RECIPIENT is set without STRATUM_BACKUP_TARGET".into(),
+            ));
+        }
+        Ok(stratum_domain::upgrade::UpgradeConfig {
+            backup_target: target
+                .map(|url| stratum_domain::upgrade::BackupTarget { url, recipient }),
+            settle_seconds: settle.as_secs(),
+        })
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ReleasesCmd {
+    /// Registers a release manifest loaded from install media (its
+    /// `sourceKind` is `media`); the signature is checked against the
+    /// trusted release keys like any registration.
+    Import {
+        #[arg(long)]
+        file: std::path::PathBuf,
         #[command(flatten)]
         db: Db,
     },
@@ -177,7 +243,23 @@ pub mod anyhow_like {
 /// Runs a command; answers the process exit code.
 pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
     match cli.command {
-        Cmd::Serve { listen, db, raft } => serve(listen, &db, &raft).await,
+        Cmd::Serve {
+            listen,
+            db,
+            raft,
+            upgrade,
+        } => serve(listen, &db, &raft, &upgrade).await,
+        Cmd::Releases {
+            command: ReleasesCmd::Import { file, db },
+        } => {
+            let (code, out) = import_release(&file, &db).await?;
+            if code == 0 {
+                println!("{out}");
+            } else {
+                eprintln!("{out}");
+            }
+            Ok(code)
+        }
         Cmd::Token { command } => {
             let (code, out) = token(command).await?;
             if code == 0 {
@@ -271,7 +353,12 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
     }
 }
 
-async fn serve(listen: SocketAddr, db: &Db, raft: &RaftArgs) -> anyhow_like::Result<i32> {
+async fn serve(
+    listen: SocketAddr,
+    db: &Db,
+    raft: &RaftArgs,
+    upgrade: &UpgradeArgs,
+) -> anyhow_like::Result<i32> {
     // Every setting is read before anything starts: a malformed one stops
     // the start, naming its variable.
     let adapters = raft.adapters()?;
@@ -281,6 +368,7 @@ async fn serve(listen: SocketAddr, db: &Db, raft: &RaftArgs) -> anyhow_like::Res
         release_keys: release_keys_from_env()?,
         adapters,
         backoff,
+        upgrade: upgrade.config()?,
         ..Default::default()
     };
     cfg.adapters.log();
@@ -380,6 +468,35 @@ pub async fn token(cmd: TokenCmd) -> anyhow_like::Result<(i32, String)> {
         m.insert("token".into(), secret.into());
     }
     Ok((0, body.to_string()))
+}
+
+/// `stratum releases import --file`: a release from install media,
+/// checked against the trusted keys and recorded with source `media`.
+pub async fn import_release(file: &std::path::Path, db: &Db) -> anyhow_like::Result<(i32, String)> {
+    use stratum_domain::upgrade::{ReleaseSource, UpgradeCommand};
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| anyhow_like::Error(format!("{}: {e}", file.display())))?;
+    let manifest: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow_like::Error(format!("{} is not a JSON manifest: {e}", file.display()))
+    })?;
+    let keys = release_keys_from_env()?;
+    let mut req = crate::command::CommandRequest::new(
+        stratum_domain::Command::Upgrade(UpgradeCommand::RegisterRelease {
+            manifest: manifest.clone(),
+            source: ReleaseSource::Media,
+        }),
+        host_principal(),
+    );
+    if let Err(e) = stratum_domain::release::verify_signature(&manifest, &keys) {
+        req.input_errors.push(e);
+    }
+    let store = open(db).await?;
+    let bus = crate::command::CommandBus::start(store).await?;
+    let reply = bus
+        .execute(req)
+        .await
+        .map_err(|e| anyhow_like::Error(e.message))?;
+    Ok((if reply.status < 300 { 0 } else { 1 }, reply.body))
 }
 
 /// The trusted release keys: `STRATUM_RELEASE_KEYS` (`keyId=base64-key`,
@@ -485,9 +602,17 @@ fn parse_line(n: usize, line: &str) -> Result<stratum_domain::log::Recorded, Str
         .map_err(|e| format!("line {}: {e}", n + 1))?;
     let decoded = stratum_domain::stored::decode(&e.event_type, e.schema_version, &e.payload)
         .map_err(|err| format!("line {}: {err}", n + 1))?;
-    let mut shown = parsed.payload.clone();
-    stratum_domain::stored::upcast::exported_payload(&e.event_type, e.schema_version, &mut shown);
-    if serde_json::to_value(decoded).ok().as_ref() != Some(&shown) {
+    // The export shows the payload as the service decoded it then: today's
+    // shape, or, for an export made before an upcast, the shape of the
+    // version it was stored at, read through the same upcasters.
+    let decoded = serde_json::to_value(&decoded).ok();
+    let then = stratum_domain::stored::upcast::decode_exported(
+        &e.event_type,
+        e.schema_version,
+        &parsed.payload,
+    )
+    .and_then(|d| serde_json::to_value(d).ok());
+    if decoded.as_ref() != Some(&parsed.payload) && (then.is_none() || then != decoded) {
         return Err(format!(
             "line {}: the decoded payload is not what payloadPostcard holds",
             n + 1

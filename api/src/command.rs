@@ -125,13 +125,19 @@ impl CommandReply {
 pub struct UpgradeDue {
     pub upgrade: Option<String>,
     pub at: u64,
+    /// Whether an upgrade is active (its time-driven steps are asked for).
+    pub active: bool,
+    /// When a time-driven step of the active upgrade falls due next.
+    pub wake_at: Option<chrono::DateTime<Utc>>,
 }
 
 impl UpgradeDue {
-    fn of(rm: &ReadModels) -> Self {
+    fn of(rm: &ReadModels, now: chrono::DateTime<Utc>) -> Self {
         Self {
-            upgrade: rm.state.upgrade_step_due().map(str::to_owned),
+            upgrade: rm.state.upgrade_step_due(now).map(str::to_owned),
             at: rm.state.position,
+            active: rm.state.upgrades.active.is_some(),
+            wake_at: rm.state.upgrade_wake_at(),
         }
     }
 }
@@ -179,6 +185,7 @@ pub struct CommandBus {
     jobs: mpsc::Sender<Job>,
     head: watch::Sender<u64>,
     upgrade_due: watch::Sender<UpgradeDue>,
+    clock: Clock,
 }
 
 impl CommandBus {
@@ -190,8 +197,9 @@ impl CommandBus {
     /// Loads the log and starts the writer task, reading time from `clock`.
     pub async fn start_with(store: Arc<dyn EventStore>, clock: Clock) -> StoreResult<Self> {
         let rm = load(store.clone(), None).await?;
+        let writer_clock = clock.clone();
         let (head, _) = watch::channel(rm.state.position);
-        let (upgrade_due, _) = watch::channel(UpgradeDue::of(&rm));
+        let (upgrade_due, _) = watch::channel(UpgradeDue::of(&rm, clock.now()));
         let (jobs, rx) = mpsc::channel(4096);
         let writer = Writer {
             store,
@@ -206,6 +214,7 @@ impl CommandBus {
             jobs,
             head,
             upgrade_due,
+            clock: writer_clock,
         })
     }
 
@@ -229,6 +238,11 @@ impl CommandBus {
     /// write: what the upgrade driver watches.
     pub fn upgrade_due(&self) -> watch::Receiver<UpgradeDue> {
         self.upgrade_due.subscribe()
+    }
+
+    /// The time as the write path reads it.
+    pub fn now(&self) -> chrono::DateTime<Utc> {
+        self.clock.now()
     }
 
     /// Tells watchers the log reached `position` (another replica wrote).
@@ -452,7 +466,7 @@ impl Writer {
         }
         self.reload = false;
         raise(&self.head, batch.position);
-        let due = UpgradeDue::of(&self.rm);
+        let due = UpgradeDue::of(&self.rm, self.clock.now());
         self.upgrade_due.send_if_modified(|d| {
             let changed = *d != due;
             *d = due;
@@ -700,6 +714,12 @@ fn render(rm: &ReadModels, subject: &Subject) -> (String, Option<u64>) {
             .resource_policies
             .get(key)
             .map(|p| (json(&policy_record(p)), p.version)),
+        Subject::Facts(node) => rm.state.upgrades.facts.get(node).map(|f| {
+            (
+                json(&stratum_projections::upgrades::facts_record(node, f)),
+                f.version,
+            )
+        }),
         Subject::Principal(p) => rm.state.iam.principal_policies.get(p).map(|a| {
             (
                 json(&principal_record(p, a)),

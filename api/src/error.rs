@@ -40,6 +40,7 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         | ErrorCode::MemberDecommissioned
         | ErrorCode::RaftCleanupPending
         | ErrorCode::QuorumAtRisk
+        | ErrorCode::RestoreRequired
         | ErrorCode::JoinApprovalRefused
         | ErrorCode::JoinRequestClosed
         | ErrorCode::VersionConflict

@@ -14,6 +14,7 @@ use crate::raft::{Backoff, RaftAdapters, RaftCleanup};
 use crate::store::{EventStore, StoreError};
 use crate::upgrade_driver::UpgradeDriver;
 use stratum_domain::release::TrustedKeys;
+use stratum_domain::upgrade::UpgradeConfig;
 
 /// What the parts of a running service share: the store, the one write
 /// path, and the configuration requests need. The HTTP layer reaches it as
@@ -24,6 +25,8 @@ pub struct AppState {
     pub bus: CommandBus,
     /// The keys release manifests must be signed by.
     pub release_keys: Arc<TrustedKeys>,
+    /// What upgrades are planned with: the backup target, the settling.
+    pub upgrade_config: Arc<UpgradeConfig>,
 }
 
 #[derive(Clone, Default)]
@@ -36,6 +39,10 @@ pub struct ServiceConfig {
     pub release_keys: TrustedKeys,
     /// Where the write path reads the time (tests move it).
     pub clock: Clock,
+    pub upgrade: UpgradeConfig,
+    /// How often, at most, the upgrade driver asks whether a time-driven
+    /// step is due (settling, alarms); `None`: once a minute.
+    pub driver_tick: Option<Duration>,
 }
 
 /// A started service and its background tasks (aborted on drop).
@@ -64,6 +71,7 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         store: store.clone(),
         bus: bus.clone(),
         release_keys: Arc::new(cfg.release_keys.clone()),
+        upgrade_config: Arc::new(cfg.upgrade.clone()),
     };
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];
@@ -77,7 +85,9 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         .run(),
     ));
     tasks.push(tokio::spawn(
-        UpgradeDriver::new(bus.clone(), cfg.backoff).run(),
+        UpgradeDriver::new(bus.clone(), cfg.backoff)
+            .with_tick(cfg.driver_tick.unwrap_or(crate::upgrade_driver::TICK))
+            .run(),
     ));
     Ok(Service {
         state,

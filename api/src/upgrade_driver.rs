@@ -27,15 +27,30 @@ use crate::raft::Backoff;
 
 /// How often a replica looks for a step other replicas' writes made due.
 pub const PROBE: Duration = Duration::from_secs(2);
+/// How often, at most, the driver asks whether a time-driven step (the end
+/// of a settling, a reboot alarm) is due: once a minute, and sooner when
+/// the domain says when one falls due.
+pub const TICK: Duration = Duration::from_secs(60);
 
 pub struct UpgradeDriver {
     bus: CommandBus,
     backoff: Backoff,
+    tick: Duration,
 }
 
 impl UpgradeDriver {
     pub fn new(bus: CommandBus, backoff: Backoff) -> Self {
-        Self { bus, backoff }
+        Self {
+            bus,
+            backoff,
+            tick: TICK,
+        }
+    }
+
+    /// Asks at least every `tick` whether a time-driven step is due.
+    pub fn with_tick(mut self, tick: Duration) -> Self {
+        self.tick = tick;
+        self
     }
 
     pub async fn run(self) {
@@ -55,6 +70,13 @@ impl UpgradeDriver {
                 }
                 continue;
             }
+            // A time-driven step falls due at `wake_at` (the writer's clock):
+            // sleep until then, a minute at most, and ask.
+            let until = now
+                .wake_at
+                .map(|t| (t - self.bus.now()).to_std().unwrap_or(Duration::ZERO))
+                .map_or(self.tick, |d| d.min(self.tick));
+            let time_step = tokio::time::sleep(until);
             tokio::select! {
                 changed = due.changed() => {
                     if changed.is_err() {
@@ -66,6 +88,9 @@ impl UpgradeDriver {
                     if others_wrote {
                         self.advance(None, now.at).await;
                     }
+                }
+                _ = time_step, if now.active => {
+                    self.advance(None, now.at).await;
                 }
             }
         }

@@ -11,9 +11,10 @@ pub use crate::iam::{
 };
 use crate::membership::{Raft, Role};
 pub use crate::upgrade::{
-    ReleaseRegistered, RunningReleaseSet, UpgradeBackupReported, UpgradeCompleted, UpgradeFailed,
-    UpgradeNodeReported, UpgradeNodeTurnStarted, UpgradePlanned, UpgradePrechecked, UpgradeRef,
-    UpgradeRolledBack, UpgradeStateChanged,
+    AlarmCleared, AlarmRaised, NodeFactsReported, ReleaseRegistered, RunningReleaseSet,
+    UpgradeBackupReported, UpgradeCompleted, UpgradeFailed, UpgradeNodeReported,
+    UpgradeNodeTurnStarted, UpgradePlanned, UpgradePrechecked, UpgradeRef, UpgradeRolledBack,
+    UpgradeStateChanged,
 };
 
 /// Labels and bindings are ordered maps so every rendering is deterministic.
@@ -86,6 +87,9 @@ pub enum DomainEvent {
     PolicyCreated(PolicyCreated),
     PrincipalPoliciesSet(PrincipalPoliciesSet),
     ResourcePolicySet(ResourcePolicySet),
+    NodeFactsReported(NodeFactsReported),
+    AlarmRaised(AlarmRaised),
+    AlarmCleared(AlarmCleared),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -183,6 +187,9 @@ impl DomainEvent {
             DomainEvent::PolicyCreated(_) => "PolicyCreated",
             DomainEvent::PrincipalPoliciesSet(_) => "PrincipalPoliciesSet",
             DomainEvent::ResourcePolicySet(_) => "ResourcePolicySet",
+            DomainEvent::NodeFactsReported(_) => "NodeFactsReported",
+            DomainEvent::AlarmRaised(_) => "AlarmRaised",
+            DomainEvent::AlarmCleared(_) => "AlarmCleared",
         }
     }
 

@@ -57,6 +57,8 @@ pub enum Action {
     ReportJoinFailure,
     DecommissionMember,
     UpdateMember,
+    ReportNodeFacts,
+    ListAlarms,
     ReportAppliedGeneration,
     ListMembers,
     GetMember,
@@ -93,7 +95,7 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 43] = [
+    pub const ALL: [Action; 45] = [
         Action::AdmitMember,
         Action::ApproveNodeJoin,
         Action::RequestJoin,
@@ -104,6 +106,8 @@ impl Action {
         Action::ReportJoinFailure,
         Action::DecommissionMember,
         Action::UpdateMember,
+        Action::ReportNodeFacts,
+        Action::ListAlarms,
         Action::ReportAppliedGeneration,
         Action::ListMembers,
         Action::GetMember,
@@ -152,6 +156,8 @@ impl Action {
             Action::ReportJoinFailure => "cluster:ReportJoinFailure",
             Action::DecommissionMember => "cluster:DecommissionMember",
             Action::UpdateMember => "cluster:UpdateMember",
+            Action::ReportNodeFacts => "cluster:ReportNodeFacts",
+            Action::ListAlarms => "cluster:ListAlarms",
             Action::ReportAppliedGeneration => "cluster:ReportAppliedGeneration",
             Action::ListMembers => "cluster:ListMembers",
             Action::GetMember => "cluster:GetMember",
@@ -195,6 +201,7 @@ impl Action {
             | Action::ReportJoinFailure
             | Action::DecommissionMember
             | Action::UpdateMember
+            | Action::ReportNodeFacts
             | Action::ReportAppliedGeneration
             | Action::GetMember
             | Action::GetTransportAdmission

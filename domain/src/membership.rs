@@ -1239,7 +1239,10 @@ pub fn member_of(event: &DomainEvent) -> Option<&str> {
         | DomainEvent::TokenRevoked(_)
         | DomainEvent::PolicyCreated(_)
         | DomainEvent::PrincipalPoliciesSet(_)
-        | DomainEvent::ResourcePolicySet(_) => return None,
+        | DomainEvent::ResourcePolicySet(_)
+        | DomainEvent::NodeFactsReported(_)
+        | DomainEvent::AlarmRaised(_)
+        | DomainEvent::AlarmCleared(_) => return None,
     })
 }
 

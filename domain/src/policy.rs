@@ -350,7 +350,7 @@ pub fn managed_document(name: &str) -> Option<Value> {
         "NodeAgent" => json!({"statements": [
             {"effect": "Allow",
              "actions": ["cluster:ReportJoinProgress", "cluster:ReportJoinFailure", "cluster:CompleteJoin",
-                         "cluster:ReportAppliedGeneration", "cluster:GetMember"],
+                         "cluster:ReportAppliedGeneration", "cluster:ReportNodeFacts", "cluster:GetMember"],
              "resources": ["stratum:member/${nodeId}"]},
             {"effect": "Allow", "actions": ["cluster:GetTransportAdmission"],
              "resources": ["stratum:member/*"]},

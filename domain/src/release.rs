@@ -55,6 +55,14 @@ impl Component {
         &self.name
     }
 
+    /// The name of `kind` as a manifest spells it.
+    pub fn kind_of(&self, kind: ComponentKind) -> &'static str {
+        match kind {
+            ComponentKind::Image => "image",
+            ComponentKind::Package => "package",
+        }
+    }
+
     /// What runs, for reading: an image's version and short digest, a
     /// package's `[epoch:]version-release`.
     pub fn display(&self) -> String {
@@ -90,6 +98,32 @@ pub struct OsSpec {
     pub kernel: String,
     #[serde(default)]
     pub kernel_args: Vec<String>,
+    /// The OS is installed A/B: the previous OS stays bootable after an
+    /// upgrade to this one. Absent: false.
+    #[serde(default)]
+    pub ab_slots: bool,
+}
+
+/// The control plane's database schema a release runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SchemaSpec {
+    pub version: u32,
+    /// The oldest schema this release migrates from.
+    #[serde(default)]
+    pub min_upgrade_from: Option<u32>,
+    /// The oldest schema whose control plane still runs on this one; an
+    /// older release cannot, so going back from this one means a restore.
+    #[serde(default)]
+    pub readable_by: Option<u32>,
+}
+
+/// A system extension a release pins.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Sysext {
+    pub name: String,
+    pub version: String,
 }
 
 /// An upgrade path that is known not to work, and the way round it.
@@ -122,6 +156,13 @@ pub struct Release {
     pub known_broken: Vec<KnownBroken>,
     #[serde(default)]
     pub cves: Vec<String>,
+    /// The bytes a node needs free to fetch the release's bundle.
+    #[serde(default)]
+    pub bundle_bytes: Option<u64>,
+    #[serde(default)]
+    pub schema: Option<SchemaSpec>,
+    #[serde(default)]
+    pub sysext: Vec<Sysext>,
     pub signature: Signature,
 }
 
@@ -358,6 +399,7 @@ pub fn read_recorded(text: &str) -> Release {
             version: s(&os, "version"),
             kernel: s(&os, "kernel"),
             kernel_args: strings(&os, "kernelArgs"),
+            ab_slots: os.get("abSlots").and_then(Value::as_bool).unwrap_or(false),
         },
         required_stops: strings(&doc, "requiredStops"),
         known_broken: objects("knownBroken")
@@ -369,6 +411,26 @@ pub fn read_recorded(text: &str) -> Release {
             })
             .collect(),
         cves: strings(&doc, "cves"),
+        bundle_bytes: doc.get("bundleBytes").and_then(Value::as_u64),
+        schema: doc.get("schema").and_then(|sc| {
+            let n = |k: &str| {
+                sc.get(k)
+                    .and_then(Value::as_u64)
+                    .and_then(|v| u32::try_from(v).ok())
+            };
+            Some(SchemaSpec {
+                version: n("version")?,
+                min_upgrade_from: n("minUpgradeFrom"),
+                readable_by: n("readableBy"),
+            })
+        }),
+        sysext: objects("sysext")
+            .iter()
+            .map(|x| Sysext {
+                name: s(x, "name"),
+                version: s(x, "version"),
+            })
+            .collect(),
         signature: Signature {
             key_id: s(&signature, "keyId"),
             value: s(&signature, "value"),

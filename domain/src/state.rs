@@ -19,6 +19,7 @@ use crate::log::Recorded;
 use crate::membership::{join_request_stream, member_of, member_stream, MemberCommand, Membership};
 use crate::release::{release_stream, RUNNING_RELEASE_STREAM};
 use crate::upgrade::{upgrade_of, upgrade_stream, UpgradeCommand, Upgrades};
+use crate::upgrade::{AlarmCleared, AlarmRaised};
 
 /// What a command is decided with besides the state: when and by whom.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,6 +64,8 @@ pub enum Subject {
     Policy(String),
     Principal(String),
     ResourcePolicy(String),
+    /// A node's facts report.
+    Facts(String),
 }
 
 /// The events a command decided (possibly none: the state already says what
@@ -137,6 +140,9 @@ pub fn stream_of(event: &DomainEvent) -> String {
         DomainEvent::ResourcePolicySet(p) => resource_policy_stream(&p.resource),
         DomainEvent::ReleaseRegistered(r) => release_stream(&r.version),
         DomainEvent::RunningReleaseSet(_) => RUNNING_RELEASE_STREAM.to_owned(),
+        DomainEvent::NodeFactsReported(f) => crate::upgrade::facts_stream(&f.node_id),
+        DomainEvent::AlarmRaised(AlarmRaised { name, .. })
+        | DomainEvent::AlarmCleared(AlarmCleared { name, .. }) => format!("alarm/{name}"),
         _ => unreachable!("member and upgrade events are handled above"),
     }
 }
@@ -199,12 +205,12 @@ impl State {
         }
     }
 
-    /// The upgrade whose driver step is due, if any: what the upgrade
-    /// driver acts on.
-    pub fn upgrade_step_due(&self) -> Option<&str> {
+    /// The upgrade whose driver step is due at `now`, if any: what the
+    /// upgrade driver acts on.
+    pub fn upgrade_step_due(&self, now: DateTime<Utc>) -> Option<&str> {
         let u = self.upgrades.active_upgrade()?;
         let ctx = CommandContext {
-            now: u.updated_at,
+            now,
             principal: crate::iam::SERVICE_PRINCIPAL.to_owned(),
             held_policies: None,
         };
@@ -212,6 +218,14 @@ impl State {
             Ok(d) if !d.events.is_empty() => Some(&u.id),
             _ => None,
         }
+    }
+
+    /// When a time-driven step of the active upgrade may fall due next
+    /// (the end of a settling, a reboot alarm).
+    pub fn upgrade_wake_at(&self) -> Option<DateTime<Utc>> {
+        self.upgrades
+            .active_upgrade()?
+            .next_time_step(&self.upgrades)
     }
 
     pub fn evolve(&mut self, ctx: &EventCtx, stream_id: &str, event: &DomainEvent) {

@@ -254,6 +254,7 @@ pub fn registered(manifest: &serde_json::Value) -> DomainEvent {
     DomainEvent::ReleaseRegistered(crate::upgrade::ReleaseRegistered {
         version: manifest["version"].as_str().unwrap_or_default().to_owned(),
         manifest: crate::release::canonical(manifest),
+        source: crate::upgrade::ReleaseSource::Manifest,
     })
 }
 
@@ -262,8 +263,13 @@ pub fn upgrade_examples() -> Vec<DomainEvent> {
     use crate::release::ComponentChange;
     use crate::upgrade::*;
     let id = || "upg-0123456789".to_owned();
+    let m = manifest("1.1.0", "13.1", Some("1.1"));
     vec![
-        registered(&manifest("1.1.0", "13.1", Some("1.1"))),
+        DomainEvent::ReleaseRegistered(ReleaseRegistered {
+            version: "1.1.0".into(),
+            manifest: crate::release::canonical(&m),
+            source: ReleaseSource::Media,
+        }),
         DomainEvent::RunningReleaseSet(RunningReleaseSet {
             version: "1.0.0".into(),
         }),
@@ -274,9 +280,13 @@ pub fn upgrade_examples() -> Vec<DomainEvent> {
             from_release: "1.0.0".into(),
             backup_location: BackupLocation::Target,
             backup_encrypted: true,
+            backup_target: Some("s3://backups.example/stratum".into()),
             rollback_of: Some("upg-abcdefghij".into()),
             restore_backup: true,
             plan: Plan {
+                summary: "Upgrade from 1.0.0 to 1.1.0 on 1 node.".into(),
+                signed_by: RELEASE_KEY_ID.into(),
+                source_kind: ReleaseSource::Media,
                 kind: NodeKind::Os,
                 reboot_reason: Some("security".into()),
                 cves: vec!["CVE-2026-0001".into()],
@@ -293,8 +303,18 @@ pub fn upgrade_examples() -> Vec<DomainEvent> {
                     node_id: "n-msst0002".into(),
                     ordinal: 2,
                     kind: NodeKind::Os,
+                    restarts: vec!["api".into(), "node (reboot)".into()],
+                    changes: vec!["os".into(), "kernel".into()],
+                    fetched: true,
                 }],
-                steps: vec!["prechecks".into(), "fetch".into()],
+                // The v1 example's steps, as objects.
+                steps: vec![
+                    PlanStep::new("prechecks", StepKind::Cluster),
+                    PlanStep::new("fetch", StepKind::EveryNode),
+                ],
+                previous_os_bootable: true,
+                restore_required: true,
+                settle_seconds: 60,
             },
         }),
         DomainEvent::UpgradeStateChanged(UpgradeStateChanged {
@@ -320,9 +340,22 @@ pub fn upgrade_examples() -> Vec<DomainEvent> {
             phase: Phase::Roll,
             state: NodeStatus::Done,
             message: "rolled".into(),
-            host_steps: Some(host_steps(NodeKind::Host, true)),
+            host_steps: Some(
+                host_steps(NodeKind::Host, true)
+                    .into_iter()
+                    .map(|mut h| {
+                        h.pending_units = vec!["nginx.service".into()];
+                        h.restarted_units = vec!["stratum-api.service".into()];
+                        h.stopped_units = vec!["patroni.service".into()];
+                        h.switched_sysexts = vec!["stratum-host".into()];
+                        h
+                    })
+                    .collect(),
+            ),
             rebooted_at: Some(t0()),
             instances: Some(vec!["vm-1".into()]),
+            host_state: Some("rendering".into()),
+            running_instances: Some(vec!["vm-1".into()]),
         }),
         DomainEvent::UpgradeBackupReported(UpgradeBackupReported {
             upgrade_id: id(),
@@ -344,5 +377,94 @@ pub fn upgrade_examples() -> Vec<DomainEvent> {
             by: "upg-abcdefghij".into(),
         }),
         DomainEvent::UpgradeAcknowledged(UpgradeRef { upgrade_id: id() }),
+        DomainEvent::NodeFactsReported(NodeFactsReported {
+            node_id: "n-msst0002".into(),
+            facts: NodeFacts {
+                images: vec![crate::release::Component {
+                    kind: crate::release::ComponentKind::Image,
+                    name: "api".into(),
+                    version: "1.0.0".into(),
+                    digest: "sha256:aa".into(),
+                    epoch: 0,
+                    release: String::new(),
+                    arch: String::new(),
+                }],
+                packages: vec![crate::release::Component {
+                    kind: crate::release::ComponentKind::Package,
+                    name: "stratum-host".into(),
+                    version: "1.0".into(),
+                    digest: String::new(),
+                    epoch: 1,
+                    release: "1".into(),
+                    arch: "x86_64".into(),
+                }],
+                bundle_free_bytes: Some(5 << 30),
+                backup_free_bytes: Some(9 << 30),
+                backup_bytes: Some(2 << 30),
+                schema_version: Some(41),
+                ready: Some(true),
+                shut_down: Some(false),
+            },
+        }),
+        DomainEvent::AlarmRaised(AlarmRaised {
+            name: NODE_REBOOT_PENDING_ALARM.into(),
+            node_id: Some("n-msst0002".into()),
+            upgrade_id: Some(id()),
+            message: "n-msst0002 has waited 7 days for its security reboot.".into(),
+        }),
+        DomainEvent::AlarmCleared(AlarmCleared {
+            name: NODE_REBOOT_PENDING_ALARM.into(),
+            node_id: Some("n-msst0002".into()),
+            upgrade_id: Some(id()),
+        }),
     ]
+}
+
+/// An example event as its version-1 bytes decode: the fields v1 did not
+/// have hold the upcasters' documented defaults.
+pub fn with_v1_defaults(event: &DomainEvent) -> DomainEvent {
+    use crate::upgrade::*;
+    let mut e = event.clone();
+    match &mut e {
+        DomainEvent::RaftPeerRemoved { adapter, .. } => {
+            *adapter = crate::stored::upcast::UNRECORDED_ADAPTER.into()
+        }
+        DomainEvent::ReleaseRegistered(r) => r.source = ReleaseSource::Manifest,
+        DomainEvent::UpgradePlanned(u) => {
+            u.backup_target = None;
+            let p = &mut u.plan;
+            p.summary = format!(
+                "Upgrade from {} to {} on {} node(s), one at a time.",
+                u.from_release,
+                u.target_release,
+                p.nodes.len()
+            );
+            p.signed_by = String::new();
+            p.source_kind = ReleaseSource::Manifest;
+            for n in &mut p.nodes {
+                n.restarts.clear();
+                n.changes = match n.kind {
+                    NodeKind::Os => vec!["os".into()],
+                    NodeKind::Host => vec!["hostBinaries".into()],
+                    NodeKind::Containers => Vec::new(),
+                };
+                n.fetched = false;
+            }
+            p.previous_os_bootable = p.kind != NodeKind::Os;
+            p.restore_required = false;
+            p.settle_seconds = 0;
+        }
+        DomainEvent::UpgradeNodeReported(r) => {
+            for h in r.host_steps.iter_mut().flatten() {
+                h.pending_units.clear();
+                h.restarted_units.clear();
+                h.stopped_units.clear();
+                h.switched_sysexts.clear();
+            }
+            r.host_state = None;
+            r.running_instances = None;
+        }
+        _ => {}
+    }
+    e
 }

@@ -39,6 +39,7 @@ fn create_with(id: &str, target: &str, mode: &str) -> UpgradeCommand {
         mode: Some(mode.into()),
         backup_location: Some("node".into()),
         backup_encrypted: Some(false),
+        config: UpgradeConfig::default(),
     }
 }
 
@@ -62,6 +63,8 @@ fn report_full(
         host_steps: None,
         rebooted_at: None,
         instances: None,
+        host_state: None,
+        running_instances: None,
     }
 }
 
@@ -95,7 +98,19 @@ fn rollback(id: &str, new_id: &str, restore_backup: bool) -> UpgradeCommand {
         upgrade_id: id.into(),
         new_upgrade_id: new_id.into(),
         restore_backup,
+        config: UpgradeConfig::default(),
     }
+}
+
+/// A plan's steps as text: `roll n-1` for a node's step.
+fn step_names(p: &Plan) -> Vec<String> {
+    p.steps
+        .iter()
+        .map(|s| match &s.node_id {
+            Some(n) => format!("{} {n}", s.name),
+            None => s.name.clone(),
+        })
+        .collect()
 }
 
 fn acknowledge(id: &str) -> UpgradeCommand {
@@ -382,7 +397,7 @@ fn create_plans_every_member_in_ordinal_order() {
     assert_eq!(p.plan.component_changes.len(), 1);
     assert_eq!(p.plan.component_changes[0].name, "api");
     assert_eq!(
-        p.plan.steps,
+        step_names(&p.plan),
         [
             "prechecks",
             "fetch",
@@ -639,7 +654,10 @@ fn a_stage_only_upgrade_stops_in_staged_after_fetching() {
         panic!("{:?}", d.events)
     };
     assert_eq!(p.mode, UpgradeMode::StageOnly);
-    assert_eq!(&p.plan.steps[..4], ["prechecks", "fetch", "stage", "apply"]);
+    assert_eq!(
+        &step_names(&p.plan)[..4],
+        ["prechecks", "fetch", "stage", "apply"]
+    );
     drive(&mut s, UPG, UpgradeState::Fetching);
     for n in NODES {
         run(&mut s, report(n, "fetch", "done"));
@@ -869,6 +887,7 @@ fn during_the_freeze_other_upgrade_commands_are_refused_upgrade_in_progress() {
         },
         UpgradeCommand::RegisterRelease {
             manifest: manifest("1.2.0", "13.1", None),
+            source: ReleaseSource::Manifest,
         },
     ] {
         let r = refused(&s, c.clone());
@@ -989,6 +1008,7 @@ fn create_names_every_bad_field_at_once() {
             mode: Some("later".into()),
             backup_location: Some("cloud".into()),
             backup_encrypted: None,
+            config: UpgradeConfig::default(),
         },
     );
     assert_invalid(&r, &["targetRelease", "mode", "backup.location"]);
@@ -1022,6 +1042,7 @@ fn create_defaults_to_now_and_a_backup_on_the_node() {
             mode: None,
             backup_location: None,
             backup_encrypted: None,
+            config: UpgradeConfig::default(),
         }),
     )
     .unwrap();
@@ -1375,6 +1396,7 @@ fn a_report_is_recorded_on_its_node() {
         state: "done".into(),
         reboot_mode: "none".into(),
         detail: "pulled api".into(),
+        ..Default::default()
     }];
     let d = run(
         &mut s,
@@ -1387,6 +1409,8 @@ fn a_report_is_recorded_on_its_node() {
             host_steps: Some(steps.clone()),
             rebooted_at: None,
             instances: Some(vec!["vm-1".into()]),
+            host_state: None,
+            running_instances: None,
         },
     );
     assert_eq!(
@@ -1400,6 +1424,8 @@ fn a_report_is_recorded_on_its_node() {
             host_steps: Some(steps.clone()),
             rebooted_at: None,
             instances: Some(vec!["vm-1".into()]),
+            host_state: None,
+            running_instances: None,
         })]
     );
     let n = node(&s, UPG, NODES[1]);
@@ -1464,7 +1490,7 @@ fn bad_phase_and_state_values_are_invalid_input_naming_both() {
     );
     assert_eq!(
         message_of(&r, "state"),
-        "must be one of running, done, failed"
+        "must be one of running, done, failed, rolled_back"
     );
     let r = refused(
         &s,
@@ -1479,9 +1505,12 @@ fn bad_phase_and_state_values_are_invalid_input_naming_both() {
                 state: "sleeping".into(),
                 reboot_mode: "none".into(),
                 detail: String::new(),
+                ..Default::default()
             }]),
             rebooted_at: None,
             instances: None,
+            host_state: None,
+            running_instances: None,
         },
     );
     assert_invalid(
@@ -1507,6 +1536,8 @@ fn rebooted_at_sets_the_last_restart() {
             host_steps: None,
             rebooted_at: Some(at),
             instances: None,
+            host_state: None,
+            running_instances: None,
         },
     );
     let [DomainEvent::UpgradeNodeReported(e)] = d.events.as_slice() else {
@@ -1671,12 +1702,12 @@ fn a_rollback_that_restores_the_backup_starts_each_node_with_restore() {
         panic!("{d:?}")
     };
     assert!(p.restore_backup);
-    let backup = p.plan.steps.iter().position(|st| st == "backup").unwrap();
+    let steps = step_names(&p.plan);
+    let backup = steps.iter().position(|st| st == "backup").unwrap();
     assert_eq!(
-        p.plan.steps.get(backup + 1).map(String::as_str),
+        steps.get(backup + 1).map(String::as_str),
         Some("restore"),
-        "restore comes right after the backup, before any roll: {:?}",
-        p.plan.steps
+        "restore comes right after the backup, before any roll: {steps:?}"
     );
     let u = upgrade(&s, UPG2);
     assert!(u.restore_backup);
@@ -1814,6 +1845,7 @@ fn register_release_records_its_canonical_manifest() {
         &s,
         cmd(UpgradeCommand::RegisterRelease {
             manifest: m.clone(),
+            source: ReleaseSource::Manifest,
         }),
     )
     .unwrap();
@@ -1823,6 +1855,7 @@ fn register_release_records_its_canonical_manifest() {
         [DomainEvent::ReleaseRegistered(ReleaseRegistered {
             version: "1.2.0".into(),
             manifest: canonical(&m),
+            source: ReleaseSource::Manifest,
         })]
     );
 }
@@ -1866,6 +1899,7 @@ fn registering_the_same_manifest_twice_appends_nothing() {
     let m = manifest("1.2.0", "13.1", None);
     let c = UpgradeCommand::RegisterRelease {
         manifest: m.clone(),
+        source: ReleaseSource::Manifest,
     };
     assert_eq!(run(&mut s, c.clone()).events.len(), 1);
     assert!(s.upgrades.releases.contains_key("1.2.0"));
@@ -1879,6 +1913,7 @@ fn registering_the_same_manifest_twice_appends_nothing() {
         &s,
         cmd(UpgradeCommand::RegisterRelease {
             manifest: reordered,
+            source: ReleaseSource::Manifest,
         }),
     )
     .unwrap();
@@ -1892,6 +1927,7 @@ fn another_manifest_under_a_registered_version_is_release_exists() {
         &s,
         UpgradeCommand::RegisterRelease {
             manifest: manifest("1.1.0", "13.2", None),
+            source: ReleaseSource::Manifest,
         },
     );
     assert_eq!(r.code, ErrorCode::ReleaseExists, "{r:?}");
@@ -1902,7 +1938,13 @@ fn another_manifest_under_a_registered_version_is_release_exists() {
 fn an_invalid_manifest_is_invalid_input() {
     let mut m = manifest("1.2.0", "", None);
     m["version"] = json!("two");
-    let r = refused(&cluster(), UpgradeCommand::RegisterRelease { manifest: m });
+    let r = refused(
+        &cluster(),
+        UpgradeCommand::RegisterRelease {
+            manifest: m,
+            source: ReleaseSource::Manifest,
+        },
+    );
     assert_invalid(&r, &["version", "os.version"]);
 }
 

@@ -25,7 +25,7 @@ pub use members::{
 
 /// The format of snapshot bytes. Snapshots are a cache: when the state's
 /// shape changes, bump this and old snapshots are ignored (and replaced).
-pub const SNAPSHOT_FORMAT: u32 = 3;
+pub const SNAPSHOT_FORMAT: u32 = 4;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Snapshot {
@@ -83,6 +83,10 @@ pub mod doc_kind {
     pub const PRINCIPAL: &str = "principal";
     /// Resource policies, by `member/<nodeId>` or `upgrade/<id>`.
     pub const RESOURCE_POLICY: &str = "resource-policy";
+    /// Alarms, by `name/upgrade/node`, listed in the order raised.
+    pub const ALARM: &str = "alarm";
+    /// Each node's newest facts report, by node id.
+    pub const FACTS: &str = "facts";
 }
 
 /// One row of the `rm_docs` table: a read model kept as one JSON document
@@ -200,6 +204,29 @@ impl ReadModels {
             DomainEvent::RunningReleaseSet(_) => {
                 self.dirty_docs
                     .insert((doc_kind::CLUSTER, doc_kind::RUNNING.to_owned()));
+            }
+            DomainEvent::NodeFactsReported(f) => {
+                self.dirty_docs.insert((doc_kind::FACTS, f.node_id.clone()));
+            }
+            DomainEvent::AlarmRaised(stratum_domain::upgrade::AlarmRaised {
+                name,
+                node_id,
+                upgrade_id,
+                ..
+            })
+            | DomainEvent::AlarmCleared(stratum_domain::upgrade::AlarmCleared {
+                name,
+                node_id,
+                upgrade_id,
+            }) => {
+                self.dirty_docs.insert((
+                    doc_kind::ALARM,
+                    stratum_domain::upgrade::alarm_key(
+                        name,
+                        upgrade_id.as_deref(),
+                        node_id.as_deref(),
+                    ),
+                ));
             }
             _ => {}
         }
@@ -345,6 +372,11 @@ fn doc_row(state: &State, kind: &'static str, id: &str) -> Option<DocRow> {
                 state.iam.principal_policies.get(id)?,
             )),
         ),
+        doc_kind::ALARM => {
+            let a = up.alarms.get(id)?;
+            (a.raised_position as i64, json(&upgrades::alarm_record(a)))
+        }
+        doc_kind::FACTS => (0, json(&upgrades::facts_record(id, up.facts.get(id)?))),
         _ => return None,
     };
     Some(DocRow {
@@ -373,8 +405,12 @@ fn all_docs(state: &State) -> Vec<DocRow> {
         .resource_policies
         .keys()
         .map(|r| (doc_kind::RESOURCE_POLICY, r.as_str()));
+    let alarms = up.alarms.keys().map(|k| (doc_kind::ALARM, k.as_str()));
+    let facts = up.facts.keys().map(|n| (doc_kind::FACTS, n.as_str()));
     upgrades
         .chain(releases)
+        .chain(alarms)
+        .chain(facts)
         .chain(running)
         .chain(policies)
         .chain(principals)

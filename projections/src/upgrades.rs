@@ -5,7 +5,9 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use stratum_domain::release::ComponentChange;
-use stratum_domain::upgrade::{reboot_of, HostStep, RegisteredRelease, RunningRelease, Upgrade};
+use stratum_domain::upgrade::{
+    reboot_of, Alarm, HostStep, RecordedFacts, RegisteredRelease, RunningRelease, Upgrade,
+};
 
 fn rfc3339(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
@@ -30,8 +32,29 @@ pub struct PlanNodeRecord {
     pub node_id: String,
     /// containers, host or os; empty before the prechecks.
     pub kind: String,
-    /// What restarts: none, soft or full.
+    /// The reboot it needs: none, soft or full.
     pub reboot: String,
+    /// What restarts, in order.
+    pub restarts: Vec<String>,
+    /// Os, kernel, kernelArgs, hostBinaries, sysext: what the manifests
+    /// change on the node.
+    pub changes: Vec<String>,
+    /// The node fetched this release for an earlier upgrade: its fetch
+    /// starts done.
+    pub fetched: bool,
+}
+
+/// One step of a plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanStepRecord {
+    /// prechecks, fetch, stage, apply, backup, restore, roll or verify.
+    pub name: String,
+    /// The node, for a step one node takes in its turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+    /// cluster (once), every-node (every node at once) or node (one node).
+    pub kind: String,
 }
 
 /// One precheck's finding.
@@ -74,8 +97,13 @@ impl From<&ComponentChange> for ComponentChangeRecord {
 /// Where an upgrade's backup goes, as planned.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanBackupRecord {
-    /// node or target.
+    /// node: on the node, with no backup target set. target: the backup
+    /// target.
     pub location: String,
+    /// The configured backup target, when the location is target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Encrypted to the backup recipient; otherwise readable by root only.
     pub encrypted: bool,
 }
 
@@ -83,7 +111,12 @@ pub struct PlanBackupRecord {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanRecord {
-    /// Where the release came from: a signed manifest registered with the API.
+    /// What the operator will see, in a sentence or two.
+    pub summary: String,
+    /// The release key that signed the manifest.
+    pub signed_by: String,
+    /// manifest: registered over the API; media: loaded from install media
+    /// on the host.
     pub source_kind: String,
     /// The largest kind of the nodes; empty before the prechecks.
     pub kind: String,
@@ -96,7 +129,15 @@ pub struct PlanRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cves: Vec<String>,
     /// The upgrade's steps, in order.
-    pub steps: Vec<String>,
+    pub steps: Vec<PlanStepRecord>,
+    /// The previous OS stays bootable.
+    pub previous_os_bootable: bool,
+    /// The old control plane cannot run on the new schema; going back
+    /// means a restore.
+    pub restore_required: bool,
+    /// How long the cluster settles after a restart before the next node's
+    /// turn or the end.
+    pub settle_seconds: u64,
     pub component_changes: Vec<ComponentChangeRecord>,
     /// release, nodes or none.
     pub components_from: String,
@@ -107,11 +148,23 @@ pub struct PlanRecord {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HostStepRecord {
-    /// restore runs first in a rollback that restores the backup.
+    /// restore runs first in a rollback that restores the pre-upgrade
+    /// backup; switch-sysext switches the system extensions (kind host).
     pub name: String,
     pub state: String,
     pub reboot_mode: String,
+    /// What the step found or did.
     pub detail: String,
+    /// Units the restart step still has to restart.
+    pub pending_units: Vec<String>,
+    /// Units the restart step restarted onto their pin, or switch-sysext
+    /// restarted.
+    pub restarted_units: Vec<String>,
+    /// Units the restore step stopped; the step that renders the release's
+    /// pins starts them again.
+    pub stopped_units: Vec<String>,
+    /// The system extensions the switch-sysext step switched.
+    pub switched_sysexts: Vec<String>,
 }
 
 impl From<&HostStep> for HostStepRecord {
@@ -121,7 +174,72 @@ impl From<&HostStep> for HostStepRecord {
             state: h.state.clone(),
             reboot_mode: h.reboot_mode.clone(),
             detail: h.detail.clone(),
+            pending_units: h.pending_units.clone(),
+            restarted_units: h.restarted_units.clone(),
+            stopped_units: h.stopped_units.clone(),
+            switched_sysexts: h.switched_sysexts.clone(),
         }
+    }
+}
+
+/// A warning on an upgrade's record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WarningRecord {
+    /// NodeRebootPending: a staged upgrade's node waits for a security reboot.
+    pub code: String,
+    pub node_id: String,
+    pub since: String,
+    pub message: String,
+}
+
+/// An alarm, raised and perhaps cleared.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AlarmRecord {
+    /// node-reboot-pending: a staged security upgrade's node has waited 7
+    /// days for its reboot.
+    pub name: String,
+    pub node_id: Option<String>,
+    pub upgrade_id: Option<String>,
+    pub raised_at: String,
+    /// When the reboot happened or the upgrade ended; null while active.
+    pub cleared_at: Option<String>,
+    pub message: String,
+}
+
+pub fn alarm_record(a: &Alarm) -> AlarmRecord {
+    AlarmRecord {
+        name: a.name.clone(),
+        node_id: a.node_id.clone(),
+        upgrade_id: a.upgrade_id.clone(),
+        raised_at: rfc3339(&a.raised_at),
+        cleared_at: a.cleared_at.as_ref().map(rfc3339),
+        message: a.message.clone(),
+    }
+}
+
+/// A node's newest facts report, as recorded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FactsRecord {
+    pub node_id: String,
+    /// What the node reported: its image pins, host packages, free space,
+    /// schema and readiness, and whether it is shut down.
+    #[schema(value_type = Object)]
+    pub facts: Value,
+    pub reported_by: String,
+    pub reported_at: String,
+    pub version: u64,
+}
+
+pub fn facts_record(node_id: &str, f: &RecordedFacts) -> FactsRecord {
+    FactsRecord {
+        node_id: node_id.to_owned(),
+        facts: serde_json::to_value(&f.facts).expect("facts serialize"),
+        reported_by: f.reported_by.clone(),
+        reported_at: rfc3339(&f.reported_at),
+        version: f.version,
     }
 }
 
@@ -131,20 +249,26 @@ impl From<&HostStep> for HostStepRecord {
 pub struct UpgradeNodeRecord {
     pub node_id: String,
     pub kind: String,
-    /// pending, running, done or failed, in its current phase.
+    /// pending, running, done, failed or rolled_back (the node switched
+    /// itself back to the release it ran before), in its current phase.
     pub state: String,
     /// fetch, roll or verify.
     pub phase: String,
     pub reboot_mode: String,
-    /// The node's current host-helper intent: its state in its phase.
+    /// The node's current host-helper intent, as it reports it.
     pub host_state: String,
     pub host_steps: Vec<HostStepRecord>,
     /// The node's last reported message.
     pub message: String,
     /// The release the node ran before.
     pub previous_release: String,
-    /// The instances that ran on the node when it rebooted.
+    /// The instances that ran on the node when it rebooted; verify waits
+    /// for each to run again.
     pub instances: Vec<String>,
+    /// The instances it reports running again.
+    pub running_instances: Vec<String>,
+    /// When it rebooted, as it reported.
+    pub rebooted_at: Option<String>,
 }
 
 /// An upgrade and how far it got (seed 004).
@@ -167,7 +291,10 @@ pub struct UpgradeRecord {
     /// What the upgrade is doing or waiting for.
     pub waiting_for: String,
     pub failure_reason: Option<String>,
+    /// The last restart or reboot it caused; settling starts again from it.
     pub last_restart_at: Option<String>,
+    /// While a staged security upgrade's nodes wait for their reboot.
+    pub warnings: Vec<WarningRecord>,
     pub backup: BackupRecord,
     pub plan: PlanRecord,
     pub nodes: Vec<UpgradeNodeRecord>,
@@ -202,6 +329,16 @@ pub fn upgrade_record(u: &Upgrade) -> UpgradeRecord {
         waiting_for: u.waiting_for(),
         failure_reason: u.failure_reason.clone(),
         last_restart_at: u.last_restart_at.as_ref().map(rfc3339),
+        warnings: u
+            .warnings()
+            .iter()
+            .map(|w| WarningRecord {
+                code: w.code.clone(),
+                node_id: w.node_id.clone(),
+                since: rfc3339(&w.since),
+                message: w.message.clone(),
+            })
+            .collect(),
         backup: match &u.backup {
             Some(b) => BackupRecord {
                 location: b.location.as_str().to_owned(),
@@ -215,7 +352,9 @@ pub fn upgrade_record(u: &Upgrade) -> UpgradeRecord {
             },
         },
         plan: PlanRecord {
-            source_kind: "manifest".to_owned(),
+            summary: u.plan.summary.clone(),
+            signed_by: u.plan.signed_by.clone(),
+            source_kind: u.plan.source_kind.as_str().to_owned(),
             kind: kind(u.plan.kind),
             nodes: u
                 .plan
@@ -225,15 +364,31 @@ pub fn upgrade_record(u: &Upgrade) -> UpgradeRecord {
                     node_id: n.node_id.clone(),
                     kind: kind(n.kind),
                     reboot: reboot_of(n.kind).to_owned(),
+                    restarts: n.restarts.clone(),
+                    changes: n.changes.clone(),
+                    fetched: n.fetched,
                 })
                 .collect(),
             backup: PlanBackupRecord {
                 location: u.backup_location.as_str().to_owned(),
+                target: u.backup_target.clone(),
                 encrypted: u.backup_encrypted,
             },
             reboot_reason: u.plan.reboot_reason.clone(),
             cves: u.plan.cves.clone(),
-            steps: u.plan.steps.clone(),
+            steps: u
+                .plan
+                .steps
+                .iter()
+                .map(|s| PlanStepRecord {
+                    name: s.name.clone(),
+                    node_id: s.node_id.clone(),
+                    kind: s.kind.as_str().to_owned(),
+                })
+                .collect(),
+            previous_os_bootable: u.plan.previous_os_bootable,
+            restore_required: u.plan.restore_required,
+            settle_seconds: u.plan.settle_seconds,
             component_changes: u.plan.component_changes.iter().map(Into::into).collect(),
             components_from: u.plan.components_from.clone(),
             prechecks: u
@@ -255,11 +410,13 @@ pub fn upgrade_record(u: &Upgrade) -> UpgradeRecord {
                 state: n.state.as_str().to_owned(),
                 phase: n.phase.as_str().to_owned(),
                 reboot_mode: reboot_of(n.kind).to_owned(),
-                host_state: n.state.as_str().to_owned(),
+                host_state: n.host_state.clone(),
                 host_steps: n.host_steps.iter().map(Into::into).collect(),
                 message: n.message.clone(),
                 previous_release: n.previous_release.clone(),
                 instances: n.instances.clone(),
+                running_instances: n.running_instances.clone(),
+                rebooted_at: n.rebooted_at.as_ref().map(rfc3339),
             })
             .collect(),
         rollback_of: u.rollback_of.clone(),

@@ -462,7 +462,10 @@ async fn cluster(store: &Arc<dyn EventStore>, bus: &CommandBus, n: usize, to: &s
         exec(
             bus,
             "user/release-bot",
-            up(UpgradeCommand::RegisterRelease { manifest }),
+            up(UpgradeCommand::RegisterRelease {
+                manifest,
+                source: stratum_domain::upgrade::ReleaseSource::Manifest,
+            }),
         )
         .await;
     }
@@ -506,6 +509,7 @@ async fn create(bus: &CommandBus, target: &str, mode: &str) -> String {
             mode: Some(mode.into()),
             backup_location: Some("node".into()),
             backup_encrypted: Some(true),
+            config: Default::default(),
         }),
     )
     .await;
@@ -525,6 +529,8 @@ async fn report(bus: &CommandBus, id: &str, node: &str, phase: &str) {
             host_steps: None,
             rebooted_at: None,
             instances: None,
+            host_state: None,
+            running_instances: None,
         }),
     )
     .await;
@@ -607,7 +613,10 @@ async fn upgrade_precheck_failed(store: &Arc<dyn EventStore>, bus: &CommandBus) 
     exec(
         bus,
         "user/release-bot",
-        up(UpgradeCommand::RegisterRelease { manifest }),
+        up(UpgradeCommand::RegisterRelease {
+            manifest,
+            source: stratum_domain::upgrade::ReleaseSource::Manifest,
+        }),
     )
     .await;
     let id = create(bus, "1.2.0", "now").await;
@@ -629,6 +638,7 @@ async fn upgrade_rollback(store: &Arc<dyn EventStore>, bus: &CommandBus) {
             upgrade_id: undone,
             new_upgrade_id: stratum_api::auth::new_id("upg"),
             restore_backup: true,
+            config: Default::default(),
         }),
     )
     .await;

@@ -13,7 +13,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use stratum_domain::iam::Action;
 use stratum_domain::release::verify_signature;
-use stratum_domain::upgrade::{upgrade_stream, HostStep, UpgradeCommand};
+use stratum_domain::release::{Component, ComponentKind};
+use stratum_domain::upgrade::{upgrade_stream, HostStep, NodeFacts, ReleaseSource, UpgradeCommand};
 use stratum_domain::{Command, FieldError};
 use stratum_projections::doc_kind;
 use stratum_projections::upgrades::{
@@ -37,6 +38,24 @@ pub fn routes() -> Vec<Route> {
         handler,
     };
     vec![
+        r(
+            Method::POST,
+            "/v1/admin/cluster/members/{nodeId}/facts",
+            Action::ReportNodeFacts,
+            post(report_facts),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/cluster/members/{nodeId}/facts",
+            Action::GetMember,
+            get(get_facts),
+        ),
+        r(
+            Method::GET,
+            "/v1/admin/alarms",
+            Action::ListAlarms,
+            get(list_alarms),
+        ),
         r(
             Method::POST,
             "/v1/admin/releases",
@@ -195,6 +214,7 @@ pub async fn register_release(
     }
     let cmd = UpgradeCommand::RegisterRelease {
         manifest: body.value.0,
+        source: ReleaseSource::Manifest,
     };
     upgrade_command(&state, &caller, &headers, (&body.raw, errors), cmd, 201).await
 }
@@ -337,6 +357,7 @@ pub async fn create_upgrade(
         mode: b.mode.into_option(),
         backup_location: backup.location,
         backup_encrypted: backup.encrypted,
+        config: (*state.upgrade_config).clone(),
     };
     upgrade_command(
         &state,
@@ -506,6 +527,7 @@ pub async fn rollback(
         upgrade_id,
         new_upgrade_id: new_id("upg"),
         restore_backup: body.value.restore_backup.into_option().unwrap_or(false),
+        config: (*state.upgrade_config).clone(),
     };
     upgrade_command(
         &state,
@@ -583,8 +605,23 @@ pub struct HostStepBody {
     pub state: String,
     #[serde(default)]
     pub reboot_mode: String,
+    /// What the step found or did.
     #[serde(default)]
     pub detail: String,
+    /// Units the restart step still has to restart.
+    #[serde(default)]
+    pub pending_units: Vec<String>,
+    /// Units the restart step restarted onto their pin, or switch-sysext
+    /// restarted.
+    #[serde(default)]
+    pub restarted_units: Vec<String>,
+    /// Units the restore step stopped; the step that renders the release's
+    /// pins starts them again.
+    #[serde(default)]
+    pub stopped_units: Vec<String>,
+    /// The system extensions the switch-sysext step switched.
+    #[serde(default)]
+    pub switched_sysexts: Vec<String>,
 }
 
 request_body! {
@@ -592,12 +629,20 @@ request_body! {
     pub struct NodeReportBody {
         /// fetch, roll or verify.
         phase: String = "phase",
-        /// running, done or failed.
+        /// running, done, failed, or rolled_back: the node switched itself
+        /// back to the release it ran before.
         state: String = "state",
         message: String = "message",
         host_steps: Vec<HostStepBody> = "hostSteps",
+        /// When it rebooted; settling starts again from it.
         rebooted_at: DateTime<Utc> = "rebootedAt",
+        /// The instances that ran on the node when it rebooted; verify
+        /// waits for each to run again.
         instances: Vec<String> = "instances",
+        /// The node's current host-helper intent.
+        host_state: String = "hostState",
+        /// The instances running again since the reboot.
+        running_instances: Vec<String> = "runningInstances",
     }
 }
 
@@ -635,11 +680,17 @@ pub async fn report_node(
                     state: h.state,
                     reboot_mode: h.reboot_mode,
                     detail: h.detail,
+                    pending_units: h.pending_units,
+                    restarted_units: h.restarted_units,
+                    stopped_units: h.stopped_units,
+                    switched_sysexts: h.switched_sysexts,
                 })
                 .collect()
         }),
         rebooted_at: b.rebooted_at.into_option(),
         instances: b.instances.into_option(),
+        host_state: b.host_state.into_option(),
+        running_instances: b.running_instances.into_option(),
     };
     upgrade_command(
         &state,
@@ -701,5 +752,187 @@ async fn list_docs(
         .into_iter()
         .map(|d| (d.sort_key, d.id, parse_doc(&d.doc)))
         .collect();
+    Ok(Json(page_json(items, pg.limit)))
+}
+
+/// An image pin a node runs.
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImageFact {
+    /// The images.yaml service name.
+    pub name: String,
+    pub version: String,
+    /// sha256:<64 hex digits>.
+    #[serde(default)]
+    pub digest: String,
+}
+
+/// A host package a node lists, by NEVRA.
+#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PackageFact {
+    pub name: String,
+    #[serde(default)]
+    pub epoch: u32,
+    pub version: String,
+    #[serde(default)]
+    pub release: String,
+    #[serde(default)]
+    pub arch: String,
+}
+
+request_body! {
+    /// A node agent's report of what it runs and holds; the newest wins.
+    pub struct FactsBody {
+        /// The image pins it runs.
+        images: Vec<ImageFact> = "images",
+        /// The host packages it lists (NEVRA).
+        packages: Vec<PackageFact> = "packages",
+        /// Free bytes where fetched bundles go.
+        bundle_free_bytes: u64 = "bundleFreeBytes",
+        /// Free bytes where a backup on the node goes.
+        backup_free_bytes: u64 = "backupFreeBytes",
+        /// The bytes a backup of what the node holds takes.
+        backup_bytes: u64 = "backupBytes",
+        /// The database schema version it runs.
+        schema_version: u32 = "schemaVersion",
+        /// Whether its services are ready.
+        ready: bool = "ready",
+        /// Whether it is shut down.
+        shut_down: bool = "shutDown",
+    }
+}
+
+/// A node agent reports what it runs and holds (a node only for itself).
+///
+/// The upgrade prechecks `space`, `backup-space`, `schema`,
+/// `cluster-shutdown`, `node` and `components` judge by these facts; a
+/// check with no fact to judge by passes and names the missing fact.
+#[utoipa::path(post, path = "/v1/admin/cluster/members/{nodeId}/facts", tag = "upgrades",
+    params(("nodeId" = String, Path)), request_body = FactsBody,
+    responses((status = 200, description = "The facts as recorded.", body = stratum_projections::upgrades::FactsRecord),
+              (status = 400, description = "Bad request.", body = crate::http::system::ErrorBody),
+              (status = 404, description = "No such member.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn report_facts(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(node_id): Path<String>,
+    headers: WriteHeaders,
+    body: JsonBody<FactsBody>,
+) -> Response {
+    let b = body.value;
+    let facts = NodeFacts {
+        images: b
+            .images
+            .into_option()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| Component {
+                kind: ComponentKind::Image,
+                name: i.name,
+                version: i.version,
+                digest: i.digest,
+                epoch: 0,
+                release: String::new(),
+                arch: String::new(),
+            })
+            .collect(),
+        packages: b
+            .packages
+            .into_option()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| Component {
+                kind: ComponentKind::Package,
+                name: p.name,
+                version: p.version,
+                digest: String::new(),
+                epoch: p.epoch,
+                release: p.release,
+                arch: p.arch,
+            })
+            .collect(),
+        bundle_free_bytes: b.bundle_free_bytes.into_option(),
+        backup_free_bytes: b.backup_free_bytes.into_option(),
+        backup_bytes: b.backup_bytes.into_option(),
+        schema_version: b.schema_version.into_option(),
+        ready: b.ready.into_option(),
+        shut_down: b.shut_down.into_option(),
+    };
+    upgrade_command(
+        &state,
+        &caller,
+        &headers,
+        (&body.raw, body.errors),
+        UpgradeCommand::ReportFacts { node_id, facts },
+        200,
+    )
+    .await
+}
+
+#[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}/facts", tag = "upgrades",
+    params(("nodeId" = String, Path)),
+    responses((status = 200, description = "The node's newest facts report.", body = stratum_projections::upgrades::FactsRecord),
+              (status = 404, description = "The node reported no facts.", body = crate::http::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get_facts(
+    State(state): State<AppState>,
+    Path(node_id): Path<String>,
+) -> ApiResult<Response> {
+    let doc = state
+        .store
+        .read_doc(doc_kind::FACTS, &node_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Facts of node {node_id}")))?;
+    Ok(Json(parse_doc(&doc)).into_response())
+}
+
+/// The alarms, in the order raised: `node-reboot-pending` when a staged
+/// security upgrade's node has waited 7 days for its reboot. `active=true`
+/// lists only those not cleared.
+#[utoipa::path(get, path = "/v1/admin/alarms", tag = "upgrades",
+    params(("active" = Option<bool>, Query), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    responses((status = 200, description = "A page of alarms: {items: [{name, nodeId, upgradeId, raisedAt, clearedAt, message}], nextCursor}.")),
+    security(("bearer" = [])))]
+pub async fn list_alarms(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let mut errors = Vec::new();
+    let get = query(&q, &["active", "limit", "cursor"], &mut errors);
+    let active = match get("active") {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => {
+            errors.push(FieldError::new("active", "must be true or false"));
+            false
+        }
+    };
+    let pg = page(get("limit"), get("cursor"), &mut errors);
+    let mut after = cursor_key(pg.cursor.as_deref(), &mut errors);
+    finish(errors)?;
+    // Alarms are few; an active-only page reads on until it is full.
+    let mut items = Vec::new();
+    loop {
+        let docs = state
+            .store
+            .list_docs(doc_kind::ALARM, after.clone(), pg.limit)
+            .await?;
+        let n = docs.len();
+        for d in docs {
+            after = Some((d.sort_key, d.id.clone()));
+            let v = parse_doc(&d.doc);
+            if !active || v["clearedAt"].is_null() {
+                items.push((d.sort_key, d.id, v));
+            }
+            if items.len() == pg.limit as usize {
+                break;
+            }
+        }
+        if items.len() == pg.limit as usize || n < pg.limit as usize {
+            break;
+        }
+    }
     Ok(Json(page_json(items, pg.limit)))
 }

@@ -161,13 +161,13 @@ pub fn encode(event: &DomainEvent) -> Encoded {
             policies: t.policies.clone(),
             expires_at: t.expires_at.map(|e| e.timestamp_micros()),
         }),
-        DomainEvent::ReleaseRegistered(e) => bytes(&ReleaseRegisteredV1::from(e)),
+        DomainEvent::ReleaseRegistered(e) => bytes(&ReleaseRegisteredV2::from(e)),
         DomainEvent::RunningReleaseSet(e) => bytes(&RunningReleaseSetV1::from(e)),
-        DomainEvent::UpgradePlanned(e) => bytes(&UpgradePlannedV1::from(e)),
+        DomainEvent::UpgradePlanned(e) => bytes(&UpgradePlannedV2::from(e)),
         DomainEvent::UpgradeStateChanged(e) => bytes(&UpgradeStateChangedV1::from(e)),
         DomainEvent::UpgradePrechecked(e) => bytes(&UpgradePrecheckedV1::from(e)),
         DomainEvent::UpgradeNodeTurnStarted(e) => bytes(&UpgradeNodeTurnStartedV1::from(e)),
-        DomainEvent::UpgradeNodeReported(e) => bytes(&UpgradeNodeReportedV1::from(e)),
+        DomainEvent::UpgradeNodeReported(e) => bytes(&UpgradeNodeReportedV2::from(e)),
         DomainEvent::UpgradeBackupReported(e) => bytes(&UpgradeBackupReportedV1::from(e)),
         DomainEvent::UpgradeFailed(e) => bytes(&UpgradeFailedV1::from(e)),
         DomainEvent::UpgradeCompleted(e) => bytes(&UpgradeCompletedV1::from(e)),
@@ -179,6 +179,9 @@ pub fn encode(event: &DomainEvent) -> Encoded {
         DomainEvent::PolicyCreated(e) => bytes(&PolicyCreatedV1::from(e)),
         DomainEvent::PrincipalPoliciesSet(e) => bytes(&PrincipalPoliciesSetV1::from(e)),
         DomainEvent::ResourcePolicySet(e) => bytes(&ResourcePolicySetV1::from(e)),
+        DomainEvent::NodeFactsReported(e) => bytes(&NodeFactsReportedV1::from(e)),
+        DomainEvent::AlarmRaised(e) => bytes(&AlarmRaisedV1::from(e)),
+        DomainEvent::AlarmCleared(e) => bytes(&AlarmClearedV1::from(e)),
     };
     Encoded {
         event_type: event.event_type(),
@@ -190,7 +193,11 @@ pub fn encode(event: &DomainEvent) -> Encoded {
 /// The version `encode` writes of an event's type: the newest.
 pub fn schema_version(event: &DomainEvent) -> u16 {
     match event {
-        DomainEvent::MemberJoinFailed(_) | DomainEvent::RaftPeerRemoved { .. } => 2,
+        DomainEvent::MemberJoinFailed(_)
+        | DomainEvent::RaftPeerRemoved { .. }
+        | DomainEvent::ReleaseRegistered(_)
+        | DomainEvent::UpgradePlanned(_)
+        | DomainEvent::UpgradeNodeReported(_) => 2,
         _ => 1,
     }
 }
@@ -331,14 +338,20 @@ pub fn decode(
                 expires_at: e.expires_at.map(crate::log::micros_to_time),
             })
         }
-        ("ReleaseRegistered", 1) => {
-            DomainEvent::ReleaseRegistered(de::<ReleaseRegisteredV1>(t, v, payload)?.into())
+        ("ReleaseRegistered", 1) => DomainEvent::ReleaseRegistered(
+            upcast::release_registered_v1_to_v2(de(t, v, payload)?).into(),
+        ),
+        ("ReleaseRegistered", 2) => {
+            DomainEvent::ReleaseRegistered(de::<ReleaseRegisteredV2>(t, v, payload)?.into())
         }
         ("RunningReleaseSet", 1) => {
             DomainEvent::RunningReleaseSet(de::<RunningReleaseSetV1>(t, v, payload)?.into())
         }
         ("UpgradePlanned", 1) => {
-            DomainEvent::UpgradePlanned(de::<UpgradePlannedV1>(t, v, payload)?.into())
+            DomainEvent::UpgradePlanned(upcast::upgrade_planned_v1_to_v2(de(t, v, payload)?).into())
+        }
+        ("UpgradePlanned", 2) => {
+            DomainEvent::UpgradePlanned(de::<UpgradePlannedV2>(t, v, payload)?.into())
         }
         ("UpgradeStateChanged", 1) => {
             DomainEvent::UpgradeStateChanged(de::<UpgradeStateChangedV1>(t, v, payload)?.into())
@@ -349,8 +362,18 @@ pub fn decode(
         ("UpgradeNodeTurnStarted", 1) => DomainEvent::UpgradeNodeTurnStarted(
             de::<UpgradeNodeTurnStartedV1>(t, v, payload)?.into(),
         ),
-        ("UpgradeNodeReported", 1) => {
-            DomainEvent::UpgradeNodeReported(de::<UpgradeNodeReportedV1>(t, v, payload)?.into())
+        ("UpgradeNodeReported", 1) => DomainEvent::UpgradeNodeReported(
+            upcast::upgrade_node_reported_v1_to_v2(de(t, v, payload)?).into(),
+        ),
+        ("UpgradeNodeReported", 2) => {
+            DomainEvent::UpgradeNodeReported(de::<UpgradeNodeReportedV2>(t, v, payload)?.into())
+        }
+        ("NodeFactsReported", 1) => {
+            DomainEvent::NodeFactsReported(de::<NodeFactsReportedV1>(t, v, payload)?.into())
+        }
+        ("AlarmRaised", 1) => DomainEvent::AlarmRaised(de::<AlarmRaisedV1>(t, v, payload)?.into()),
+        ("AlarmCleared", 1) => {
+            DomainEvent::AlarmCleared(de::<AlarmClearedV1>(t, v, payload)?.into())
         }
         ("UpgradeBackupReported", 1) => {
             DomainEvent::UpgradeBackupReported(de::<UpgradeBackupReportedV1>(t, v, payload)?.into())
@@ -413,7 +436,10 @@ pub fn decode(
             | "AppliedGenerationReported"
             | "JoinRequested"
             | "JoinRequestApproved"
-            | "JoinRequestRejected",
+            | "JoinRequestRejected"
+            | "NodeFactsReported"
+            | "AlarmRaised"
+            | "AlarmCleared",
             _,
         ) => return Err(DecodeError::UnknownVersion(t.to_owned(), v)),
         _ => return Err(DecodeError::UnknownType(t.to_owned())),
@@ -478,28 +504,28 @@ mod tests {
     }
 
     #[test]
-    fn an_export_made_before_the_v2_upcast_reads_like_one_made_after() {
+    fn an_export_made_before_an_upcast_reads_like_one_made_after() {
+        // What an export showed of a v1 removal before v2 existed.
+        let old = serde_json::json!({"nodeId": "n-1", "raft": "ovn", "alreadyGone": false});
         let v1 = RaftPeerRemovedV1 {
             node_id: "n-1".into(),
             raft: RaftV1::Ovn,
             already_gone: false,
         };
-        let today =
-            serde_json::to_value(decode("RaftPeerRemoved", 1, &bytes(&v1)).unwrap()).unwrap();
-        let mut before = today.clone();
-        before.as_object_mut().unwrap().remove("adapter");
-        upcast::exported_payload("RaftPeerRemoved", 1, &mut before);
-        assert_eq!(before, today);
-        // A value that was changed still shows as changed.
-        let mut tampered = today.clone();
-        tampered["adapter"] = "openbao-http".into();
-        upcast::exported_payload("RaftPeerRemoved", 1, &mut tampered);
-        assert_ne!(tampered, today);
-        // Version 2 was exported with its adapter: nothing is filled in.
-        let mut v2 = before.clone();
-        v2.as_object_mut().unwrap().remove("adapter");
-        upcast::exported_payload("RaftPeerRemoved", 2, &mut v2);
-        assert!(v2.get("adapter").is_none());
+        let from_bytes = decode("RaftPeerRemoved", 1, &bytes(&v1)).unwrap();
+        assert_eq!(
+            upcast::decode_exported("RaftPeerRemoved", 1, &old),
+            Some(from_bytes.clone())
+        );
+        // A changed value still shows as changed.
+        let tampered =
+            serde_json::json!({"nodeId": "n-1", "raft": "patroni", "alreadyGone": false});
+        assert_ne!(
+            upcast::decode_exported("RaftPeerRemoved", 1, &tampered),
+            Some(from_bytes)
+        );
+        // A version that was never upcast is read as it is.
+        assert_eq!(upcast::decode_exported("RaftPeerRemoved", 2, &old), None);
     }
 
     #[test]
@@ -570,9 +596,18 @@ mod tests {
                 continue;
             };
             let enc = encode(&e);
-            assert_eq!(enc.schema_version, 1, "{}", enc.event_type);
-            assert_eq!(enc.payload, golden, "{}", enc.event_type);
-            assert_eq!(decode(enc.event_type, 1, golden).unwrap(), e);
+            if enc.schema_version == 1 {
+                // Still written at v1: the very same bytes.
+                assert_eq!(enc.payload, golden, "{}", enc.event_type);
+                assert_eq!(decode(enc.event_type, 1, golden).unwrap(), e);
+            } else {
+                // Upcast since: the old bytes still decode.
+                assert!(
+                    decode(enc.event_type, 1, golden).is_ok(),
+                    "{}",
+                    enc.event_type
+                );
+            }
             compared.push(enc.event_type);
         }
         assert_eq!(compared.len(), 17, "{compared:?}");
@@ -612,6 +647,7 @@ mod tests {
 
     #[test]
     fn every_variant_of_every_stored_enum_keeps_its_golden_bytes() {
+        use crate::upgrade::{ReleaseSource, StepKind};
         golden_enum!(RoleV1 <=> Role {
             Control,
             Compute,
@@ -647,11 +683,29 @@ mod tests {
             Roll,
             Verify,
         });
-        golden_enum!(NodeStatusV1 <=> NodeStatus {
+        golden_enum!(NodeStatusV2 <=> NodeStatus {
             Pending,
             Running,
             Done,
             Failed,
+            RolledBack,
         });
+        golden_enum!(ReleaseSourceV2 <=> ReleaseSource { Manifest, Media });
+        golden_enum!(StepKindV2 <=> StepKind {
+            Cluster,
+            EveryNode,
+            Node,
+        });
+        golden_enum!(ComponentKindV1 <=> crate::release::ComponentKind { Image, Package });
+        // NodeStatusV1 keeps its own bytes; it reaches the domain through
+        // NodeStatusV2, whose first four variants are its four.
+        let v1_all = vec![
+            NodeStatusV1::Pending,
+            NodeStatusV1::Running,
+            NodeStatusV1::Done,
+            NodeStatusV1::Failed,
+        ];
+        let golden: &[u8] = include_bytes!("../../../replay-tests/fixtures/enums/NodeStatusV1.bin");
+        assert_eq!(bytes(&v1_all), golden);
     }
 }

@@ -7,6 +7,11 @@
 //! `V2` type in [`super::v2`] with an upcaster in [`super::upcast`]. The
 //! domain types are free to change; only the conversions here follow them.
 //!
+//! The serde names on some of these types (camelCase fields, lowercase
+//! variants) do not touch the bytes: they are the JSON an export of that
+//! version showed, so an export made before an upcast can be read back
+//! through the same upcasters (see [`super::upcast::decode_exported`]).
+//!
 //! A variant may only ever be appended to a stored enum, never inserted or
 //! reordered: inserting one renumbers every variant after it, and old bytes
 //! would silently decode as another variant. The golden bytes of every
@@ -19,11 +24,12 @@ use serde::{Deserialize, Serialize};
 use crate::iam::{PolicyCreated, PrincipalPoliciesSet, ResourcePolicySet, TokenRevoked};
 use crate::membership::{Raft, Role};
 use crate::release::ComponentChange;
+use crate::release::{Component, ComponentKind};
 use crate::upgrade::{
-    BackupLocation, HostStep, NodeKind, NodeStatus, Phase, Plan, PlanNode, Precheck,
-    ReleaseRegistered, RunningReleaseSet, UpgradeBackupReported, UpgradeCompleted, UpgradeFailed,
-    UpgradeMode, UpgradeNodeReported, UpgradeNodeTurnStarted, UpgradePlanned, UpgradePrechecked,
-    UpgradeRef, UpgradeRolledBack, UpgradeState, UpgradeStateChanged,
+    AlarmCleared, AlarmRaised, BackupLocation, NodeFacts, NodeFactsReported, NodeKind, Phase,
+    Precheck, RunningReleaseSet, UpgradeBackupReported, UpgradeCompleted, UpgradeFailed,
+    UpgradeMode, UpgradeNodeTurnStarted, UpgradePrechecked, UpgradeRef, UpgradeRolledBack,
+    UpgradeState, UpgradeStateChanged,
 };
 
 // ------------------------------------------------------------ membership
@@ -37,6 +43,7 @@ pub enum RoleV1 {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RaftV1 {
     Patroni,
     Openbao,
@@ -74,6 +81,7 @@ pub struct MemberJoinFailedV1 {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RaftPeerRemovedV1 {
     pub node_id: String,
     pub raft: RaftV1,
@@ -303,11 +311,14 @@ pub enum UpgradeStateV1 {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum UpgradeModeV1 {
+    #[serde(rename = "now")]
     Now,
+    #[serde(rename = "stage-only")]
     StageOnly,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum NodeKindV1 {
     Containers,
     Host,
@@ -315,12 +326,14 @@ pub enum NodeKindV1 {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum BackupLocationV1 {
     Node,
     Target,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PhaseV1 {
     Fetch,
     Roll,
@@ -328,6 +341,7 @@ pub enum PhaseV1 {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum NodeStatusV1 {
     Pending,
     Running,
@@ -445,33 +459,12 @@ impl From<PhaseV1> for Phase {
     }
 }
 
-impl From<NodeStatus> for NodeStatusV1 {
-    fn from(s: NodeStatus) -> Self {
-        match s {
-            NodeStatus::Pending => NodeStatusV1::Pending,
-            NodeStatus::Running => NodeStatusV1::Running,
-            NodeStatus::Done => NodeStatusV1::Done,
-            NodeStatus::Failed => NodeStatusV1::Failed,
-        }
-    }
-}
-
-impl From<NodeStatusV1> for NodeStatus {
-    fn from(s: NodeStatusV1) -> Self {
-        match s {
-            NodeStatusV1::Pending => NodeStatus::Pending,
-            NodeStatusV1::Running => NodeStatus::Running,
-            NodeStatusV1::Done => NodeStatus::Done,
-            NodeStatusV1::Failed => NodeStatus::Failed,
-        }
-    }
-}
-
 // ------------------------------------------------------- upgrade parts
 
 /// One pinned component an upgrade changes. `kind` was written as text
 /// (`image`, `package`), not as an enum.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ComponentChangeV1 {
     pub kind: String,
     pub name: String,
@@ -482,6 +475,7 @@ pub struct ComponentChangeV1 {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PlanNodeV1 {
     pub node_id: String,
     pub ordinal: u32,
@@ -489,6 +483,7 @@ pub struct PlanNodeV1 {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PlanV1 {
     pub kind: NodeKindV1,
     pub reboot_reason: Option<String>,
@@ -507,6 +502,7 @@ pub struct PrecheckV1 {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HostStepV1 {
     pub name: String,
     pub state: String,
@@ -540,54 +536,6 @@ impl From<ComponentChangeV1> for ComponentChange {
     }
 }
 
-impl From<&PlanNode> for PlanNodeV1 {
-    fn from(n: &PlanNode) -> Self {
-        PlanNodeV1 {
-            node_id: n.node_id.clone(),
-            ordinal: n.ordinal,
-            kind: n.kind.into(),
-        }
-    }
-}
-
-impl From<PlanNodeV1> for PlanNode {
-    fn from(n: PlanNodeV1) -> Self {
-        PlanNode {
-            node_id: n.node_id,
-            ordinal: n.ordinal,
-            kind: n.kind.into(),
-        }
-    }
-}
-
-impl From<&Plan> for PlanV1 {
-    fn from(p: &Plan) -> Self {
-        PlanV1 {
-            kind: p.kind.into(),
-            reboot_reason: p.reboot_reason.clone(),
-            cves: p.cves.clone(),
-            component_changes: p.component_changes.iter().map(Into::into).collect(),
-            components_from: p.components_from.clone(),
-            nodes: p.nodes.iter().map(Into::into).collect(),
-            steps: p.steps.clone(),
-        }
-    }
-}
-
-impl From<PlanV1> for Plan {
-    fn from(p: PlanV1) -> Self {
-        Plan {
-            kind: p.kind.into(),
-            reboot_reason: p.reboot_reason,
-            cves: p.cves,
-            component_changes: p.component_changes.into_iter().map(Into::into).collect(),
-            components_from: p.components_from,
-            nodes: p.nodes.into_iter().map(Into::into).collect(),
-            steps: p.steps,
-        }
-    }
-}
-
 impl From<&Precheck> for PrecheckV1 {
     fn from(p: &Precheck) -> Self {
         PrecheckV1 {
@@ -608,28 +556,6 @@ impl From<PrecheckV1> for Precheck {
     }
 }
 
-impl From<&HostStep> for HostStepV1 {
-    fn from(s: &HostStep) -> Self {
-        HostStepV1 {
-            name: s.name.clone(),
-            state: s.state.clone(),
-            reboot_mode: s.reboot_mode.clone(),
-            detail: s.detail.clone(),
-        }
-    }
-}
-
-impl From<HostStepV1> for HostStep {
-    fn from(s: HostStepV1) -> Self {
-        HostStep {
-            name: s.name,
-            state: s.state,
-            reboot_mode: s.reboot_mode,
-            detail: s.detail,
-        }
-    }
-}
-
 /// The type of an instant in the domain's upgrade events; v1 stores it as
 /// microseconds since the epoch. `micros` and `time` are the only places
 /// that know what it is.
@@ -638,18 +564,19 @@ impl From<HostStepV1> for HostStep {
 type DomainTime = chrono::DateTime<chrono::Utc>;
 
 /// A domain instant as v1 stores it.
-fn micros(t: DomainTime) -> i64 {
+pub(super) fn micros(t: DomainTime) -> i64 {
     t.timestamp_micros()
 }
 
 /// A stored v1 instant as the domain holds it.
-fn time(m: i64) -> DomainTime {
+pub(super) fn time(m: i64) -> DomainTime {
     crate::log::micros_to_time(m)
 }
 
 // ------------------------------------------------------ upgrade events
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ReleaseRegisteredV1 {
     pub version: String,
     /// The manifest's canonical JSON (RFC 8785), signature included.
@@ -662,6 +589,7 @@ pub struct RunningReleaseSetV1 {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct UpgradePlannedV1 {
     pub upgrade_id: String,
     pub mode: UpgradeModeV1,
@@ -694,6 +622,7 @@ pub struct UpgradeNodeTurnStartedV1 {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct UpgradeNodeReportedV1 {
     pub upgrade_id: String,
     pub node_id: String,
@@ -738,24 +667,6 @@ pub struct UpgradeRefV1 {
     pub upgrade_id: String,
 }
 
-impl From<&ReleaseRegistered> for ReleaseRegisteredV1 {
-    fn from(e: &ReleaseRegistered) -> Self {
-        ReleaseRegisteredV1 {
-            version: e.version.clone(),
-            manifest: e.manifest.clone(),
-        }
-    }
-}
-
-impl From<ReleaseRegisteredV1> for ReleaseRegistered {
-    fn from(e: ReleaseRegisteredV1) -> Self {
-        ReleaseRegistered {
-            version: e.version,
-            manifest: e.manifest,
-        }
-    }
-}
-
 impl From<&RunningReleaseSet> for RunningReleaseSetV1 {
     fn from(e: &RunningReleaseSet) -> Self {
         RunningReleaseSetV1 {
@@ -767,38 +678,6 @@ impl From<&RunningReleaseSet> for RunningReleaseSetV1 {
 impl From<RunningReleaseSetV1> for RunningReleaseSet {
     fn from(e: RunningReleaseSetV1) -> Self {
         RunningReleaseSet { version: e.version }
-    }
-}
-
-impl From<&UpgradePlanned> for UpgradePlannedV1 {
-    fn from(e: &UpgradePlanned) -> Self {
-        UpgradePlannedV1 {
-            upgrade_id: e.upgrade_id.clone(),
-            mode: e.mode.into(),
-            target_release: e.target_release.clone(),
-            from_release: e.from_release.clone(),
-            backup_location: e.backup_location.into(),
-            backup_encrypted: e.backup_encrypted,
-            rollback_of: e.rollback_of.clone(),
-            restore_backup: e.restore_backup,
-            plan: PlanV1::from(&e.plan),
-        }
-    }
-}
-
-impl From<UpgradePlannedV1> for UpgradePlanned {
-    fn from(e: UpgradePlannedV1) -> Self {
-        UpgradePlanned {
-            upgrade_id: e.upgrade_id,
-            mode: e.mode.into(),
-            target_release: e.target_release,
-            from_release: e.from_release,
-            backup_location: e.backup_location.into(),
-            backup_encrypted: e.backup_encrypted,
-            rollback_of: e.rollback_of,
-            restore_backup: e.restore_backup,
-            plan: e.plan.into(),
-        }
     }
 }
 
@@ -854,41 +733,6 @@ impl From<UpgradeNodeTurnStartedV1> for UpgradeNodeTurnStarted {
         UpgradeNodeTurnStarted {
             upgrade_id: e.upgrade_id,
             node_id: e.node_id,
-        }
-    }
-}
-
-impl From<&UpgradeNodeReported> for UpgradeNodeReportedV1 {
-    fn from(e: &UpgradeNodeReported) -> Self {
-        UpgradeNodeReportedV1 {
-            upgrade_id: e.upgrade_id.clone(),
-            node_id: e.node_id.clone(),
-            phase: e.phase.into(),
-            state: e.state.into(),
-            message: e.message.clone(),
-            host_steps: e
-                .host_steps
-                .as_ref()
-                .map(|s| s.iter().map(Into::into).collect()),
-            rebooted_at: e.rebooted_at.map(micros),
-            instances: e.instances.clone(),
-        }
-    }
-}
-
-impl From<UpgradeNodeReportedV1> for UpgradeNodeReported {
-    fn from(e: UpgradeNodeReportedV1) -> Self {
-        UpgradeNodeReported {
-            upgrade_id: e.upgrade_id,
-            node_id: e.node_id,
-            phase: e.phase.into(),
-            state: e.state.into(),
-            message: e.message,
-            host_steps: e
-                .host_steps
-                .map(|s| s.into_iter().map(Into::into).collect()),
-            rebooted_at: e.rebooted_at.map(time),
-            instances: e.instances,
         }
     }
 }
@@ -980,6 +824,184 @@ impl From<&UpgradeRef> for UpgradeRefV1 {
 impl From<UpgradeRefV1> for UpgradeRef {
     fn from(e: UpgradeRefV1) -> Self {
         UpgradeRef {
+            upgrade_id: e.upgrade_id,
+        }
+    }
+}
+
+// ------------------------------------------- node facts and alarms (v1)
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ComponentKindV1 {
+    Image,
+    Package,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComponentV1 {
+    pub kind: ComponentKindV1,
+    pub name: String,
+    pub version: String,
+    pub digest: String,
+    pub epoch: u32,
+    pub release: String,
+    pub arch: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeFactsV1 {
+    pub images: Vec<ComponentV1>,
+    pub packages: Vec<ComponentV1>,
+    pub bundle_free_bytes: Option<u64>,
+    pub backup_free_bytes: Option<u64>,
+    pub backup_bytes: Option<u64>,
+    pub schema_version: Option<u32>,
+    pub ready: Option<bool>,
+    pub shut_down: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeFactsReportedV1 {
+    pub node_id: String,
+    pub facts: NodeFactsV1,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlarmRaisedV1 {
+    pub name: String,
+    pub node_id: Option<String>,
+    pub upgrade_id: Option<String>,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlarmClearedV1 {
+    pub name: String,
+    pub node_id: Option<String>,
+    pub upgrade_id: Option<String>,
+}
+
+impl From<ComponentKind> for ComponentKindV1 {
+    fn from(k: ComponentKind) -> Self {
+        match k {
+            ComponentKind::Image => ComponentKindV1::Image,
+            ComponentKind::Package => ComponentKindV1::Package,
+        }
+    }
+}
+
+impl From<ComponentKindV1> for ComponentKind {
+    fn from(k: ComponentKindV1) -> Self {
+        match k {
+            ComponentKindV1::Image => ComponentKind::Image,
+            ComponentKindV1::Package => ComponentKind::Package,
+        }
+    }
+}
+
+impl From<&Component> for ComponentV1 {
+    fn from(c: &Component) -> Self {
+        ComponentV1 {
+            kind: c.kind.into(),
+            name: c.name.clone(),
+            version: c.version.clone(),
+            digest: c.digest.clone(),
+            epoch: c.epoch,
+            release: c.release.clone(),
+            arch: c.arch.clone(),
+        }
+    }
+}
+
+impl From<ComponentV1> for Component {
+    fn from(c: ComponentV1) -> Self {
+        Component {
+            kind: c.kind.into(),
+            name: c.name,
+            version: c.version,
+            digest: c.digest,
+            epoch: c.epoch,
+            release: c.release,
+            arch: c.arch,
+        }
+    }
+}
+
+impl From<&NodeFactsReported> for NodeFactsReportedV1 {
+    fn from(e: &NodeFactsReported) -> Self {
+        let f = &e.facts;
+        NodeFactsReportedV1 {
+            node_id: e.node_id.clone(),
+            facts: NodeFactsV1 {
+                images: f.images.iter().map(Into::into).collect(),
+                packages: f.packages.iter().map(Into::into).collect(),
+                bundle_free_bytes: f.bundle_free_bytes,
+                backup_free_bytes: f.backup_free_bytes,
+                backup_bytes: f.backup_bytes,
+                schema_version: f.schema_version,
+                ready: f.ready,
+                shut_down: f.shut_down,
+            },
+        }
+    }
+}
+
+impl From<NodeFactsReportedV1> for NodeFactsReported {
+    fn from(e: NodeFactsReportedV1) -> Self {
+        let f = e.facts;
+        NodeFactsReported {
+            node_id: e.node_id,
+            facts: NodeFacts {
+                images: f.images.into_iter().map(Into::into).collect(),
+                packages: f.packages.into_iter().map(Into::into).collect(),
+                bundle_free_bytes: f.bundle_free_bytes,
+                backup_free_bytes: f.backup_free_bytes,
+                backup_bytes: f.backup_bytes,
+                schema_version: f.schema_version,
+                ready: f.ready,
+                shut_down: f.shut_down,
+            },
+        }
+    }
+}
+
+impl From<&AlarmRaised> for AlarmRaisedV1 {
+    fn from(e: &AlarmRaised) -> Self {
+        AlarmRaisedV1 {
+            name: e.name.clone(),
+            node_id: e.node_id.clone(),
+            upgrade_id: e.upgrade_id.clone(),
+            message: e.message.clone(),
+        }
+    }
+}
+
+impl From<AlarmRaisedV1> for AlarmRaised {
+    fn from(e: AlarmRaisedV1) -> Self {
+        AlarmRaised {
+            name: e.name,
+            node_id: e.node_id,
+            upgrade_id: e.upgrade_id,
+            message: e.message,
+        }
+    }
+}
+
+impl From<&AlarmCleared> for AlarmClearedV1 {
+    fn from(e: &AlarmCleared) -> Self {
+        AlarmClearedV1 {
+            name: e.name.clone(),
+            node_id: e.node_id.clone(),
+            upgrade_id: e.upgrade_id.clone(),
+        }
+    }
+}
+
+impl From<AlarmClearedV1> for AlarmCleared {
+    fn from(e: AlarmClearedV1) -> Self {
+        AlarmCleared {
+            name: e.name,
+            node_id: e.node_id,
             upgrade_id: e.upgrade_id,
         }
     }

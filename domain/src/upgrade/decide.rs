@@ -8,12 +8,18 @@ use crate::event::DomainEvent;
 use crate::release::{canonical, parse_manifest};
 use crate::state::{CommandContext, Decision, State, Subject};
 
+use super::plan::PlanInput;
 use super::*;
 
 impl Upgrade {
-    /// The step the driver takes next, from the recorded facts; empty when
-    /// the upgrade waits for someone.
-    pub(super) fn next_step(&self, state: &State) -> Vec<DomainEvent> {
+    /// The step the driver takes next, from the recorded facts and the
+    /// time `now` (which comes in with the command); empty when the upgrade
+    /// waits for someone, or for time.
+    pub(super) fn next_step(&self, state: &State, now: DateTime<Utc>) -> Vec<DomainEvent> {
+        let alarms = self.alarms_due(&state.upgrades, now);
+        if !alarms.is_empty() {
+            return alarms;
+        }
         let id = || self.id.clone();
         let moved = |to| {
             DomainEvent::UpgradeStateChanged(UpgradeStateChanged {
@@ -22,6 +28,7 @@ impl Upgrade {
                 to,
             })
         };
+        let settling = self.settled_at().is_some_and(|t| now < t);
         match self.state {
             UpgradeState::Planned => vec![moved(UpgradeState::Prechecking)],
             UpgradeState::Prechecking => {
@@ -65,6 +72,9 @@ impl Upgrade {
                 }
                 events
             }
+            // After a restart the cluster settles before the next node's
+            // turn, and before the end.
+            UpgradeState::Rolling | UpgradeState::Verifying if settling => Vec::new(),
             UpgradeState::Rolling => match self.turn {
                 Some(i) if self.nodes[i].finished(Phase::Roll) => match self.turn_after(Some(i)) {
                     Some(next) => vec![next],
@@ -83,6 +93,88 @@ impl Upgrade {
         }
     }
 
+    /// When the settling after the last restart ends, if it has a length.
+    pub fn settled_at(&self) -> Option<DateTime<Utc>> {
+        let settle = i64::try_from(self.plan.settle_seconds).unwrap_or(i64::MAX);
+        (settle > 0)
+            .then_some(self.last_restart_at?)
+            .and_then(|t| t.checked_add_signed(chrono::Duration::seconds(settle)))
+    }
+
+    /// The warnings on the record: `NodeRebootPending` for each node of a
+    /// staged security upgrade that waits for its reboot, from the moment
+    /// it was staged until the reboot or the end.
+    pub fn warnings(&self) -> Vec<Warning> {
+        let (Some(since), Some("security")) = (self.staged_at, self.plan.reboot_reason.as_deref())
+        else {
+            return Vec::new();
+        };
+        if self.state.is_terminal() {
+            return Vec::new();
+        }
+        self.nodes
+            .iter()
+            .filter(|n| n.reboot_pending())
+            .map(|n| Warning {
+                code: NODE_REBOOT_PENDING.to_owned(),
+                node_id: n.node_id.clone(),
+                since,
+                message: format!(
+                    "{} waits for a security reboot ({}) since the upgrade was staged.",
+                    n.node_id,
+                    self.plan.cves.join(", ")
+                ),
+            })
+            .collect()
+    }
+
+    /// When the reboot-pending alarm of a warning falls due.
+    fn alarm_at(w: &Warning) -> DateTime<Utc> {
+        w.since + chrono::Duration::days(REBOOT_ALARM_AFTER_DAYS)
+    }
+
+    /// The `node-reboot-pending` alarms due at `now` and not raised yet.
+    fn alarms_due(&self, up: &Upgrades, now: DateTime<Utc>) -> Vec<DomainEvent> {
+        self.warnings()
+            .iter()
+            .filter(|w| Self::alarm_at(w) <= now)
+            .filter(|w| {
+                let key = alarm_key(NODE_REBOOT_PENDING_ALARM, Some(&self.id), Some(&w.node_id));
+                up.alarms.get(&key).is_none_or(|a| a.cleared_at.is_some())
+            })
+            .map(|w| {
+                DomainEvent::AlarmRaised(AlarmRaised {
+                    name: NODE_REBOOT_PENDING_ALARM.to_owned(),
+                    node_id: Some(w.node_id.clone()),
+                    upgrade_id: Some(self.id.clone()),
+                    message: format!(
+                        "{} has waited {REBOOT_ALARM_AFTER_DAYS} days for its security reboot for upgrade {}.",
+                        w.node_id, self.id
+                    ),
+                })
+            })
+            .collect()
+    }
+
+    /// The next moment a time-driven step may fall due: the end of the
+    /// settling, or a reboot alarm. The driver asks again then (and at
+    /// least once a minute).
+    pub fn next_time_step(&self, up: &Upgrades) -> Option<DateTime<Utc>> {
+        let settle = self
+            .settled_at()
+            .filter(|_| matches!(self.state, UpgradeState::Rolling | UpgradeState::Verifying));
+        let alarm = self
+            .warnings()
+            .iter()
+            .filter(|w| {
+                let key = alarm_key(NODE_REBOOT_PENDING_ALARM, Some(&self.id), Some(&w.node_id));
+                up.alarms.get(&key).is_none_or(|a| a.cleared_at.is_some())
+            })
+            .map(Self::alarm_at)
+            .min();
+        [settle, alarm].into_iter().flatten().min()
+    }
+
     fn turn_after(&self, i: Option<usize>) -> Option<DomainEvent> {
         let next = i.map_or(0, |i| i + 1);
         self.nodes.get(next).map(|n| {
@@ -92,6 +184,18 @@ impl Upgrade {
             })
         })
     }
+}
+
+/// A node's report, as the request gave it.
+pub(super) struct NodeReportInput<'a> {
+    pub phase: &'a Option<String>,
+    pub status: &'a Option<String>,
+    pub message: &'a Option<String>,
+    pub host_steps: &'a Option<Vec<HostStep>>,
+    pub rebooted_at: Option<DateTime<Utc>>,
+    pub instances: &'a Option<Vec<String>>,
+    pub host_state: &'a Option<String>,
+    pub running_instances: &'a Option<Vec<String>>,
 }
 
 fn upgrade_decision(id: &str, events: Vec<DomainEvent>) -> Decision {
@@ -141,10 +245,12 @@ impl Upgrades {
         &self,
         state: &State,
         cmd: &UpgradeCommand,
-        _ctx: &CommandContext,
+        ctx: &CommandContext,
     ) -> Result<Decision, Refusal> {
-        match cmd {
-            UpgradeCommand::RegisterRelease { manifest } => self.register_release(manifest),
+        let mut decision = match cmd {
+            UpgradeCommand::RegisterRelease { manifest, source } => {
+                self.register_release(manifest, *source)
+            }
             UpgradeCommand::SetRunningRelease { version } => self.set_running_release(version),
             UpgradeCommand::Create {
                 upgrade_id,
@@ -152,16 +258,17 @@ impl Upgrades {
                 mode,
                 backup_location,
                 backup_encrypted,
+                config,
             } => self.create(
                 state,
                 upgrade_id,
                 target_release,
                 mode,
-                backup_location,
-                backup_encrypted,
+                (backup_location, backup_encrypted),
+                config,
             ),
             UpgradeCommand::Advance => match self.active_upgrade() {
-                Some(u) => Ok(upgrade_decision(&u.id, u.next_step(state))),
+                Some(u) => Ok(upgrade_decision(&u.id, u.next_step(state, ctx.now))),
                 None => Err(Refusal::new(ErrorCode::NotFound, "No upgrade is active.")),
             },
             UpgradeCommand::Apply { upgrade_id } => self.apply(upgrade_id),
@@ -174,14 +281,21 @@ impl Upgrades {
                 host_steps,
                 rebooted_at,
                 instances,
+                host_state,
+                running_instances,
             } => self.report_node(
                 upgrade_id,
                 node_id,
-                (phase, status),
-                message,
-                host_steps,
-                *rebooted_at,
-                instances,
+                NodeReportInput {
+                    phase,
+                    status,
+                    message,
+                    host_steps,
+                    rebooted_at: *rebooted_at,
+                    instances,
+                    host_state,
+                    running_instances,
+                },
             ),
             UpgradeCommand::ReportBackup {
                 upgrade_id,
@@ -194,9 +308,48 @@ impl Upgrades {
                 upgrade_id,
                 new_upgrade_id,
                 restore_backup,
-            } => self.rollback(state, upgrade_id, new_upgrade_id, restore_backup),
+                config,
+            } => self.rollback(state, upgrade_id, new_upgrade_id, *restore_backup, config),
             UpgradeCommand::Acknowledge { upgrade_id } => self.acknowledge(upgrade_id),
+            UpgradeCommand::ReportFacts { node_id, facts } => {
+                self.report_facts(state, node_id, facts)
+            }
+        }?;
+        let clears = self.alarms_cleared_by(&decision.events);
+        decision.events.extend(clears);
+        Ok(decision)
+    }
+
+    /// The alarms a decision's events clear, in one place for every
+    /// command: a node's reboot clears its reboot alarm, and an upgrade's
+    /// end clears every alarm of the upgrade.
+    fn alarms_cleared_by(&self, events: &[DomainEvent]) -> Vec<DomainEvent> {
+        let mut out = Vec::new();
+        for e in events {
+            let (upgrade, node) = match e {
+                DomainEvent::UpgradeNodeReported(r) if r.rebooted_at.is_some() => {
+                    (r.upgrade_id.as_str(), Some(r.node_id.as_str()))
+                }
+                DomainEvent::UpgradeCompleted(UpgradeCompleted { upgrade_id, .. })
+                | DomainEvent::UpgradeFailed(UpgradeFailed { upgrade_id, .. })
+                | DomainEvent::UpgradeCanceled(UpgradeRef { upgrade_id }) => {
+                    (upgrade_id.as_str(), None)
+                }
+                _ => continue,
+            };
+            for a in self.alarms.values().filter(|a| {
+                a.cleared_at.is_none()
+                    && a.upgrade_id.as_deref() == Some(upgrade)
+                    && node.is_none_or(|n| a.node_id.as_deref() == Some(n))
+            }) {
+                out.push(DomainEvent::AlarmCleared(AlarmCleared {
+                    name: a.name.clone(),
+                    node_id: a.node_id.clone(),
+                    upgrade_id: a.upgrade_id.clone(),
+                }));
+            }
         }
+        out
     }
 
     fn create(
@@ -205,8 +358,8 @@ impl Upgrades {
         upgrade_id: &str,
         target_release: &Option<String>,
         mode: &Option<String>,
-        backup_location: &Option<String>,
-        backup_encrypted: &Option<bool>,
+        (backup_location, backup_encrypted): (&Option<String>, &Option<bool>),
+        config: &UpgradeConfig,
     ) -> Result<Decision, Refusal> {
         let mut f = Findings::default();
         let target = f.required("targetRelease", target_release).cloned();
@@ -220,15 +373,29 @@ impl Upgrades {
                 None
             }),
         };
+        // The backup goes to the configured target, or stays on the node
+        // when none is configured; a target asked for without one is a
+        // mistake of the request.
         let location = match backup_location.as_deref() {
+            None if config.backup_target.is_some() => Some(BackupLocation::Target),
             None => Some(BackupLocation::Node),
-            Some(l) => BackupLocation::parse(l).or_else(|| {
-                f.push(
-                    "backup.location",
-                    format!("must be one of {}", BackupLocation::one_of()),
-                );
-                None
-            }),
+            Some(l) => match BackupLocation::parse(l) {
+                Some(BackupLocation::Target) if config.backup_target.is_none() => {
+                    f.push(
+                        "backup.location",
+                        "is target, but no backup target is configured (STRATUM_BACKUP_TARGET); use node",
+                    );
+                    None
+                }
+                Some(l) => Some(l),
+                None => {
+                    f.push(
+                        "backup.location",
+                        format!("must be one of {}", BackupLocation::one_of()),
+                    );
+                    None
+                }
+            },
         };
         if !valid_upgrade_id(upgrade_id) {
             f.push("id", "is not upg- and 10 of [0-9a-z]");
@@ -237,7 +404,23 @@ impl Upgrades {
         self.refuse_if_active()?;
         self.refuse_taken_id(upgrade_id)?;
         let running = self.running_release()?;
-        let plan = self.plan(state, &target, running, mode);
+        let plan = self.plan(
+            state,
+            &PlanInput {
+                target: &target,
+                from: running,
+                mode,
+                restore: false,
+                settle_seconds: config.settle_seconds,
+            },
+        );
+        let (backup_target, encrypted) = match (location, &config.backup_target) {
+            (BackupLocation::Target, Some(t)) => (
+                Some(t.url.clone()),
+                t.recipient.is_some() || backup_encrypted.unwrap_or(false),
+            ),
+            _ => (None, backup_encrypted.unwrap_or(false)),
+        };
         Ok(upgrade_decision(
             upgrade_id,
             vec![DomainEvent::UpgradePlanned(UpgradePlanned {
@@ -246,7 +429,8 @@ impl Upgrades {
                 target_release: target,
                 from_release: running.to_owned(),
                 backup_location: location,
-                backup_encrypted: backup_encrypted.unwrap_or(false),
+                backup_encrypted: encrypted,
+                backup_target,
                 rollback_of: None,
                 restore_backup: false,
                 plan,
@@ -305,7 +489,8 @@ impl Upgrades {
         state: &State,
         upgrade_id: &str,
         new_upgrade_id: &str,
-        restore_backup: &bool,
+        restore_backup: bool,
+        config: &UpgradeConfig,
     ) -> Result<Decision, Refusal> {
         let u = self.upgrade(upgrade_id)?;
         if !matches!(u.state, UpgradeState::Done | UpgradeState::Failed) {
@@ -326,25 +511,37 @@ impl Upgrades {
                 &format!("it was already rolled back by {by}."),
             ));
         }
-        if *restore_backup && u.backup.is_none() {
+        if restore_backup && u.backup.is_none() {
             return Err(Refusal::invalid(vec![FieldError::new(
                 "restoreBackup",
                 format!("upgrade {upgrade_id} took no backup to restore"),
             )]));
         }
+        // The old control plane cannot run the new schema: only the backup
+        // taken before the upgrade brings the cluster back.
+        if u.plan.restore_required && !restore_backup {
+            return Err(Refusal::new(
+                ErrorCode::RestoreRequired,
+                format!(
+                    "Release {} cannot run on the schema {} migrated to: roll back with restoreBackup: true.",
+                    u.from_release, u.target_release
+                ),
+            )
+            .with_details(json!({ "upgradeId": upgrade_id, "restoreRequired": true })));
+        }
         self.refuse_if_active()?;
         self.refuse_taken_id(new_upgrade_id)?;
         let running = self.running_release()?;
-        let mut plan = self.plan(state, &u.from_release, running, UpgradeMode::Now);
-        if *restore_backup {
-            // Each node restores the backup first, in its roll turn.
-            let at = plan
-                .steps
-                .iter()
-                .position(|s| s == "backup")
-                .map_or(0, |i| i + 1);
-            plan.steps.insert(at, "restore".to_owned());
-        }
+        let plan = self.plan(
+            state,
+            &PlanInput {
+                target: &u.from_release,
+                from: running,
+                mode: UpgradeMode::Now,
+                restore: restore_backup,
+                settle_seconds: config.settle_seconds,
+            },
+        );
         Ok(upgrade_decision(
             new_upgrade_id,
             vec![
@@ -355,8 +552,9 @@ impl Upgrades {
                     from_release: running.to_owned(),
                     backup_location: u.backup_location,
                     backup_encrypted: u.backup_encrypted,
+                    backup_target: u.backup_target.clone(),
                     rollback_of: Some(upgrade_id.to_owned()),
-                    restore_backup: *restore_backup,
+                    restore_backup,
                     plan,
                 }),
                 DomainEvent::UpgradeRolledBack(UpgradeRolledBack {
@@ -367,7 +565,11 @@ impl Upgrades {
         ))
     }
 
-    fn register_release(&self, manifest: &serde_json::Value) -> Result<Decision, Refusal> {
+    fn register_release(
+        &self,
+        manifest: &serde_json::Value,
+        source: ReleaseSource,
+    ) -> Result<Decision, Refusal> {
         let release = parse_manifest(manifest).map_err(Refusal::invalid)?;
         let text = canonical(manifest);
         let subject = Subject::Release(release.version.clone());
@@ -387,6 +589,7 @@ impl Upgrades {
             events: vec![DomainEvent::ReleaseRegistered(ReleaseRegistered {
                 version: release.version,
                 manifest: text,
+                source,
             })],
             subject,
         })
@@ -494,28 +697,24 @@ impl Upgrades {
         &self,
         upgrade_id: &str,
         node_id: &str,
-        (phase, status): (&Option<String>, &Option<String>),
-        message: &Option<String>,
-        host_steps: &Option<Vec<HostStep>>,
-        rebooted_at: Option<DateTime<Utc>>,
-        instances: &Option<Vec<String>>,
+        r: NodeReportInput<'_>,
     ) -> Result<Decision, Refusal> {
         let mut f = Findings::default();
-        let phase = f.required("phase", phase).and_then(|p| {
+        let phase = f.required("phase", r.phase).and_then(|p| {
             Phase::parse(p).or_else(|| {
                 f.push("phase", format!("must be one of {}", Phase::one_of()));
                 None
             })
         });
-        let status = f.required("state", status).and_then(|s| {
+        let status = f.required("state", r.status).and_then(|s| {
             NodeStatus::parse(s)
                 .filter(|s| *s != NodeStatus::Pending)
                 .or_else(|| {
-                    f.push("state", "must be one of running, done, failed");
+                    f.push("state", "must be one of running, done, failed, rolled_back");
                     None
                 })
         });
-        for (i, step) in host_steps.iter().flatten().enumerate() {
+        for (i, step) in r.host_steps.iter().flatten().enumerate() {
             if step.name.is_empty() {
                 f.push(&format!("hostSteps[{i}].name"), "is required");
             }
@@ -526,6 +725,11 @@ impl Upgrades {
                 );
             }
         }
+        if let Some(h) = r.host_state {
+            if h.is_empty() || h.len() > 64 || h.contains(['\n', '\r']) {
+                f.push("hostState", "must be one line of 1 to 64 bytes");
+            }
+        }
         let (phase, status) = f.conclude(phase.zip(status))?;
         let u = self.upgrade(upgrade_id)?;
         let Some(idx) = u.nodes.iter().position(|n| n.node_id == node_id) else {
@@ -534,13 +738,17 @@ impl Upgrades {
             )));
         };
         let node = &u.nodes[idx];
-        let message = message.clone().unwrap_or_default();
+        let message = r.message.clone().unwrap_or_default();
         let unchanged = node.phase == phase
             && node.state == status
             && (message.is_empty() || message == node.message)
-            && host_steps.as_ref().is_none_or(|h| *h == node.host_steps)
-            && rebooted_at.is_none()
-            && instances.as_ref().is_none_or(|i| *i == node.instances);
+            && r.host_steps.as_ref().is_none_or(|h| *h == node.host_steps)
+            && r.rebooted_at.is_none()
+            && r.instances.as_ref().is_none_or(|i| *i == node.instances)
+            && r.host_state.as_ref().is_none_or(|h| *h == node.host_state)
+            && r.running_instances
+                .as_ref()
+                .is_none_or(|i| *i == node.running_instances);
         if unchanged {
             return Ok(Decision::none(Subject::Upgrade(upgrade_id.to_owned())));
         }
@@ -549,9 +757,12 @@ impl Upgrades {
         }
         // A node whose fetch or verify fails, whenever it reports it, fails
         // the upgrade: from the prechecks on, any state but `planned` can
-        // go to `failed`. A roll is only ever reported in the node's turn.
-        let fails_it = status == NodeStatus::Failed
-            && phase != Phase::Roll
+        // go to `failed`. So does a node that switched itself back to its
+        // release, in any phase: the upgrade cannot reach done with a node
+        // on the old release. A roll is otherwise only reported in the
+        // node's turn.
+        let rolled_back = status == NodeStatus::RolledBack;
+        let fails_it = (rolled_back || status == NodeStatus::Failed && phase != Phase::Roll)
             && u.state.can_move_to(UpgradeState::Failed);
         match phase {
             _ if fails_it => {}
@@ -586,11 +797,22 @@ impl Upgrades {
             phase,
             state: status,
             message: message.clone(),
-            host_steps: host_steps.clone(),
-            rebooted_at,
-            instances: instances.clone(),
+            host_steps: r.host_steps.clone(),
+            rebooted_at: r.rebooted_at,
+            instances: r.instances.clone(),
+            host_state: r.host_state.clone(),
+            running_instances: r.running_instances.clone(),
         })];
-        if status == NodeStatus::Failed {
+        if rolled_back {
+            events.push(DomainEvent::UpgradeFailed(UpgradeFailed {
+                upgrade_id: upgrade_id.to_owned(),
+                reason: format!(
+                    "{node_id} switched itself back to {} during {}; the upgrade cannot reach done with a node on the old release.",
+                    node.previous_release,
+                    phase.as_str()
+                ),
+            }));
+        } else if status == NodeStatus::Failed {
             let why = if message.is_empty() {
                 "no message".to_owned()
             } else {
@@ -602,5 +824,56 @@ impl Upgrades {
             }));
         }
         Ok(upgrade_decision(upgrade_id, events))
+    }
+
+    /// A node agent's facts: validated, and recorded when they differ from
+    /// its last report (the newest report wins).
+    fn report_facts(
+        &self,
+        state: &State,
+        node_id: &str,
+        facts: &NodeFacts,
+    ) -> Result<Decision, Refusal> {
+        let member = state.membership.member(node_id)?;
+        let mut f = Findings::default();
+        for (field, list, kind) in [
+            (
+                "images",
+                &facts.images,
+                crate::release::ComponentKind::Image,
+            ),
+            (
+                "packages",
+                &facts.packages,
+                crate::release::ComponentKind::Package,
+            ),
+        ] {
+            for (i, c) in list.iter().enumerate() {
+                if c.kind != kind {
+                    f.push(
+                        &format!("{field}[{i}].kind"),
+                        format!("must be {}", c.kind_of(kind)),
+                    );
+                }
+                if c.name.is_empty() {
+                    f.push(&format!("{field}[{i}].name"), "is required");
+                }
+                if c.version.is_empty() {
+                    f.push(&format!("{field}[{i}].version"), "is required");
+                }
+            }
+        }
+        f.into_result()?;
+        let subject = Subject::Facts(member.node_id.clone());
+        if self.facts.get(node_id).is_some_and(|r| r.facts == *facts) {
+            return Ok(Decision::none(subject));
+        }
+        Ok(Decision {
+            events: vec![DomainEvent::NodeFactsReported(NodeFactsReported {
+                node_id: node_id.to_owned(),
+                facts: facts.clone(),
+            })],
+            subject,
+        })
     }
 }

@@ -11,6 +11,7 @@ pub struct ReleaseRegistered {
     pub version: String,
     /// The manifest's canonical JSON (RFC 8785), signature included.
     pub manifest: String,
+    pub source: ReleaseSource,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,6 +29,8 @@ pub struct UpgradePlanned {
     pub from_release: String,
     pub backup_location: BackupLocation,
     pub backup_encrypted: bool,
+    /// The configured backup target, when the location is `target`.
+    pub backup_target: Option<String>,
     pub rollback_of: Option<String>,
     pub restore_backup: bool,
     pub plan: Plan,
@@ -66,6 +69,35 @@ pub struct UpgradeNodeReported {
     pub host_steps: Option<Vec<HostStep>>,
     pub rebooted_at: Option<DateTime<Utc>>,
     pub instances: Option<Vec<String>>,
+    /// The host-helper's current intent.
+    pub host_state: Option<String>,
+    /// The instances it reports running again.
+    pub running_instances: Option<Vec<String>>,
+}
+
+/// A node agent's facts report; the newest wins.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeFactsReported {
+    pub node_id: String,
+    pub facts: NodeFacts,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AlarmRaised {
+    pub name: String,
+    pub node_id: Option<String>,
+    pub upgrade_id: Option<String>,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AlarmCleared {
+    pub name: String,
+    pub node_id: Option<String>,
+    pub upgrade_id: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -19,6 +19,7 @@ impl Upgrades {
                     e.version.clone(),
                     RegisteredRelease {
                         release,
+                        source: e.source,
                         manifest: e.manifest.clone(),
                         registered_by: ctx.principal.to_owned(),
                         registered_at: at,
@@ -36,6 +37,40 @@ impl Upgrades {
                 });
                 return;
             }
+            DomainEvent::NodeFactsReported(e) => {
+                let version = self.facts.get(&e.node_id).map_or(0, |f| f.version) + 1;
+                self.facts.insert(
+                    e.node_id.clone(),
+                    RecordedFacts {
+                        facts: e.facts.clone(),
+                        reported_by: ctx.principal.to_owned(),
+                        reported_at: at,
+                        version,
+                    },
+                );
+                return;
+            }
+            DomainEvent::AlarmRaised(e) => {
+                let key = alarm_key(&e.name, e.upgrade_id.as_deref(), e.node_id.as_deref());
+                self.alarms.insert(
+                    key,
+                    Alarm {
+                        name: e.name.clone(),
+                        node_id: e.node_id.clone(),
+                        upgrade_id: e.upgrade_id.clone(),
+                        message: e.message.clone(),
+                        raised_at: at,
+                        cleared_at: None,
+                        raised_position: ctx.position,
+                    },
+                );
+            }
+            DomainEvent::AlarmCleared(e) => {
+                let key = alarm_key(&e.name, e.upgrade_id.as_deref(), e.node_id.as_deref());
+                if let Some(a) = self.alarms.get_mut(&key) {
+                    a.cleared_at = Some(at);
+                }
+            }
             DomainEvent::UpgradePlanned(e) => {
                 let restore = e.restore_backup;
                 let nodes = e
@@ -47,11 +82,20 @@ impl Upgrades {
                         ordinal: n.ordinal,
                         kind: n.kind,
                         phase: Phase::Fetch,
-                        state: NodeStatus::Pending,
+                        // What a node fetched for an earlier upgrade stays
+                        // there: its fetch starts done.
+                        state: if n.fetched {
+                            NodeStatus::Done
+                        } else {
+                            NodeStatus::Pending
+                        },
                         message: String::new(),
                         host_steps: host_steps(n.kind, restore),
+                        host_state: String::new(),
                         previous_release: e.from_release.clone(),
                         instances: Vec::new(),
+                        running_instances: Vec::new(),
+                        rebooted_at: None,
                     })
                     .collect();
                 self.upgrades.insert(
@@ -64,6 +108,7 @@ impl Upgrades {
                         from_release: e.from_release.clone(),
                         backup_location: e.backup_location,
                         backup_encrypted: e.backup_encrypted,
+                        backup_target: e.backup_target.clone(),
                         backup: None,
                         plan: e.plan.clone(),
                         prechecks: Vec::new(),
@@ -71,6 +116,7 @@ impl Upgrades {
                         turn: None,
                         failure_reason: None,
                         last_restart_at: None,
+                        staged_at: None,
                         rollback_of: e.rollback_of.clone(),
                         restore_backup: restore,
                         rolled_back_by: None,
@@ -100,6 +146,9 @@ impl Upgrades {
         match event {
             DomainEvent::UpgradeStateChanged(e) => {
                 u.state = e.to;
+                if e.to == UpgradeState::Staged {
+                    u.staged_at = Some(at);
+                }
                 if e.to == UpgradeState::Verifying {
                     u.turn = None;
                     for n in &mut u.nodes {
@@ -129,9 +178,29 @@ impl Upgrades {
                     if let Some(i) = &e.instances {
                         n.instances = i.clone();
                     }
+                    if let Some(h) = &e.host_state {
+                        n.host_state = h.clone();
+                    }
+                    if let Some(i) = &e.running_instances {
+                        n.running_instances = i.clone();
+                    }
+                    if e.rebooted_at.is_some() {
+                        n.rebooted_at = e.rebooted_at;
+                        // A new reboot: the instances that ran then must
+                        // run again, whatever ran before.
+                        if e.running_instances.is_none() {
+                            n.running_instances.clear();
+                        }
+                    }
                 }
                 if let Some(t) = e.rebooted_at {
                     u.last_restart_at = Some(t);
+                }
+                if e.phase == Phase::Fetch && e.state == NodeStatus::Done {
+                    self.fetched
+                        .entry(e.node_id.clone())
+                        .or_default()
+                        .insert(u.target_release.clone());
                 }
             }
             DomainEvent::UpgradeBackupReported(e) => {

@@ -109,12 +109,33 @@ string_enum! {
 }
 
 string_enum! {
-    /// How far a node is in its current phase.
+    /// How far a node is in its current phase; `rolled_back`: the node
+    /// switched itself back to the release it ran before.
     NodeStatus {
         Pending = "pending",
         Running = "running",
         Done = "done",
         Failed = "failed",
+        RolledBack = "rolled_back",
+    }
+}
+
+string_enum! {
+    /// Where a release came from: a signed manifest registered over the
+    /// API, or install media loaded on the host (`stratum releases import`).
+    ReleaseSource {
+        Manifest = "manifest",
+        Media = "media",
+    }
+}
+
+string_enum! {
+    /// What a plan step acts on: the cluster once, every node at once, or
+    /// one node in its turn.
+    StepKind {
+        Cluster = "cluster",
+        EveryNode = "every-node",
+        Node = "node",
     }
 }
 
@@ -129,13 +150,23 @@ pub fn reboot_of(kind: NodeKind) -> &'static str {
 }
 
 /// One step of a node's host-helper for its part of the upgrade.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HostStep {
     pub name: String,
     pub state: String,
     pub reboot_mode: String,
     pub detail: String,
+    /// Units the restart step still has to restart.
+    pub pending_units: Vec<String>,
+    /// Units the restart step restarted onto their pin, or switch-sysext
+    /// restarted.
+    pub restarted_units: Vec<String>,
+    /// Units the restore step stopped; the step that renders the release's
+    /// pins starts them again.
+    pub stopped_units: Vec<String>,
+    /// The system extensions the switch-sysext step switched.
+    pub switched_sysexts: Vec<String>,
 }
 
 /// The states a host step can be in.
@@ -162,7 +193,7 @@ pub fn host_steps(kind: NodeKind, restore: bool) -> Vec<HostStep> {
                 _ => "none",
             }
             .to_owned(),
-            detail: String::new(),
+            ..Default::default()
         })
         .collect()
 }
@@ -174,22 +205,82 @@ pub struct PlanNode {
     pub node_id: String,
     pub ordinal: u32,
     pub kind: NodeKind,
+    /// What restarts, in order.
+    pub restarts: Vec<String>,
+    /// What the manifests change on the node: a subset of `os`, `kernel`,
+    /// `kernelArgs`, `hostBinaries`, `sysext`.
+    pub changes: Vec<String>,
+    /// The node fetched the target release for an earlier upgrade: its
+    /// fetch starts done.
+    pub fetched: bool,
+}
+
+/// One step of a plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanStep {
+    pub name: String,
+    pub node_id: Option<String>,
+    pub kind: StepKind,
+}
+
+impl PlanStep {
+    pub fn new(name: &str, kind: StepKind) -> Self {
+        Self {
+            name: name.to_owned(),
+            node_id: None,
+            kind,
+        }
+    }
+
+    pub fn on_node(name: &str, node_id: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            node_id: Some(node_id.to_owned()),
+            kind: StepKind::Node,
+        }
+    }
+}
+
+/// Where an upgrade's backup goes, as planned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanBackup {
+    pub location: BackupLocation,
+    /// The configured backup target, when the location is `target`.
+    pub target: Option<String>,
+    pub encrypted: bool,
 }
 
 /// What an upgrade will do, decided when it is planned.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
+    /// What the operator will see, in a sentence or two.
+    pub summary: String,
+    /// The release key that signed the target manifest.
+    pub signed_by: String,
+    /// Where the target release came from.
+    pub source_kind: ReleaseSource,
     pub kind: NodeKind,
     /// `security` when the OS change fixes vulnerabilities.
     pub reboot_reason: Option<String>,
     pub cves: Vec<String>,
     pub component_changes: Vec<ComponentChange>,
-    /// `release` (the running release's list) or `none`.
+    /// `release` (the running release's list), `nodes` (what the nodes
+    /// report) or `none`.
     pub components_from: String,
     /// The nodes in roll order (their ordinals).
     pub nodes: Vec<PlanNode>,
-    pub steps: Vec<String>,
+    pub steps: Vec<PlanStep>,
+    /// The previous OS stays bootable (A/B OS, or no OS change).
+    pub previous_os_bootable: bool,
+    /// The old control plane cannot run on the new schema: going back
+    /// means a restore.
+    pub restore_required: bool,
+    /// How long the driver lets the cluster settle after a restart before
+    /// the next node's turn or the end.
+    pub settle_seconds: u64,
 }
 
 /// One precheck's finding.
@@ -236,15 +327,114 @@ pub struct UpgradeNode {
     pub state: NodeStatus,
     pub message: String,
     pub host_steps: Vec<HostStep>,
+    /// The host-helper's current intent, as the node reports it.
+    pub host_state: String,
     pub previous_release: String,
+    /// The instances that ran on the node when it rebooted.
     pub instances: Vec<String>,
+    /// The instances the node reports running again since.
+    pub running_instances: Vec<String>,
+    pub rebooted_at: Option<DateTime<Utc>>,
 }
 
 impl UpgradeNode {
-    /// Whether the node finished `phase` (or is past it).
+    /// Whether the node finished `phase` (or is past it). A rebooted
+    /// node's verify counts only once every instance that ran on it when it
+    /// rebooted runs again.
     pub fn finished(&self, phase: Phase) -> bool {
-        self.phase > phase || (self.phase == phase && self.state == NodeStatus::Done)
+        let done = self.phase > phase || (self.phase == phase && self.state == NodeStatus::Done);
+        done && (phase != Phase::Verify || self.instances_back().is_empty())
     }
+
+    /// The instances that ran when the node rebooted and are not reported
+    /// running again.
+    pub fn instances_back(&self) -> Vec<&str> {
+        if self.rebooted_at.is_none() {
+            return Vec::new();
+        }
+        self.instances
+            .iter()
+            .filter(|i| !self.running_instances.contains(i))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Whether it still waits for a reboot its plan gives it.
+    pub fn reboot_pending(&self) -> bool {
+        reboot_of(self.kind) != "none" && self.rebooted_at.is_none()
+    }
+}
+
+/// A warning on an upgrade's record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    pub code: String,
+    pub node_id: String,
+    pub since: DateTime<Utc>,
+    pub message: String,
+}
+
+/// The code of the warning a staged security upgrade raises per node.
+pub const NODE_REBOOT_PENDING: &str = "NodeRebootPending";
+/// The alarm raised when that warning lasts [`REBOOT_ALARM_AFTER_DAYS`].
+pub const NODE_REBOOT_PENDING_ALARM: &str = "node-reboot-pending";
+pub const REBOOT_ALARM_AFTER_DAYS: i64 = 7;
+
+/// An alarm, raised and perhaps cleared: both are events.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Alarm {
+    pub name: String,
+    pub node_id: Option<String>,
+    pub upgrade_id: Option<String>,
+    pub message: String,
+    pub raised_at: DateTime<Utc>,
+    pub cleared_at: Option<DateTime<Utc>>,
+    /// The position of its raise (lists sort by it).
+    pub raised_position: u64,
+}
+
+/// An alarm's key: one alarm of a name per upgrade and node.
+pub fn alarm_key(name: &str, upgrade_id: Option<&str>, node_id: Option<&str>) -> String {
+    format!(
+        "{name}/{}/{}",
+        upgrade_id.unwrap_or("-"),
+        node_id.unwrap_or("-")
+    )
+}
+
+/// What a node agent reports it runs and holds (newest report wins).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeFacts {
+    /// The image pins it runs: `{kind: image, name, version, digest}`.
+    pub images: Vec<crate::release::Component>,
+    /// The host packages it lists, by NEVRA.
+    pub packages: Vec<crate::release::Component>,
+    /// Free bytes where fetched bundles go.
+    pub bundle_free_bytes: Option<u64>,
+    /// Free bytes where a backup on the node goes.
+    pub backup_free_bytes: Option<u64>,
+    /// The bytes a backup of what this node holds takes.
+    pub backup_bytes: Option<u64>,
+    /// The database schema version it runs.
+    pub schema_version: Option<u32>,
+    /// Whether its services are ready.
+    pub ready: Option<bool>,
+    /// Whether it is shut down (or shutting down).
+    pub shut_down: Option<bool>,
+}
+
+/// A node's facts as recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedFacts {
+    pub facts: NodeFacts,
+    pub reported_by: String,
+    pub reported_at: DateTime<Utc>,
+    pub version: u64,
+}
+
+pub fn facts_stream(node_id: &str) -> String {
+    format!("facts/{node_id}")
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,6 +446,8 @@ pub struct Upgrade {
     pub from_release: String,
     pub backup_location: BackupLocation,
     pub backup_encrypted: bool,
+    /// The configured backup target, when the location is `target`.
+    pub backup_target: Option<String>,
     pub backup: Option<Backup>,
     pub plan: Plan,
     pub prechecks: Vec<Precheck>,
@@ -264,6 +456,8 @@ pub struct Upgrade {
     pub turn: Option<usize>,
     pub failure_reason: Option<String>,
     pub last_restart_at: Option<DateTime<Utc>>,
+    /// When it entered `staged`.
+    pub staged_at: Option<DateTime<Utc>>,
     pub rollback_of: Option<String>,
     pub restore_backup: bool,
     pub rolled_back_by: Option<String>,
@@ -373,6 +567,7 @@ pub struct RunningRelease {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegisteredRelease {
     pub release: Release,
+    pub source: ReleaseSource,
     pub manifest: String,
     pub registered_by: String,
     pub registered_at: DateTime<Utc>,
@@ -387,6 +582,12 @@ pub struct Upgrades {
     pub upgrades: BTreeMap<String, Upgrade>,
     /// The one upgrade not in a terminal state, if any.
     pub active: Option<String>,
+    /// Each node's newest facts report.
+    pub facts: BTreeMap<String, RecordedFacts>,
+    /// The releases each node fetched (and keeps for a later upgrade).
+    pub fetched: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// Every alarm ever raised, by [`alarm_key`].
+    pub alarms: BTreeMap<String, Alarm>,
 }
 
 // ---------------------------------------------------------------- commands
@@ -399,6 +600,7 @@ pub enum UpgradeCommand {
     /// the trusted keys (configuration, not state).
     RegisterRelease {
         manifest: Value,
+        source: ReleaseSource,
     },
     SetRunningRelease {
         version: Option<String>,
@@ -409,8 +611,10 @@ pub enum UpgradeCommand {
         mode: Option<String>,
         backup_location: Option<String>,
         backup_encrypted: Option<bool>,
+        config: UpgradeConfig,
     },
-    /// The driver: take the step that is due for the active upgrade.
+    /// The driver: take the step that is due for the active upgrade (the
+    /// time-driven ones judged at the command's time).
     Advance,
     Apply {
         upgrade_id: String,
@@ -424,6 +628,8 @@ pub enum UpgradeCommand {
         host_steps: Option<Vec<HostStep>>,
         rebooted_at: Option<DateTime<Utc>>,
         instances: Option<Vec<String>>,
+        host_state: Option<String>,
+        running_instances: Option<Vec<String>>,
     },
     ReportBackup {
         upgrade_id: String,
@@ -438,16 +644,40 @@ pub enum UpgradeCommand {
         upgrade_id: String,
         new_upgrade_id: String,
         restore_backup: bool,
+        config: UpgradeConfig,
     },
     Acknowledge {
         upgrade_id: String,
     },
+    /// A node agent's report of what it runs and holds.
+    ReportFacts {
+        node_id: String,
+        facts: NodeFacts,
+    },
+}
+
+/// The service's configuration an upgrade is planned with: recorded in the
+/// plan, so a replay needs none of it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpgradeConfig {
+    pub backup_target: Option<BackupTarget>,
+    /// How long the cluster settles after a restart (see
+    /// [`Plan::settle_seconds`]).
+    pub settle_seconds: u64,
+}
+
+/// A configured backup target and the recipient backups are encrypted to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackupTarget {
+    pub url: String,
+    pub recipient: Option<String>,
 }
 
 impl UpgradeCommand {
     pub fn stream_id(&self) -> String {
         match self {
-            UpgradeCommand::RegisterRelease { manifest } => release_stream(
+            UpgradeCommand::ReportFacts { node_id, .. } => facts_stream(node_id),
+            UpgradeCommand::RegisterRelease { manifest, .. } => release_stream(
                 manifest
                     .get("version")
                     .and_then(Value::as_str)
@@ -474,6 +704,7 @@ impl UpgradeCommand {
             UpgradeCommand::Advance
                 | UpgradeCommand::ReportNode { .. }
                 | UpgradeCommand::ReportBackup { .. }
+                | UpgradeCommand::ReportFacts { .. }
                 | UpgradeCommand::Cancel { .. }
         )
     }
@@ -506,6 +737,10 @@ pub fn upgrade_of(event: &DomainEvent) -> Option<&str> {
         DomainEvent::UpgradeCompleted(e) => &e.upgrade_id,
         DomainEvent::UpgradeRolledBack(e) => &e.upgrade_id,
         DomainEvent::UpgradeCanceled(e) | DomainEvent::UpgradeAcknowledged(e) => &e.upgrade_id,
+        DomainEvent::AlarmRaised(super::AlarmRaised { upgrade_id, .. })
+        | DomainEvent::AlarmCleared(super::AlarmCleared { upgrade_id, .. }) => {
+            upgrade_id.as_deref()?
+        }
         _ => return None,
     })
 }

@@ -82,11 +82,34 @@ pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
         },
     );
 
-    out.push(check(
-        "cluster-shutdown",
-        true,
-        "No cluster shutdown is recorded; the service holds no shutdown fact to judge by.".into(),
-    ));
+    let facts = &up.facts;
+    let plan_nodes = || u.nodes.iter().map(|n| n.node_id.as_str());
+    let fact_of = |node: &str| facts.get(node).map(|f| &f.facts);
+    let shut: Vec<&str> = plan_nodes()
+        .filter(|n| fact_of(n).and_then(|f| f.shut_down) == Some(true))
+        .collect();
+    let reported = plan_nodes()
+        .filter(|n| fact_of(n).is_some_and(|f| f.shut_down.is_some()))
+        .count();
+    out.push(if !shut.is_empty() {
+        check(
+            "cluster-shutdown",
+            false,
+            format!("Shut down: {}; start them before upgrading.", shut.join(", ")),
+        )
+    } else if reported == 0 {
+        check(
+            "cluster-shutdown",
+            true,
+            "No node has reported whether it is shut down (facts.shutDown); the service holds no shutdown fact to judge by.".into(),
+        )
+    } else {
+        check(
+            "cluster-shutdown",
+            true,
+            format!("No node is shut down ({reported} reported)."),
+        )
+    });
 
     let generation = state.membership.generation;
     let not_ready: Vec<String> = state
@@ -121,10 +144,10 @@ pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
         )
     });
 
-    out.push(check(
-        "schema",
-        true,
-        "No schema versions are recorded for the releases; the service holds no schema fact to judge by.".into(),
+    out.push(schema_check(
+        target.and_then(|t| t.schema.as_ref()),
+        &u.target_release,
+        plan_nodes().map(|n| (n, fact_of(n).and_then(|f| f.schema_version))),
     ));
 
     let gone: Vec<&str> = u
@@ -139,6 +162,9 @@ pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
         })
         .map(|n| n.node_id.as_str())
         .collect();
+    let not_ready: Vec<&str> = plan_nodes()
+        .filter(|n| fact_of(n).and_then(|f| f.ready) == Some(false))
+        .collect();
     out.push(if u.nodes.is_empty() {
         check("node", false, "The plan has no node to upgrade.".into())
     } else if !gone.is_empty() {
@@ -146,6 +172,15 @@ pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
             "node",
             false,
             format!("No longer members: {}.", gone.join(", ")),
+        )
+    } else if !not_ready.is_empty() {
+        check(
+            "node",
+            false,
+            format!(
+                "Not ready by their own report (facts.ready): {}.",
+                not_ready.join(", ")
+            ),
         )
     } else {
         check(
@@ -164,10 +199,25 @@ pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
                 u.plan.component_changes.len()
             ),
         ),
+        "nodes" => match disagreements(facts) {
+            d if d.is_empty() => check(
+                "components",
+                true,
+                format!(
+                    "{} component changes against what the nodes report they run (the running release lists no components).",
+                    u.plan.component_changes.len()
+                ),
+            ),
+            d => check(
+                "components",
+                false,
+                format!("The nodes do not run the same pins: {}.", d.join("; ")),
+            ),
+        },
         _ => check(
             "components",
             true,
-            "The running release lists no components; nothing could be compared.".into(),
+            "The running release lists no components and no node reported its pins (facts.images, facts.packages); nothing could be compared.".into(),
         ),
     });
 
@@ -194,19 +244,86 @@ pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
         ),
     });
 
-    out.push(check(
-        "space",
-        true,
-        "No node has reported its free space; the service holds no space fact to judge by.".into(),
-    ));
-    out.push(check(
-        "backup-space",
-        true,
-        format!(
-            "No free space is reported for a backup at {}; the service holds no space fact to judge by.",
-            u.backup_location.as_str()
+    let need = target.and_then(|t| t.bundle_bytes);
+    let space: Vec<String> = u
+        .nodes
+        .iter()
+        .filter(|n| !n.finished(Phase::Fetch))
+        .filter_map(|n| {
+            let free = fact_of(&n.node_id)?.bundle_free_bytes?;
+            let need = need?;
+            (free < need).then(|| {
+                format!(
+                    "{} has {} free for bundles, {} needs {} ({} short)",
+                    n.node_id,
+                    bytes(free),
+                    u.target_release,
+                    bytes(need),
+                    bytes(need - free)
+                )
+            })
+        })
+        .collect();
+    let space_reported =
+        plan_nodes().any(|n| fact_of(n).is_some_and(|f| f.bundle_free_bytes.is_some()));
+    out.push(if !space.is_empty() {
+        check("space", false, format!("{}.", space.join("; ")))
+    } else if need.is_none() {
+        check(
+            "space",
+            true,
+            format!("Release {} declares no bundle size (bundleBytes); the service holds no space fact to judge by.", u.target_release),
+        )
+    } else if !space_reported {
+        check(
+            "space",
+            true,
+            "No node has reported its free space (facts.bundleFreeBytes); the service holds no space fact to judge by.".into(),
+        )
+    } else {
+        check("space", true, format!("Every node that reported has room for {}.", bytes(need.unwrap_or(0))))
+    });
+
+    out.push(match u.backup_location {
+        BackupLocation::Target => check(
+            "backup-space",
+            true,
+            format!(
+                "The backup goes to the backup target {}, which keeps its own space.",
+                u.backup_target.as_deref().unwrap_or("(configured)")
+            ),
         ),
-    ));
+        BackupLocation::Node => {
+            let short: Vec<String> = plan_nodes()
+                .filter_map(|n| {
+                    let f = fact_of(n)?;
+                    let (free, need) = (f.backup_free_bytes?, f.backup_bytes?);
+                    (free < need).then(|| {
+                        format!(
+                            "{n} has {} free for its backup of {} ({} short)",
+                            bytes(free),
+                            bytes(need),
+                            bytes(need - free)
+                        )
+                    })
+                })
+                .collect();
+            let reported = plan_nodes().any(|n| {
+                fact_of(n).is_some_and(|f| f.backup_free_bytes.is_some() && f.backup_bytes.is_some())
+            });
+            if !short.is_empty() {
+                check("backup-space", false, format!("{}.", short.join("; ")))
+            } else if !reported {
+                check(
+                    "backup-space",
+                    true,
+                    "No node has reported the free space for a backup on the node and the size of one (facts.backupFreeBytes, facts.backupBytes); the service holds no space fact to judge by.".into(),
+                )
+            } else {
+                check("backup-space", true, "Every node that reported has room for its backup.".into())
+            }
+        }
+    });
     out
 }
 
@@ -250,5 +367,86 @@ fn upgrade_path(target: Option<&Release>, from: &str, to: &str) -> Precheck {
             ),
         ),
         None => check(true, format!("{from} to {to} skips no required stop.")),
+    }
+}
+
+/// `schema`: every node's reported schema must be one the target migrates
+/// from, and not newer than the target's.
+fn schema_check<'a>(
+    target: Option<&crate::release::SchemaSpec>,
+    release: &str,
+    nodes: impl Iterator<Item = (&'a str, Option<u32>)>,
+) -> Precheck {
+    let check = |passed: bool, message: String| Precheck {
+        name: "schema".to_owned(),
+        passed,
+        message,
+    };
+    let Some(spec) = target else {
+        return check(
+            true,
+            format!("Release {release} declares no schema (schema.version); the service holds no schema fact to judge by."),
+        );
+    };
+    let reported: Vec<(&str, u32)> = nodes.filter_map(|(n, v)| Some((n, v?))).collect();
+    if reported.is_empty() {
+        return check(
+            true,
+            "No node has reported its schema version (facts.schemaVersion); the service holds no schema fact to judge by.".into(),
+        );
+    }
+    let mut bad = Vec::new();
+    for (n, v) in reported {
+        if let Some(min) = spec.min_upgrade_from.filter(|min| v < *min) {
+            bad.push(format!(
+                "{n} runs schema {v}, {release} migrates only from {min} ({} version(s) behind)",
+                min - v
+            ));
+        } else if v > spec.version {
+            bad.push(format!(
+                "{n} runs schema {v}, newer than {release}'s {}",
+                spec.version
+            ));
+        }
+    }
+    if bad.is_empty() {
+        check(
+            true,
+            format!("Every reported schema migrates to {}.", spec.version),
+        )
+    } else {
+        check(false, format!("{}.", bad.join("; ")))
+    }
+}
+
+/// Where the nodes' reported pins disagree, named per component.
+fn disagreements(facts: &std::collections::BTreeMap<String, RecordedFacts>) -> Vec<String> {
+    let mut seen: std::collections::BTreeMap<(String, String), Vec<(String, String)>> =
+        std::collections::BTreeMap::new();
+    for (node, f) in facts {
+        for c in f.facts.images.iter().chain(&f.facts.packages) {
+            seen.entry((c.kind().to_owned(), c.name.clone()))
+                .or_default()
+                .push((node.clone(), c.exact_id()));
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, v)| v.iter().any(|(_, id)| *id != v[0].1))
+        .map(|((_, name), v)| {
+            let runs: Vec<String> = v.iter().map(|(n, id)| format!("{n} runs {id}")).collect();
+            format!("{name}: {}", runs.join(", "))
+        })
+        .collect()
+}
+
+/// Bytes for a person: GiB with one decimal, or MiB below one GiB.
+fn bytes(n: u64) -> String {
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+    const MIB: f64 = 1024.0 * 1024.0;
+    let f = n as f64;
+    if f >= GIB {
+        format!("{:.1} GiB", f / GIB)
+    } else {
+        format!("{:.1} MiB", f / MIB)
     }
 }
