@@ -357,6 +357,8 @@ async fn roll_done_elsewhere(db: &crate::support::TestDb, id: &str, node: &str) 
                 host_steps: None,
                 rebooted_at: None,
                 instances: None,
+                host_state: None,
+                running_instances: None,
             }),
             format!("node/{node}"),
         ))
