@@ -163,6 +163,9 @@ impl BodyFields for ManifestBody {
         "requiredStops",
         "knownBroken",
         "cves",
+        "bundleBytes",
+        "schema",
+        "sysext",
         "signature",
     ];
 

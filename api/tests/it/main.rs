@@ -13,4 +13,5 @@ mod raft_serve;
 mod replicas;
 mod sse;
 mod store;
+mod upgrade_record;
 mod upgrades;
