@@ -13,6 +13,13 @@
 //!   `PATCH`; a voter demoted with `force` and taken out of its rafts while
 //!   it stays active; a joiner failing at `join/raft-ovn`, cleaned by the
 //!   record-only adapters (each removal says `adapter: "record-only"`).
+//! - `upgrade-security-alarm`: a stage-only upgrade to an OS release that
+//!   fixes a CVE, staged: `NodeRebootPending` warnings, then (on a clock
+//!   moved 7 days on) the `node-reboot-pending` alarms, cleared one by one
+//!   as the nodes reboot after apply; verify waits for the instances that
+//!   ran on a rebooted node.
+//! - `upgrade-node-rolled-back`: a node switches itself back to the
+//!   release it ran before, in its roll turn: the upgrade fails naming it.
 //! - `upgrade-staged-canceled`: a stage-only upgrade fetched by both nodes
 //!   and canceled in `staged`.
 //! - `upgrade-done`: a three-node upgrade from `planned` to `done`, with its
@@ -352,9 +359,11 @@ async fn main() {
     }
 }
 
-const SCENARIOS: [&str; 6] = [
+const SCENARIOS: [&str; 8] = [
     "membership",
     "member-changes",
+    "upgrade-security-alarm",
+    "upgrade-node-rolled-back",
     "upgrade-staged-canceled",
     "upgrade-done",
     "upgrade-precheck-failed",
@@ -371,6 +380,11 @@ async fn record(name: &str) {
             bootstrap_token: Some("recorded-log-token".into()),
             release_keys: TrustedKeys::parse(&stratum_domain::testing::release_keys_spec())
                 .unwrap(),
+            clock: stratum_api::command::Clock::from_fn(|| {
+                chrono::Utc::now()
+                    + chrono::Duration::seconds(CLOCK_OFFSET.load(std::sync::atomic::Ordering::SeqCst))
+            }),
+            driver_tick: Some(Duration::from_millis(50)),
             ..Default::default()
         },
     )
@@ -380,6 +394,8 @@ async fn record(name: &str) {
     match name {
         "membership" => membership(store.clone(), bus).await,
         "member-changes" => member_changes(store.clone(), bus).await,
+        "upgrade-security-alarm" => upgrade_security_alarm(&store, bus).await,
+        "upgrade-node-rolled-back" => upgrade_node_rolled_back(&store, bus).await,
         "upgrade-staged-canceled" => upgrade_staged_canceled(&store, bus).await,
         "upgrade-done" => {
             let id = upgrade_to_done(&store, bus, 3, "1.1.0").await;
@@ -583,6 +599,141 @@ async fn upgrade_to_done(
     let id = create(bus, to, "now").await;
     drive_to_done(store, bus, &id).await;
     id
+}
+
+/// How far the recording's clock runs ahead of the wall clock, in seconds.
+static CLOCK_OFFSET: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+async fn report_with(bus: &CommandBus, id: &str, node: &str, body: serde_json::Value) {
+    let s = |k: &str| body.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    let list = |k: &str| {
+        body.get(k)
+            .map(|v| serde_json::from_value::<Vec<String>>(v.clone()).unwrap())
+    };
+    exec(
+        bus,
+        &format!("node/{node}"),
+        up(UpgradeCommand::ReportNode {
+            upgrade_id: id.into(),
+            node_id: node.into(),
+            phase: s("phase"),
+            state: s("state"),
+            message: s("message"),
+            host_steps: None,
+            rebooted_at: s("rebootedAt").map(|t| t.parse().unwrap()),
+            instances: list("instances"),
+            host_state: s("hostState"),
+            running_instances: list("runningInstances"),
+        }),
+    )
+    .await;
+}
+
+async fn upgrade_security_alarm(store: &Arc<dyn EventStore>, bus: &CommandBus) {
+    cluster(store, bus, 2, "1.1.0").await;
+    let mut m = stratum_domain::testing::manifest("1.2.0", "14.0", None);
+    m["cves"] = serde_json::json!(["CVE-2026-1234"]);
+    stratum_domain::release::sign(
+        &mut m,
+        stratum_domain::testing::RELEASE_KEY_ID,
+        &stratum_domain::testing::release_key(),
+    );
+    exec(
+        bus,
+        "user/release-bot",
+        up(UpgradeCommand::RegisterRelease {
+            manifest: m,
+            source: stratum_domain::upgrade::ReleaseSource::Manifest,
+        }),
+    )
+    .await;
+    let id = create(bus, "1.2.0", "stage-only").await;
+    let u = until(store, &id, |u| u.state == UpgradeState::Fetching).await;
+    for n in nodes(&u) {
+        report(bus, &id, &n, "fetch").await;
+    }
+    until(store, &id, |u| u.state == UpgradeState::Staged).await;
+    // A week passes with the security reboot pending.
+    CLOCK_OFFSET.store(7 * 24 * 3600 + 1, std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..200 {
+        if load(store).await.upgrades.alarms.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(load(store).await.upgrades.alarms.len(), 2, "two alarms raised");
+    exec(bus, "user/alice", up(UpgradeCommand::Apply { upgrade_id: id.clone() })).await;
+    until(store, &id, |u| u.state == UpgradeState::BackingUp).await;
+    exec(
+        bus,
+        "node/n-msst0001",
+        up(UpgradeCommand::ReportBackup {
+            upgrade_id: id.clone(),
+            location: Some("node".into()),
+            bundle: Some(format!("/var/lib/stratum/backup/{id}.tar.age")),
+            encrypted: Some(true),
+        }),
+    )
+    .await;
+    let rebooted = (chrono::Utc::now() + chrono::Duration::days(7)).to_rfc3339();
+    for n in nodes(&u) {
+        until(store, &id, |u| {
+            u.state == UpgradeState::Rolling
+                && u.turn.map(|t| u.nodes[t].node_id.as_str()) == Some(n.as_str())
+        })
+        .await;
+        report_with(
+            bus,
+            &id,
+            &n,
+            serde_json::json!({"phase": "roll", "state": "done", "rebootedAt": rebooted,
+                               "instances": ["vm-7"], "hostState": "rebooted"}),
+        )
+        .await;
+    }
+    until(store, &id, |u| u.state == UpgradeState::Verifying).await;
+    for n in nodes(&u) {
+        report_with(
+            bus,
+            &id,
+            &n,
+            serde_json::json!({"phase": "verify", "state": "done", "runningInstances": ["vm-7"]}),
+        )
+        .await;
+    }
+    until(store, &id, |u| u.state == UpgradeState::Done).await;
+}
+
+async fn upgrade_node_rolled_back(store: &Arc<dyn EventStore>, bus: &CommandBus) {
+    cluster(store, bus, 2, "1.1.0").await;
+    let id = create(bus, "1.1.0", "now").await;
+    let u = until(store, &id, |u| u.state == UpgradeState::Fetching).await;
+    for n in nodes(&u) {
+        report(bus, &id, &n, "fetch").await;
+    }
+    until(store, &id, |u| u.state == UpgradeState::BackingUp).await;
+    exec(
+        bus,
+        "node/n-msst0001",
+        up(UpgradeCommand::ReportBackup {
+            upgrade_id: id.clone(),
+            location: Some("node".into()),
+            bundle: Some(format!("/var/lib/stratum/backup/{id}.tar.age")),
+            encrypted: Some(true),
+        }),
+    )
+    .await;
+    until(store, &id, |u| u.state == UpgradeState::Rolling && u.turn == Some(0)).await;
+    report_with(
+        bus,
+        &id,
+        "n-msst0001",
+        serde_json::json!({"phase": "roll", "state": "rolled_back",
+                           "message": "api did not start on 1.1.0; switched back to 1.0.0",
+                           "hostState": "rolled-back"}),
+    )
+    .await;
+    until(store, &id, |u| u.state == UpgradeState::Failed).await;
 }
 
 async fn upgrade_staged_canceled(store: &Arc<dyn EventStore>, bus: &CommandBus) {

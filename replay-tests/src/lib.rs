@@ -79,6 +79,8 @@ pub fn render(rm: &ReadModels) -> Value {
         "releases": of_kind(doc_kind::RELEASE),
         "runningRelease": running,
         "upgrades": of_kind(doc_kind::UPGRADE),
+        "alarms": of_kind(doc_kind::ALARM),
+        "facts": of_kind(doc_kind::FACTS),
     })
 }
 
