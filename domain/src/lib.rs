@@ -21,6 +21,8 @@ pub mod stored;
 pub mod testing;
 pub mod upgrade;
 #[cfg(test)]
+mod upgrade_record_tests;
+#[cfg(test)]
 mod upgrade_tests;
 
 pub use error::{ErrorCode, FieldError, Refusal};

@@ -438,6 +438,7 @@ pub fn release_record(r: &RegisteredRelease) -> Value {
     let mut doc: Value = serde_json::from_str(&r.manifest).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut doc {
         m.insert("registeredBy".into(), r.registered_by.clone().into());
+        m.insert("sourceKind".into(), r.source.as_str().into());
         m.insert("registeredAt".into(), rfc3339(&r.registered_at).into());
     }
     doc

@@ -382,7 +382,9 @@ async fn record(name: &str) {
                 .unwrap(),
             clock: stratum_api::command::Clock::from_fn(|| {
                 chrono::Utc::now()
-                    + chrono::Duration::seconds(CLOCK_OFFSET.load(std::sync::atomic::Ordering::SeqCst))
+                    + chrono::Duration::seconds(
+                        CLOCK_OFFSET.load(std::sync::atomic::Ordering::SeqCst),
+                    )
             }),
             driver_tick: Some(Duration::from_millis(50)),
             ..Default::default()
@@ -661,8 +663,19 @@ async fn upgrade_security_alarm(store: &Arc<dyn EventStore>, bus: &CommandBus) {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(load(store).await.upgrades.alarms.len(), 2, "two alarms raised");
-    exec(bus, "user/alice", up(UpgradeCommand::Apply { upgrade_id: id.clone() })).await;
+    assert_eq!(
+        load(store).await.upgrades.alarms.len(),
+        2,
+        "two alarms raised"
+    );
+    exec(
+        bus,
+        "user/alice",
+        up(UpgradeCommand::Apply {
+            upgrade_id: id.clone(),
+        }),
+    )
+    .await;
     until(store, &id, |u| u.state == UpgradeState::BackingUp).await;
     exec(
         bus,
@@ -723,7 +736,10 @@ async fn upgrade_node_rolled_back(store: &Arc<dyn EventStore>, bus: &CommandBus)
         }),
     )
     .await;
-    until(store, &id, |u| u.state == UpgradeState::Rolling && u.turn == Some(0)).await;
+    until(store, &id, |u| {
+        u.state == UpgradeState::Rolling && u.turn == Some(0)
+    })
+    .await;
     report_with(
         bus,
         &id,

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod binary;
 mod cli;
 mod errors;
 mod iam;
@@ -14,4 +15,5 @@ mod replicas;
 mod sse;
 mod store;
 mod upgrade_record;
+mod upgrade_serve;
 mod upgrades;

@@ -281,8 +281,23 @@ async fn cancel_until_the_backup_ends_the_upgrade_and_keeps_the_record() {
             .post(&format!("{UPGRADES}/upg-0000000000/cancel"), json!({}))
             .await;
         assert_error_shape(&missing, StatusCode::NOT_FOUND, "NOT_FOUND");
-        // One at a time: a new upgrade may start once this one ended.
-        create(&app, json!({"targetRelease": "1.1.0"})).await;
+        // One at a time: a new upgrade may start once this one ended. What
+        // the nodes fetched for the canceled one stays: its fetch starts
+        // done (stage-only, so it stops in staged, before the freeze).
+        let again = create(
+            &app,
+            json!({"targetRelease": "1.1.0", "mode": "stage-only"}),
+        )
+        .await;
+        let u = app.get(&format!("{UPGRADES}/{again}")).await.body;
+        assert!(
+            u["plan"]["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|n| n["fetched"] == true),
+            "{u:#}"
+        );
         let second = app.post(UPGRADES, json!({"targetRelease": "1.1.0"})).await;
         assert_error_shape(&second, StatusCode::CONFLICT, "UPGRADE_ALREADY_ACTIVE");
     }

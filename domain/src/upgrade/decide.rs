@@ -325,6 +325,7 @@ impl Upgrades {
     /// end clears every alarm of the upgrade.
     fn alarms_cleared_by(&self, events: &[DomainEvent]) -> Vec<DomainEvent> {
         let mut out = Vec::new();
+        let mut cleared = std::collections::BTreeSet::new();
         for e in events {
             let (upgrade, node) = match e {
                 DomainEvent::UpgradeNodeReported(r) if r.rebooted_at.is_some() => {
@@ -337,11 +338,16 @@ impl Upgrades {
                 }
                 _ => continue,
             };
-            for a in self.alarms.values().filter(|a| {
+            for (key, a) in self.alarms.iter().filter(|(_, a)| {
                 a.cleared_at.is_none()
                     && a.upgrade_id.as_deref() == Some(upgrade)
                     && node.is_none_or(|n| a.node_id.as_deref() == Some(n))
             }) {
+                // One clear per alarm, however many events of the decision
+                // clear it.
+                if !cleared.insert(key.clone()) {
+                    continue;
+                }
                 out.push(DomainEvent::AlarmCleared(AlarmCleared {
                     name: a.name.clone(),
                     node_id: a.node_id.clone(),
@@ -519,7 +525,10 @@ impl Upgrades {
         }
         // The old control plane cannot run the new schema: only the backup
         // taken before the upgrade brings the cluster back.
-        if u.plan.restore_required && !restore_backup {
+        // Only an upgrade that reached a node's roll can have migrated the
+        // schema; one that failed before has nothing to restore.
+        let migrated = u.nodes.iter().any(|n| n.phase >= Phase::Roll);
+        if u.plan.restore_required && migrated && !restore_backup {
             return Err(Refusal::new(
                 ErrorCode::RestoreRequired,
                 format!(

@@ -518,6 +518,14 @@ impl Upgrade {
                 Some(_) => "The backup is reported; moving on to rolling.".into(),
             },
             UpgradeState::Rolling => match self.turn.and_then(|i| self.nodes.get(i)) {
+                Some(n) if n.finished(Phase::Roll) => match self.settled_at() {
+                    Some(t) => format!(
+                        "{} rolled; the cluster settles until {} before the next node's turn.",
+                        n.node_id,
+                        t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    ),
+                    None => format!("{} rolled; starting the next node's turn.", n.node_id),
+                },
                 Some(n) => format!(
                     "Waiting for {} to report roll done (node {} of {}).",
                     n.node_id,
@@ -527,14 +535,35 @@ impl Upgrade {
                 None => "Rolling: choosing the next node.".into(),
             },
             UpgradeState::Verifying => {
-                let left = self.not_finished(Phase::Verify);
-                if left.is_empty() {
-                    "Every node has verified; finishing.".into()
-                } else {
-                    format!(
-                        "Waiting for {} to report verify done.",
-                        Self::node_list(&left)
-                    )
+                let to_report: Vec<&UpgradeNode> = self
+                    .nodes
+                    .iter()
+                    .filter(|n| !(n.phase == Phase::Verify && n.state == NodeStatus::Done))
+                    .collect();
+                let instances: Vec<String> = self
+                    .nodes
+                    .iter()
+                    .filter(|n| n.phase == Phase::Verify && n.state == NodeStatus::Done)
+                    .filter(|n| !n.instances_back().is_empty())
+                    .map(|n| format!("{}'s {}", n.node_id, n.instances_back().join(", ")))
+                    .collect();
+                let mut parts = Vec::new();
+                if !to_report.is_empty() {
+                    parts.push(format!(
+                        "{} to report verify done",
+                        Self::node_list(&to_report)
+                    ));
+                }
+                if !instances.is_empty() {
+                    parts.push(format!("{} to run again", instances.join("; ")));
+                }
+                match (parts.is_empty(), self.settled_at()) {
+                    (false, _) => format!("Waiting for {}.", parts.join(", and for ")),
+                    (true, Some(t)) => format!(
+                        "Every node has verified; the cluster settles until {} before the end.",
+                        t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    ),
+                    (true, None) => "Every node has verified; finishing.".into(),
                 }
             }
             UpgradeState::Done => {

@@ -31,7 +31,7 @@ impl Upgrades {
             (Some(f), Some(t)) if !f.components.is_empty() => {
                 (component_changes(&f.components, &t.components), "release")
             }
-            (Some(_), Some(t)) => match self.reported_components() {
+            (Some(_), Some(t)) => match self.reported_components(state) {
                 Some(running) => (component_changes(&running, &t.components), "nodes"),
                 None => (Vec::new(), "none"),
             },
@@ -88,7 +88,7 @@ impl Upgrades {
         steps.push(PlanStep::new("backup", StepKind::Cluster));
         if input.restore {
             // Each node restores the backup first, in its roll turn.
-            steps.push(PlanStep::new("restore", StepKind::Cluster));
+            steps.push(PlanStep::new("restore", StepKind::EveryNode));
         }
         steps.extend(nodes.iter().map(|n| PlanStep::on_node("roll", &n.node_id)));
         steps.push(PlanStep::new("verify", StepKind::EveryNode));
@@ -122,12 +122,18 @@ impl Upgrades {
         plan
     }
 
-    /// What the nodes report they run, when they agree: the list a
-    /// running release built before component lists is compared by. `None`
-    /// when no node reported its pins.
-    fn reported_components(&self) -> Option<Vec<Component>> {
+    /// What the members not decommissioned report they run: the list a
+    /// running release built before component lists is compared by (the
+    /// first node's pin of each component; the `components` precheck fails
+    /// where the nodes disagree). `None` when no node reported its pins.
+    fn reported_components(&self, state: &State) -> Option<Vec<Component>> {
         let mut seen: BTreeMap<(ComponentKind, String), Component> = BTreeMap::new();
-        for f in self.facts.values() {
+        let members = &state.membership.members;
+        for (_, f) in self.facts.iter().filter(|(n, _)| {
+            members
+                .get(*n)
+                .is_some_and(|m| m.state != MemberState::Decommissioned)
+        }) {
             for c in f.facts.images.iter().chain(&f.facts.packages) {
                 seen.entry((c.kind, c.name.clone()))
                     .or_insert_with(|| c.clone());

@@ -182,11 +182,20 @@ pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
                 not_ready.join(", ")
             ),
         )
+    } else if plan_nodes().all(|n| fact_of(n).and_then(|f| f.ready).is_none()) {
+        check(
+            "node",
+            true,
+            format!(
+                "{} nodes, rolled in ordinal order; no node reported whether it is ready (facts.ready).",
+                u.nodes.len()
+            ),
+        )
     } else {
         check(
             "node",
             true,
-            format!("{} nodes, rolled in ordinal order.", u.nodes.len()),
+            format!("{} nodes, rolled in ordinal order, ready by their own report.", u.nodes.len()),
         )
     });
 
@@ -199,7 +208,7 @@ pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
                 u.plan.component_changes.len()
             ),
         ),
-        "nodes" => match disagreements(facts) {
+        "nodes" => match disagreements(facts, &plan_nodes().collect::<Vec<_>>()) {
             d if d.is_empty() => check(
                 "components",
                 true,
@@ -227,11 +236,18 @@ pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
             true,
             "A rollback renders the release it returns to again.".into(),
         ),
-        (Some(f), Some(t)) if f.components == t.components && f.os == t.os => check(
-            "release-differs",
-            false,
-            format!("{} changes nothing the cluster runs.", u.target_release),
-        ),
+        (Some(f), Some(t))
+            if f.components == t.components
+                && f.os == t.os
+                && f.sysext == t.sysext
+                && f.schema == t.schema =>
+        {
+            check(
+                "release-differs",
+                false,
+                format!("{} changes nothing the cluster runs.", u.target_release),
+            )
+        }
         (Some(_), Some(_)) => check(
             "release-differs",
             true,
@@ -420,10 +436,13 @@ fn schema_check<'a>(
 }
 
 /// Where the nodes' reported pins disagree, named per component.
-fn disagreements(facts: &std::collections::BTreeMap<String, RecordedFacts>) -> Vec<String> {
+fn disagreements(
+    facts: &std::collections::BTreeMap<String, RecordedFacts>,
+    nodes: &[&str],
+) -> Vec<String> {
     let mut seen: std::collections::BTreeMap<(String, String), Vec<(String, String)>> =
         std::collections::BTreeMap::new();
-    for (node, f) in facts {
+    for (node, f) in facts.iter().filter(|(n, _)| nodes.contains(&n.as_str())) {
         for c in f.facts.images.iter().chain(&f.facts.packages) {
             seen.entry((c.kind().to_owned(), c.name.clone()))
                 .or_default()

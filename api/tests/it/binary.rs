@@ -1,0 +1,285 @@
+//! A harness for tests that start the built `stratum` binary as an
+//! operator would: a fresh database and a free port per server, settings
+//! in the environment or as flags, stderr kept in a file, bounded waits.
+
+use std::future::Future;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::process::{Child, Command};
+use tokio::time::{sleep, Instant};
+
+/// The admin bearer token: `STRATUM_BOOTSTRAP_TOKEN` (32 characters or more).
+pub(crate) const ADMIN: &str = "raft-serve-bootstrap-token-0123456789abcdef";
+pub(crate) const MEMBERS: &str = "/v1/admin/cluster/members";
+/// The longest any wait may take.
+pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
+/// How often a wait looks again.
+pub(crate) const STEP: Duration = Duration::from_millis(50);
+
+/// A port nothing listens on now.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `stratum serve` on `port` with a fresh SQLite database in `dir`: none of
+/// the test's own `STRATUM_*` variables, only the base settings and `env`.
+pub(crate) fn serve_command(dir: &Path, port: u16, env: &[(&str, String)]) -> Command {
+    serve_command_with(dir, port, &[], env)
+}
+
+/// `stratum serve` with flags as well as settings in the environment.
+pub(crate) fn serve_command_with(
+    dir: &Path,
+    port: u16,
+    flags: &[String],
+    env: &[(&str, String)],
+) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_stratum"));
+    cmd.arg("serve").args(flags);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("STRATUM_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env("STRATUM_LISTEN", format!("127.0.0.1:{port}"))
+        .env(
+            "STRATUM_DATABASE_URL",
+            format!("sqlite://{}", dir.join("stratum.db").display()),
+        )
+        .env("STRATUM_BOOTSTRAP_TOKEN", ADMIN)
+        .env("STRATUM_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    cmd
+}
+
+/// An executable bash script `name` in `dir`.
+pub(crate) fn program(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A program that appends its arguments to `calls` as one line and succeeds.
+pub(crate) fn recorder(dir: &Path, name: &str, calls: &Path) -> PathBuf {
+    program(
+        dir,
+        name,
+        &format!("printf '%s\\n' \"$*\" >> '{}'\nexit 0", calls.display()),
+    )
+}
+
+/// The lines of a file; none when it does not exist (yet).
+pub(crate) fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .map(|s| s.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// The events of a history of one type, oldest first.
+pub(crate) fn of_type<'a>(history: &'a [Value], event_type: &str) -> Vec<&'a Value> {
+    history.iter().filter(|e| e["type"] == event_type).collect()
+}
+
+pub(crate) fn position(event: &Value) -> u64 {
+    event["position"].as_u64().unwrap()
+}
+
+/// A running `stratum serve`, killed when dropped; its standard error goes
+/// to a file.
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) base: String,
+    pub(crate) stderr: PathBuf,
+    pub(crate) http: reqwest::Client,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+/// Starts `stratum serve` with `env` and waits until it answers `/healthz`.
+pub(crate) async fn start(dir: &Path, env: &[(&str, String)]) -> Server {
+    start_with(dir, &[], env).await
+}
+
+/// Starts `stratum serve` with `flags` and `env`.
+pub(crate) async fn start_with(dir: &Path, flags: &[String], env: &[(&str, String)]) -> Server {
+    let port = free_port();
+    let stderr = dir.join("stderr.log");
+    let child = serve_command_with(dir, port, flags, env)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let mut server = Server {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+        stderr,
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap(),
+    };
+    server.wait_healthy().await;
+    server
+}
+
+impl Server {
+    /// What the service logged so far.
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub(crate) async fn wait_healthy(&mut self) {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!(
+                    "stratum serve exited ({status}) before answering /healthz:\n{}",
+                    self.log()
+                );
+            }
+            let up = self
+                .http
+                .get(self.url("/healthz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == reqwest::StatusCode::OK);
+            if up {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "stratum serve did not answer /healthz within {DEADLINE:?}:\n{}",
+                self.log()
+            );
+            sleep(STEP).await;
+        }
+    }
+
+    /// Asks `probe` every `STEP` until it answers, for at most `DEADLINE`.
+    pub(crate) async fn eventually<T, F, Fut>(&self, what: &str, mut probe: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Option<T>>,
+    {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(v) = probe().await {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not within {DEADLINE:?}; the service logged:\n{}",
+                self.log()
+            );
+            sleep(STEP).await;
+        }
+    }
+
+    /// Waits for a log line naming `raft` and its `adapter`.
+    pub(crate) async fn announces(&self, raft: &str, adapter: &str) {
+        self.eventually(
+            &format!("a start-up line naming raft {raft} with adapter {adapter}"),
+            || async {
+                self.log()
+                    .lines()
+                    .any(|l| l.contains("raft") && l.contains(raft) && l.contains(adapter))
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+
+    /// A request as the admin: the status and the body as JSON (`Null`
+    /// when it is not).
+    pub(crate) async fn call(&self, req: reqwest::RequestBuilder) -> (u16, Value) {
+        let res = req.bearer_auth(ADMIN).send().await.unwrap();
+        let status = res.status().as_u16();
+        let text = res.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    pub(crate) async fn get(&self, path: &str) -> (u16, Value) {
+        self.call(self.http.get(self.url(path))).await
+    }
+
+    pub(crate) async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call(self.http.post(self.url(path)).json(&body)).await
+    }
+
+    /// `POST /v1/admin/cluster/members/{nodeId}/{action}`; panics unless 200.
+    pub(crate) async fn member_post(&self, node_id: &str, action: &str, body: Value) -> Value {
+        let (status, body) = self
+            .post(&format!("{MEMBERS}/{node_id}/{action}"), body)
+            .await;
+        assert_eq!(status, 200, "{action} of {node_id}: {body}");
+        body
+    }
+
+    pub(crate) async fn admit(&self, node_id: &str, mgmt_ip: &str) {
+        let (status, body) = self
+            .post(
+                MEMBERS,
+                json!({"nodeId": node_id, "role": "hybrid", "mgmtIp": mgmt_ip}),
+            )
+            .await;
+        assert_eq!(status, 201, "admit {node_id}: {body}");
+    }
+
+    /// Two active voters, so quorum holds, and `n-3` joining.
+    pub(crate) async fn admit_three(&self) {
+        for (node_id, ip) in [("n-1", "192.0.2.11"), ("n-2", "192.0.2.12")] {
+            self.admit(node_id, ip).await;
+            let m = self.member_post(node_id, "join-complete", json!({})).await;
+            assert_eq!(m["state"], "active", "{m}");
+        }
+        self.admit("n-3", "192.0.2.13").await;
+    }
+
+    pub(crate) async fn progress(&self, node_id: &str, step: &str) {
+        self.member_post(node_id, "join-progress", json!({ "step": step }))
+            .await;
+    }
+
+    pub(crate) async fn member(&self, node_id: &str) -> Value {
+        let (status, body) = self.get(&format!("{MEMBERS}/{node_id}")).await;
+        assert_eq!(status, 200, "member {node_id}: {body}");
+        body
+    }
+
+    pub(crate) async fn history(&self, node_id: &str) -> Vec<Value> {
+        let (status, body) = self.get(&format!("{MEMBERS}/{node_id}/history")).await;
+        assert_eq!(status, 200, "history of {node_id}: {body}");
+        body["events"].as_array().unwrap().clone()
+    }
+
+    /// Waits until the member's raft cleanup is recorded; answers the record.
+    pub(crate) async fn cleaned(&self, node_id: &str) -> Value {
+        self.eventually(&format!("the raft cleanup of {node_id}"), || async {
+            let m = self.member(node_id).await;
+            (!m["raftCleanupAt"].is_null()).then_some(m)
+        })
+        .await
+    }
+}

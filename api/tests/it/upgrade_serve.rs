@@ -1,0 +1,178 @@
+//! `stratum serve` with the upgrade settings the README documents (the
+//! backup target and recipient, the settling), and `stratum releases
+//! import` on the host loading releases from install media.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::binary::*;
+
+/// The settings an upgrade is planned with, and releases imported from
+/// media by the host CLI while the server runs.
+#[tokio::test]
+async fn upgrades_plan_with_the_configured_backup_target_settling_and_media_releases() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let keys = stratum_domain::testing::release_keys_spec();
+    let server = start(
+        d,
+        &[
+            ("STRATUM_RELEASE_KEYS", keys.clone()),
+            (
+                "STRATUM_BACKUP_TARGET",
+                "s3://backups.example/stratum".to_owned(),
+            ),
+            (
+                "STRATUM_BACKUP_RECIPIENT",
+                "age1qyqszqgpqyqszqgpqyqszqgpqyqszqgp".to_owned(),
+            ),
+            ("STRATUM_UPGRADE_SETTLE", "2s".to_owned()),
+        ],
+    )
+    .await;
+    // The host's operator loads two releases from the install media.
+    for v in ["1.0.0", "1.1.0"] {
+        let file = d.join(format!("release-{v}.json"));
+        std::fs::write(
+            &file,
+            stratum_domain::testing::manifest(v, "13.1", None).to_string(),
+        )
+        .unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+            .args(["releases", "import", "--file"])
+            .arg(&file)
+            .env(
+                "STRATUM_DATABASE_URL",
+                format!("sqlite://{}", d.join("stratum.db").display()),
+            )
+            .env("STRATUM_RELEASE_KEYS", &keys)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let release: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(release["version"], v);
+    }
+    // A manifest whose signature does not verify is refused, naming it.
+    let mut forged = stratum_domain::testing::manifest("1.2.0", "13.1", None);
+    forged["cves"] = json!(["CVE-2026-9999"]);
+    let file = d.join("forged.json");
+    std::fs::write(&file, forged.to_string()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+        .args(["releases", "import", "--file"])
+        .arg(&file)
+        .env(
+            "STRATUM_DATABASE_URL",
+            format!("sqlite://{}", d.join("stratum.db").display()),
+        )
+        .env("STRATUM_RELEASE_KEYS", &keys)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("signature"));
+
+    let (status, body) = server
+        .call(
+            server
+                .http
+                .put(server.url("/v1/admin/cluster/release"))
+                .json(&json!({"version": "1.0.0"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    server.admit("n-1", "192.0.2.11").await;
+    server.member_post("n-1", "join-complete", json!({})).await;
+    let (_, m) = server.get("/v1/admin/cluster/membership").await;
+    server
+        .member_post(
+            "n-1",
+            "applied-generation",
+            json!({"generation": m["generation"]}),
+        )
+        .await;
+
+    let (status, u) = server
+        .post("/v1/admin/upgrades", json!({"targetRelease": "1.1.0"}))
+        .await;
+    assert_eq!(status, 201, "{u}");
+    let plan = &u["plan"];
+    assert_eq!(plan["sourceKind"], "media", "{plan}");
+    assert_eq!(plan["settleSeconds"], 2);
+    assert_eq!(
+        plan["backup"],
+        json!({"location": "target", "target": "s3://backups.example/stratum", "encrypted": true})
+    );
+    let id = u["id"].as_str().unwrap().to_owned();
+    server
+        .eventually("the prechecks", || async {
+            let (_, u) = server.get(&format!("/v1/admin/upgrades/{id}")).await;
+            (u["state"] == "fetching").then_some(())
+        })
+        .await;
+    let (status, _) = server
+        .post(&format!("/v1/admin/upgrades/{id}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, 200);
+    // With a target configured, a node backup may still be asked for.
+    let (status, u) = server
+        .post(
+            "/v1/admin/upgrades",
+            json!({"targetRelease": "1.1.0", "backup": {"location": "node"}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{u}");
+    assert_eq!(u["plan"]["backup"]["location"], "node");
+    assert_eq!(u["plan"]["nodes"][0]["fetched"], false);
+}
+
+#[tokio::test]
+async fn without_a_backup_target_a_target_backup_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(
+        dir.path(),
+        &[(
+            "STRATUM_RELEASE_KEYS",
+            stratum_domain::testing::release_keys_spec(),
+        )],
+    )
+    .await;
+    let (status, body) = server
+        .post(
+            "/v1/admin/upgrades",
+            json!({"targetRelease": "1.1.0", "backup": {"location": "target"}}),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["fieldErrors"][0]["field"], "backup.location", "{body}");
+}
+
+#[tokio::test]
+async fn serve_refuses_malformed_upgrade_settings_naming_them() {
+    for (env, named) in [
+        (
+            vec![("STRATUM_UPGRADE_SETTLE", "soon")],
+            "STRATUM_UPGRADE_SETTLE",
+        ),
+        (
+            vec![("STRATUM_BACKUP_RECIPIENT", "age1qyqszqgp")],
+            "STRATUM_BACKUP_RECIPIENT",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+        let out = tokio::time::timeout(
+            Duration::from_secs(20),
+            serve_command(dir.path(), free_port(), &env).output(),
+        )
+        .await
+        .expect("serve exits")
+        .unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(named), "{stderr}");
+    }
+}
