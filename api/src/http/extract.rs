@@ -73,16 +73,22 @@ pub trait BodyFields: DeserializeOwned {
 
 /// Declares a request body whose every field is a [`Field`], so that one
 /// answer names every bad field.
+/// Its OpenAPI schema is written here from the same declaration, so the
+/// document names each field as the server reads it (camelCase), says
+/// which are required (`@required`), refuses what the server refuses
+/// (unknown fields; `null` where a value is required), and carries each
+/// field's doc comment as its description.
 #[macro_export]
 macro_rules! request_body {
-    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* $field:ident : $ty:ty = $json:literal),* $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
+    ($(#[doc = $sdoc:literal])* pub struct $name:ident {
+        $($(#[doc = $fdoc:literal])* $field:ident : $ty:ty = $json:literal $(@ $req:ident)?),* $(,)?
+    }) => {
+        $(#[doc = $sdoc])*
+        #[derive(Debug, Default, serde::Deserialize)]
         pub struct $name {
             $(
-                $(#[$fm])*
+                $(#[doc = $fdoc])*
                 #[serde(rename = $json, default)]
-                #[schema(value_type = Option<$ty>)]
                 pub $field: $crate::http::extract::Field<$ty>,
             )*
         }
@@ -99,7 +105,65 @@ macro_rules! request_body {
                 out
             }
         }
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder};
+                let text = |lines: &[&str]| -> Option<String> {
+                    let t = lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
+                    (!t.is_empty()).then_some(t)
+                };
+                #[allow(unused_mut)]
+                let mut object = ObjectBuilder::new()
+                    .description(text(&[$($sdoc),*]))
+                    .additional_properties(Some(AdditionalProperties::<utoipa::openapi::schema::Schema>::FreeForm(false)));
+                $(
+                    let mut field = <$ty as utoipa::PartialSchema>::schema();
+                    if let (Some(d), utoipa::openapi::RefOr::T(s)) = (text(&[$($fdoc),*]), &mut field) {
+                        $crate::http::extract::describe(s, d);
+                    }
+                    object = object.property($json, field);
+                    $( let _ = stringify!($req); object = object.required($json); )?
+                )*
+                utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::Object(object.build()))
+            }
+        }
+
+        impl utoipa::ToSchema for $name {
+            fn name() -> std::borrow::Cow<'static, str> {
+                std::borrow::Cow::Borrowed(stringify!($name))
+            }
+        }
     };
+}
+
+/// An RFC 3339 UTC time in a request body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Timestamp(pub chrono::DateTime<chrono::Utc>);
+
+impl utoipa::PartialSchema for Timestamp {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+            .examples([serde_json::json!("2026-11-30T12:00:00Z")])
+            .into()
+    }
+}
+
+/// Sets the description of a field's schema, whatever kind it is.
+pub fn describe(s: &mut utoipa::openapi::schema::Schema, d: String) {
+    use utoipa::openapi::schema::Schema;
+    match s {
+        Schema::Object(o) => o.description = Some(d),
+        Schema::Array(a) => a.description = Some(d),
+        Schema::OneOf(o) => o.description = Some(d),
+        Schema::AllOf(o) => o.description = Some(d),
+        Schema::AnyOf(o) => o.description = Some(d),
+        _ => {}
+    }
 }
 
 /// A JSON body: the value, the field errors found while reading it (unknown

@@ -8,7 +8,6 @@ use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json};
-use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use stratum_domain::iam::{resource_key, Action, IamCommand, ResourceType};
 use stratum_domain::policy::MANAGED_POLICIES;
@@ -110,10 +109,10 @@ request_body! {
     /// Create a token.
     pub struct CreateTokenBody {
         /// `user/<name>`, `node/<nodeId>` or `stratum-installer`.
-        principal: String = "principal",
+        principal: String = "principal" @required,
         /// Managed or custom policy names.
         policies: Vec<String> = "policies",
-        expires_at: DateTime<Utc> = "expiresAt",
+        expires_at: super::extract::Timestamp = "expiresAt",
     }
 }
 
@@ -139,7 +138,7 @@ pub async fn create_token(
         principal: b.principal.into_option(),
         secret_sha256: secret_hash(&secret),
         policies: b.policies.into_option().unwrap_or_default(),
-        expires_at: b.expires_at.into_option(),
+        expires_at: b.expires_at.into_option().map(|t| t.0),
     };
     let mut req = command_request(&caller, Command::Iam(cmd), body.errors);
     req.idempotency = headers.idempotency(&body.raw);
@@ -227,9 +226,9 @@ pub async fn revoke_token(
 request_body! {
     /// Create a custom policy.
     pub struct CreatePolicyBody {
-        name: String = "name",
+        name: String = "name" @required,
         /// `{"statements": [{"effect": "Allow"|"Deny", "actions": [...], "resources": [...]}]}`.
-        document: Value = "document",
+        document: Value = "document" @required,
     }
 }
 
@@ -313,7 +312,7 @@ pub async fn get_policy(
 request_body! {
     /// The policies attached to a principal.
     pub struct PrincipalPoliciesBody {
-        policies: Vec<String> = "policies",
+        policies: Vec<String> = "policies" @required,
     }
 }
 
@@ -365,7 +364,7 @@ request_body! {
     /// A resource policy.
     pub struct ResourcePolicyBody {
         /// Statements may name `principals` they apply to.
-        document: Value = "document",
+        document: Value = "document" @required,
     }
 }
 

@@ -170,9 +170,9 @@ async fn member_command(
 request_body! {
     /// Admit a member.
     pub struct AdmitBody {
-        node_id: String = "nodeId",
-        role: String = "role",
-        mgmt_ip: String = "mgmtIp",
+        node_id: String = "nodeId" @required,
+        role: String = "role" @required,
+        mgmt_ip: String = "mgmtIp" @required,
         bindings: StringMap = "bindings",
         labels: StringMap = "labels",
     }
@@ -275,7 +275,7 @@ pub async fn update_member(
 request_body! {
     /// Report a join step reached.
     pub struct JoinProgressBody {
-        step: String = "step",
+        step: String = "step" @required,
     }
 }
 
@@ -323,9 +323,9 @@ request_body! {
     /// Record that a node's join did not finish.
     pub struct JoinFailedBody {
         /// The join step that failed (a progress phase name), e.g. `join/raft-openbao`.
-        step: String = "step",
+        step: String = "step" @required,
         /// The last error line.
-        error: String = "error",
+        error: String = "error" @required,
     }
 }
 
@@ -385,7 +385,7 @@ pub async fn retry_join(
 request_body! {
     /// Decommission a member.
     pub struct DecommissionBody {
-        reason: String = "reason",
+        reason: String = "reason" @required,
         force: bool = "force",
     }
 }
@@ -421,7 +421,7 @@ pub async fn decommission(
 request_body! {
     /// Report the membership generation a node has rendered and applied.
     pub struct AppliedGenerationBody {
-        generation: u64 = "generation",
+        generation: u64 = "generation" @required,
     }
 }
 
@@ -765,8 +765,8 @@ pub async fn admission(
 request_body! {
     /// A node that is not yet a member asks to join.
     pub struct JoinRequestBody {
-        node_id: String = "nodeId",
-        mgmt_ip: String = "mgmtIp",
+        node_id: String = "nodeId" @required,
+        mgmt_ip: String = "mgmtIp" @required,
         labels: StringMap = "labels",
         facts: Value = "facts",
     }
@@ -844,7 +844,7 @@ pub async fn list_join_requests(
 request_body! {
     /// Approve a join request.
     pub struct ApproveBody {
-        role: String = "role",
+        role: String = "role" @required,
         mgmt_ip: String = "mgmtIp",
         bindings: StringMap = "bindings",
         labels: StringMap = "labels",
@@ -885,7 +885,7 @@ pub async fn approve_join(
 request_body! {
     /// Reject a join request.
     pub struct RejectBody {
-        reason: String = "reason",
+        reason: String = "reason" @required,
     }
 }
 

@@ -138,12 +138,15 @@ pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
 }
 
 /// The OpenAPI document, each operation carrying the action it is gated on
-/// (`x-stratum-action`) and its resource scope, read from the route table.
+/// (`x-stratum-action`) and its resource scope, read from the route table,
+/// and every answer the shared layers give (SPEC §2) documented on every
+/// operation they apply to: the gate's 401 and 403, the extractors' 400,
+/// 413 and 415, the write path's 409, 412, 422 and 503, a path's 404, and
+/// the headers (`ETag`, `If-Match`, `Idempotency-Key`, `Retry-After`).
 pub fn document() -> utoipa::openapi::OpenApi {
     use utoipa::openapi::extensions::ExtensionsBuilder;
     let mut doc = ApiDoc::openapi();
     for route in super::routes() {
-        let Some(action) = route.action else { continue };
         let Some(item) = doc.paths.paths.get_mut(route.path) else {
             continue;
         };
@@ -155,16 +158,127 @@ pub fn document() -> utoipa::openapi::OpenApi {
             Method::PATCH => item.patch.as_mut(),
             _ => None,
         };
-        if let Some(op) = op {
-            let ext = ExtensionsBuilder::new()
-                .add("x-stratum-action", action.name())
-                .add("x-stratum-resource", action.resource_type().as_str())
-                .build();
-            match &mut op.extensions {
-                Some(e) => e.merge(ext),
-                None => op.extensions = Some(ext),
-            }
+        let Some(op) = op else { continue };
+        common_answers(op, &route);
+        let Some(action) = route.action else { continue };
+        let ext = ExtensionsBuilder::new()
+            .add("x-stratum-action", action.name())
+            .add("x-stratum-resource", action.resource_type().as_str())
+            .build();
+        match &mut op.extensions {
+            Some(e) => e.merge(ext),
+            None => op.extensions = Some(ext),
         }
     }
     doc
+}
+
+/// The statuses and headers every operation of a kind can answer, added
+/// where the operation's own annotation does not already say them.
+fn common_answers(op: &mut utoipa::openapi::path::Operation, route: &Route) {
+    use utoipa::openapi::header::HeaderBuilder;
+    use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    use utoipa::openapi::{Content, ResponseBuilder};
+    let string = || ObjectBuilder::new().schema_type(Type::String).build();
+    let error = |description: &str| {
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/json",
+                Content::new(Some(utoipa::openapi::Ref::from_schema_name("Error"))),
+            )
+            .build()
+    };
+    let gated = route.action.is_some();
+    let write = route.method != Method::GET;
+    let has_path_params = route.path.contains('{');
+    let has_body = op.request_body.is_some();
+    let mut answers: Vec<(&str, &str)> = Vec::new();
+    if gated {
+        answers.extend([
+            ("400", "INVALID_INPUT: a bad parameter or body, every bad field named in fieldErrors."),
+            ("401", "UNAUTHENTICATED: no valid bearer token."),
+            ("403", "ACCESS_DENIED: the token's policies do not allow the action on the resource (details.action, details.resource)."),
+            ("500", "INTERNAL: an unexpected failure, with the request id."),
+            ("503", "UNAVAILABLE (the database is unreachable) or UPGRADE_IN_PROGRESS (the write freeze, details.upgradeId and details.state); Retry-After says when to try again."),
+        ]);
+    }
+    if gated && has_path_params {
+        answers.push(("404", "NOT_FOUND: no such resource."));
+    }
+    if gated && write {
+        answers.extend([
+            ("409", "A conflict with the recorded state; the code names it (e.g. QUORUM_AT_RISK, UPGRADE_STATE_CONFLICT)."),
+            ("412", "PRECONDITION_FAILED: If-Match names another version (details.currentVersion)."),
+            ("422", "IDEMPOTENCY_KEY_REUSED: this Idempotency-Key came with another request."),
+        ]);
+    }
+    if gated && has_body {
+        answers.extend([
+            ("413", "PAYLOAD_TOO_LARGE: the body is larger than 1 MiB."),
+            (
+                "415",
+                "UNSUPPORTED_MEDIA_TYPE: the body is not application/json.",
+            ),
+        ]);
+    }
+    for (status, description) in answers {
+        op.responses
+            .responses
+            .entry(status.to_owned())
+            .or_insert_with(|| error(description).into());
+    }
+    // Retry-After on every 503; ETag on the records of members and upgrades.
+    let etag = route.path.contains("/members/{nodeId}") && !route.path.ends_with("/history")
+        || route.path.starts_with("/v1/admin/upgrades/{id}") && !route.path.ends_with("/history")
+        || route.path == "/v1/admin/upgrades" && write
+        || route.path == "/v1/admin/cluster/members" && write;
+    for (status, response) in op.responses.responses.iter_mut() {
+        let utoipa::openapi::RefOr::T(r) = response else {
+            continue;
+        };
+        if status == "503" {
+            r.headers.insert(
+                "Retry-After".to_owned(),
+                HeaderBuilder::new()
+                    .schema(ObjectBuilder::new().schema_type(Type::Integer).build())
+                    .description(Some("Seconds to wait before trying again."))
+                    .build(),
+            );
+        }
+        if etag && status.starts_with('2') {
+            r.headers.insert(
+                "ETag".to_owned(),
+                HeaderBuilder::new()
+                    .schema(string())
+                    .description(Some("The record's stream version, for If-Match."))
+                    .build(),
+            );
+        }
+    }
+    if gated && write {
+        let params = op.parameters.get_or_insert_with(Vec::new);
+        for (name, description) in [
+            ("If-Match", "Apply the change only if the addressed record is at this version (an ETag this service answered); 412 otherwise."),
+            ("Idempotency-Key", "The same key from the same principal with the same request answers the first response again and appends nothing; with another request, 422."),
+        ] {
+            if !params.iter().any(|p| p.name == name) {
+                params.push(
+                    ParameterBuilder::new()
+                        .name(name)
+                        .parameter_in(ParameterIn::Header)
+                        .required(utoipa::openapi::Required::False)
+                        .description(Some(description))
+                        .schema(Some(
+                            ObjectBuilder::new()
+                                .schema_type(Type::String)
+                                .min_length(Some(1))
+                                .max_length(Some(255)),
+                        ))
+                        .build(),
+                );
+            }
+        }
+    }
 }

@@ -8,7 +8,6 @@ use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Extension, Json};
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use stratum_domain::iam::Action;
@@ -253,7 +252,7 @@ pub async fn get_release(
 request_body! {
     /// Set the running release, once, at install.
     pub struct RunningReleaseBody {
-        version: String = "version",
+        version: String = "version" @required,
     }
 }
 
@@ -327,7 +326,7 @@ pub struct BackupSpec {
 request_body! {
     /// Plan an upgrade.
     pub struct CreateUpgradeBody {
-        target_release: String = "targetRelease",
+        target_release: String = "targetRelease" @required,
         /// now (default) or stage-only.
         mode: String = "mode",
         backup: BackupSpec = "backup",
@@ -562,9 +561,9 @@ pub async fn acknowledge(
 request_body! {
     /// Report the upgrade's backup.
     pub struct BackupReportBody {
-        location: String = "location",
-        bundle: String = "bundle",
-        encrypted: bool = "encrypted",
+        location: String = "location" @required,
+        bundle: String = "bundle" @required,
+        encrypted: bool = "encrypted" @required,
     }
 }
 
@@ -631,14 +630,14 @@ request_body! {
     /// A node's report on its part of an upgrade.
     pub struct NodeReportBody {
         /// fetch, roll or verify.
-        phase: String = "phase",
+        phase: String = "phase" @required,
         /// running, done, failed, or rolled_back: the node switched itself
         /// back to the release it ran before.
-        state: String = "state",
+        state: String = "state" @required,
         message: String = "message",
         host_steps: Vec<HostStepBody> = "hostSteps",
         /// When it rebooted; settling starts again from it.
-        rebooted_at: DateTime<Utc> = "rebootedAt",
+        rebooted_at: super::extract::Timestamp = "rebootedAt",
         /// The instances that ran on the node when it rebooted; verify
         /// waits for each to run again.
         instances: Vec<String> = "instances",
@@ -690,7 +689,7 @@ pub async fn report_node(
                 })
                 .collect()
         }),
-        rebooted_at: b.rebooted_at.into_option(),
+        rebooted_at: b.rebooted_at.into_option().map(|t| t.0),
         instances: b.instances.into_option(),
         host_state: b.host_state.into_option(),
         running_instances: b.running_instances.into_option(),

@@ -214,8 +214,16 @@ impl Server {
     /// A request as the admin: the status and the body as JSON (`Null`
     /// when it is not).
     pub(crate) async fn call(&self, req: reqwest::RequestBuilder) -> (u16, Value) {
-        let res = req.bearer_auth(ADMIN).send().await.unwrap();
+        let req = req.bearer_auth(ADMIN).build().unwrap();
+        let method = axum::http::Method::from_bytes(req.method().as_str().as_bytes()).unwrap();
+        let path = req.url().path().to_owned();
+        let res = self.http.execute(req).await.unwrap();
         let status = res.status().as_u16();
+        crate::support::assert_documented(
+            &method,
+            &path,
+            axum::http::StatusCode::from_u16(status).unwrap(),
+        );
         let text = res.text().await.unwrap();
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }

@@ -48,10 +48,63 @@ pub struct Res {
     pub body: Value,
 }
 
+/// The OpenAPI document as JSON, read once.
+fn document() -> &'static Value {
+    static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    DOC.get_or_init(|| serde_json::to_value(stratum_api::http::system::document()).unwrap())
+}
+
+/// The route template a concrete path is served by: the one whose literal
+/// segments match most.
+pub fn template_of(method: &Method, path: &str) -> Option<&'static str> {
+    let path = path.split('?').next().unwrap_or(path);
+    let segments: Vec<&str> = path.split('/').collect();
+    stratum_api::http::routes()
+        .into_iter()
+        .filter(|r| r.method == *method)
+        .filter_map(|r| {
+            let t: Vec<&str> = r.path.split('/').collect();
+            if t.len() != segments.len() {
+                return None;
+            }
+            let mut literal = 0;
+            for (a, b) in t.iter().zip(&segments) {
+                if a.starts_with('{') {
+                    if b.is_empty() {
+                        return None;
+                    }
+                } else if a == b {
+                    literal += 1;
+                } else {
+                    return None;
+                }
+            }
+            Some((literal, r.path))
+        })
+        .max_by_key(|(literal, _)| *literal)
+        .map(|(_, p)| p)
+}
+
+/// Fails when a route answers a status its operation does not document
+/// (SPEC §2: the OpenAPI document is the contract). Every request of the
+/// integration tests passes here.
+pub fn assert_documented(method: &Method, path: &str, status: StatusCode) {
+    let Some(template) = template_of(method, path) else {
+        return; // not a route: the fallback's 404 or 405
+    };
+    let op = &document()["paths"][template][method.as_str().to_lowercase()];
+    assert!(
+        op["responses"][status.as_str()].is_object(),
+        "{method} {template} answered {status}, which its operation does not document"
+    );
+}
+
 impl TestApp {
     pub async fn send(&self, req: Request<Body>) -> Res {
+        let (method, path) = (req.method().clone(), req.uri().path().to_owned());
         let res = self.router.clone().oneshot(req).await.unwrap();
         let status = res.status();
+        assert_documented(&method, &path, status);
         let headers = res.headers().clone();
         let raw = res.into_body().collect().await.unwrap().to_bytes().to_vec();
         let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
