@@ -54,7 +54,7 @@ fn resume_from(
         .get("last-event-id")
         .map(|v| v.to_str().map(str::parse::<u64>))
     {
-        Some(Ok(Ok(id))) => id,
+        Some(Ok(Ok(id))) if i64::try_from(id).is_ok() => id,
         Some(_) => {
             errors.push(stratum_domain::FieldError::new(
                 "Last-Event-ID",

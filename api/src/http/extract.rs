@@ -360,13 +360,18 @@ fn decode_cursor(c: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// Parses an optional whole-number query parameter.
+/// Parses an optional whole-number query parameter: 0 to 2^63-1, the
+/// range of a position (the log stores positions as signed 64-bit
+/// integers, so a larger one must never wrap into a small one).
 pub fn number(name: &str, value: Option<&str>, errors: &mut Vec<FieldError>) -> Option<u64> {
     let v = value?;
     match v.parse::<u64>() {
-        Ok(n) => Some(n),
-        Err(_) => {
-            errors.push(FieldError::new(name, "must be a whole number"));
+        Ok(n) if i64::try_from(n).is_ok() => Some(n),
+        _ => {
+            errors.push(FieldError::new(
+                name,
+                "must be a whole number from 0 to 2^63-1 (9223372036854775807)",
+            ));
             None
         }
     }

@@ -160,6 +160,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
         };
         let Some(op) = op else { continue };
         common_answers(op, &route);
+        constrain_parameters(op);
         let Some(action) = route.action else { continue };
         let ext = ExtensionsBuilder::new()
             .add("x-stratum-action", action.name())
@@ -171,6 +172,50 @@ pub fn document() -> utoipa::openapi::OpenApi {
         }
     }
     doc
+}
+
+/// The query parameters' schemas as the extractors check them, in one
+/// place: paging (`limit` 1 to 1000), positions (`after`, `asOf` 0 to
+/// 2^63-1), the long-poll's `waitSeconds` (at most 60), and the closed sets
+/// a filter takes.
+fn constrain_parameters(op: &mut utoipa::openapi::path::Operation) {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    use utoipa::openapi::path::ParameterIn;
+    let int = |min: i64, max: i64| {
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(min as f64))
+            .maximum(Some(max as f64))
+            .build()
+    };
+    let one_of = |values: &[&str]| {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(values.iter().copied()))
+            .build()
+    };
+    for p in op.parameters.iter_mut().flatten() {
+        if !matches!(p.parameter_in, ParameterIn::Query) {
+            continue;
+        }
+        let schema = match p.name.as_str() {
+            "limit" => int(1, 1000),
+            "after" | "asOf" => int(0, i64::MAX),
+            "waitSeconds" => int(0, 60),
+            "state" if op.operation_id.as_deref() == Some("list_members") => one_of(&[
+                "joining",
+                "active",
+                "failed",
+                "removing",
+                "decommissioned",
+            ]),
+            "role" => one_of(&["control", "compute", "storage", "hybrid"]),
+            "status" => one_of(&["pending", "approved", "rejected"]),
+            "active" => one_of(&["true", "false"]),
+            _ => continue,
+        };
+        p.schema = Some(schema.into());
+    }
 }
 
 /// The statuses and headers every operation of a kind can answer, added
