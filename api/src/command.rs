@@ -137,7 +137,7 @@ impl UpgradeDue {
             upgrade: rm.state.upgrade_step_due(now).map(str::to_owned),
             at: rm.state.position,
             active: rm.state.upgrades.active.is_some(),
-            wake_at: rm.state.upgrade_wake_at(),
+            wake_at: rm.state.upgrade_wake_at(now),
         }
     }
 }

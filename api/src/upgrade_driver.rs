@@ -11,6 +11,10 @@
 //! may both send `Advance`; the second finds nothing due and appends
 //! nothing.
 //!
+//! Time-driven steps (the end of a settling, the 7-day reboot alarm) are
+//! decided at the command's time: the writer publishes when the next one
+//! falls due, and the driver asks then, and at least once a minute.
+//!
 //! A replica learns what is due from its own writes. When other replicas
 //! wrote since (the head moved past what this writer judged), the driver
 //! sends one `Advance` every [`PROBE`] to look: so an upgrade moves on even
@@ -72,9 +76,11 @@ impl UpgradeDriver {
             }
             // A time-driven step falls due at `wake_at` (the writer's clock):
             // sleep until then, a minute at most, and ask.
+            // A wake time already past is no wake time (what was due then
+            // is decided); the tick still asks once a minute.
             let until = now
                 .wake_at
-                .map(|t| (t - self.bus.now()).to_std().unwrap_or(Duration::ZERO))
+                .and_then(|t| (t - self.bus.now()).to_std().ok())
                 .map_or(self.tick, |d| d.min(self.tick));
             let time_step = tokio::time::sleep(until);
             tokio::select! {
@@ -90,7 +96,10 @@ impl UpgradeDriver {
                     }
                 }
                 _ = time_step, if now.active => {
-                    self.advance(None, now.at).await;
+                    if !self.advance(None, now.at).await {
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(self.backoff.max);
+                    }
                 }
             }
         }

@@ -103,7 +103,8 @@ impl Command {
         }
     }
 
-    /// Whether the command may run while an upgrade freezes writes: the
+    /// Whether the command may run while an upgrade freezes writes (node
+    /// facts included: they are observations, not changes): the
     /// upgrade's own reports (node reports, backup, applied generation),
     /// its driver and its cancel, the raft cleanup the service itself
     /// records, and token revocation. Every other change waits.
@@ -220,12 +221,12 @@ impl State {
         }
     }
 
-    /// When a time-driven step of the active upgrade may fall due next
-    /// (the end of a settling, a reboot alarm).
-    pub fn upgrade_wake_at(&self) -> Option<DateTime<Utc>> {
+    /// When, after `now`, a time-driven step of the active upgrade may fall
+    /// due next (the end of a settling, a reboot alarm).
+    pub fn upgrade_wake_at(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.upgrades
             .active_upgrade()?
-            .next_time_step(&self.upgrades)
+            .next_time_step(&self.upgrades, now)
     }
 
     pub fn evolve(&mut self, ctx: &EventCtx, stream_id: &str, event: &DomainEvent) {

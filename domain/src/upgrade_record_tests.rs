@@ -771,13 +771,20 @@ fn after_a_restart_the_next_nodes_turn_waits_for_the_settle_time() {
     let mut s = settling_upgrade_rolling();
     let first = turn(&s, UPG);
     assert_eq!(first, NODES[0]);
-    let t = t0() + Duration::hours(1);
+    // The node rebooted a minute before it reported (the report comes in
+    // at t0): a reboot time is never later than when it was heard of.
+    let t = t0() - Duration::minutes(1);
     run(
         &mut s,
         report_with(UPG, &first, "roll", "done", rebooted(t)),
     );
     assert_eq!(upgrade(&s, UPG).last_restart_at, Some(t));
-    assert_eq!(s.upgrade_wake_at(), Some(t + Duration::seconds(60)));
+    assert_eq!(s.upgrade_wake_at(t), Some(t + Duration::seconds(60)));
+    assert_eq!(
+        s.upgrade_wake_at(t + Duration::seconds(60)),
+        None,
+        "a moment already past is no wake time"
+    );
 
     assert!(advance_at(&mut s, t + Duration::seconds(30)).is_empty());
     assert_eq!(turn(&s, UPG), first, "still the first node's turn");
@@ -790,11 +797,36 @@ fn after_a_restart_the_next_nodes_turn_waits_for_the_settle_time() {
 }
 
 #[test]
-fn a_roll_without_a_restart_has_nothing_to_settle() {
+fn a_roll_that_restarts_containers_settles_from_when_it_was_reported() {
     let mut s = settling_upgrade_rolling();
     let first = turn(&s, UPG);
+    assert!(!upgrade(&s, UPG).plan.nodes[0].restarts.is_empty());
     run(&mut s, report(UPG, &first, "roll", "done"));
-    assert_eq!(advance(&mut s), [turn_started(UPG, NODES[1])]);
+    let heard = upgrade(&s, UPG).updated_at;
+    assert_eq!(upgrade(&s, UPG).last_restart_at, Some(heard));
+    assert!(advance_at(&mut s, heard + Duration::seconds(30)).is_empty());
+    assert_eq!(
+        advance_at(&mut s, heard + Duration::seconds(61)),
+        [turn_started(UPG, NODES[1])]
+    );
+}
+
+#[test]
+fn a_reported_reboot_time_in_the_future_counts_from_when_it_was_heard() {
+    let mut s = settling_upgrade_rolling();
+    let first = turn(&s, UPG);
+    run(
+        &mut s,
+        report_with(
+            UPG,
+            &first,
+            "roll",
+            "done",
+            rebooted(t0() + Duration::hours(5)),
+        ),
+    );
+    let heard = upgrade(&s, UPG).updated_at;
+    assert_eq!(upgrade(&s, UPG).last_restart_at, Some(heard));
 }
 
 // ---------------------------------------------------------------------------
@@ -874,7 +906,7 @@ fn a_staged_security_upgrade_warns_that_each_node_waits_for_its_reboot() {
             .collect::<Vec<_>>()
     );
     assert!(warnings.iter().all(|w| !w.message.is_empty()));
-    assert_eq!(s.upgrade_wake_at(), Some(staged + Duration::days(7)));
+    assert_eq!(s.upgrade_wake_at(staged), Some(staged + Duration::days(7)));
 }
 
 #[test]
@@ -1437,4 +1469,73 @@ fn restarts_list_the_changed_images_and_a_containers_upgrade_changes_nothing_on_
         assert_eq!(n.restarts, ["api"], "{n:?}");
         assert!(n.changes.is_empty(), "{n:?}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// Review follow-ups
+// ---------------------------------------------------------------------------
+
+#[test]
+fn components_precheck_fails_a_node_that_runs_other_pins_than_the_running_release() {
+    let mut s = cluster();
+    // testing::manifest pins `api` at a digest of its version: n-b runs
+    // another one.
+    run(
+        &mut s,
+        report_facts(
+            NODES[1],
+            NodeFacts {
+                images: vec![image("api", "1.0.0", 'f')],
+                ..Default::default()
+            },
+        ),
+    );
+    let (_, checks) = prechecks_in(s, "1.1.0");
+    let c = precheck(&checks, "components");
+    assert!(!c.passed, "{c:?}");
+    assert!(
+        c.message.contains(NODES[1]) && c.message.contains("api"),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn node_facts_pass_the_write_freeze() {
+    let mut s = upgrade_in(UpgradeState::BackingUp);
+    let d = run(
+        &mut s,
+        report_facts(
+            NODES[0],
+            NodeFacts {
+                ready: Some(true),
+                ..Default::default()
+            },
+        ),
+    );
+    assert!(matches!(
+        d.events.as_slice(),
+        [DomainEvent::NodeFactsReported(_)]
+    ));
+}
+
+#[test]
+fn a_reported_reboot_is_decided_at_the_precision_the_log_keeps() {
+    let mut s = upgrade_in(UpgradeState::Rolling);
+    let first = turn(&s, UPG);
+    let precise = t0() - Duration::nanoseconds(1_234_567);
+    let d = run(
+        &mut s,
+        report_with(UPG, &first, "roll", "done", rebooted(precise)),
+    );
+    for e in &d.events {
+        let enc = crate::stored::encode(e);
+        let back = crate::stored::decode(enc.event_type, enc.schema_version, &enc.payload).unwrap();
+        assert_eq!(&back, e, "what replay reads is what was decided");
+    }
+    // The same report again appends nothing.
+    let again = run(
+        &mut s,
+        report_with(UPG, &first, "roll", "done", rebooted(precise)),
+    );
+    assert!(again.events.is_empty(), "{:?}", again.events);
 }

@@ -179,8 +179,8 @@ pub fn document() -> utoipa::openapi::OpenApi {
 /// 2^63-1), the long-poll's `waitSeconds` (at most 60), and the closed sets
 /// a filter takes.
 fn constrain_parameters(op: &mut utoipa::openapi::path::Operation) {
-    use utoipa::openapi::schema::{ObjectBuilder, Type};
     use utoipa::openapi::path::ParameterIn;
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
     let int = |min: i64, max: i64| {
         ObjectBuilder::new()
             .schema_type(Type::Integer)
@@ -202,13 +202,9 @@ fn constrain_parameters(op: &mut utoipa::openapi::path::Operation) {
             "limit" => int(1, 1000),
             "after" | "asOf" => int(0, i64::MAX),
             "waitSeconds" => int(0, 60),
-            "state" if op.operation_id.as_deref() == Some("list_members") => one_of(&[
-                "joining",
-                "active",
-                "failed",
-                "removing",
-                "decommissioned",
-            ]),
+            "state" if op.operation_id.as_deref() == Some("list_members") => {
+                one_of(&["joining", "active", "failed", "removing", "decommissioned"])
+            }
             "role" => one_of(&["control", "compute", "storage", "hybrid"]),
             "status" => one_of(&["pending", "approved", "rejected"]),
             "active" => one_of(&["true", "false"]),

@@ -317,9 +317,13 @@ pub async fn get_running_release(
 #[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BackupSpec {
-    /// node (on the node) or target (the backup target); default node.
+    /// node: on the node. target: the configured backup target (400 naming
+    /// backup.location when none is configured). Default: target when one
+    /// is configured, else node.
+    #[schema(value_type = Option<String>, example = "node")]
     pub location: Option<String>,
-    /// Encrypt to the backup recipient; default false.
+    /// Encrypt to the backup recipient; always true for a target with a
+    /// configured recipient. Default false.
     pub encrypted: Option<bool>,
 }
 
@@ -516,7 +520,8 @@ request_body! {
 #[utoipa::path(post, path = "/v1/admin/upgrades/{id}/rollback", tag = "upgrades",
     params(("id" = String, Path)), request_body = RollbackBody,
     responses((status = 201, description = "The rollback upgrade.", body = UpgradeRecord),
-              (status = 409, description = "UPGRADE_STATE_CONFLICT or UPGRADE_ALREADY_ACTIVE.", body = crate::http::system::ErrorBody)),
+              (status = 400, description = "INVALID_INPUT: restoreBackup for an upgrade that took no backup.", body = crate::http::system::ErrorBody),
+              (status = 409, description = "UPGRADE_STATE_CONFLICT, UPGRADE_ALREADY_ACTIVE, or RESTORE_REQUIRED: the old release cannot run on the schema the upgrade migrated to, so the rollback needs restoreBackup: true.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn rollback(
     State(state): State<AppState>,
@@ -761,6 +766,9 @@ async fn list_docs(
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ImageFact {
+    /// `image`, as a manifest spells it; may be left out.
+    #[serde(default)]
+    pub kind: Option<String>,
     /// The images.yaml service name.
     pub name: String,
     pub version: String,
@@ -773,6 +781,9 @@ pub struct ImageFact {
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PackageFact {
+    /// `package`, as a manifest spells it; may be left out.
+    #[serde(default)]
+    pub kind: Option<String>,
     pub name: String,
     #[serde(default)]
     pub epoch: u32,
@@ -831,7 +842,7 @@ pub async fn report_facts(
             .unwrap_or_default()
             .into_iter()
             .map(|i| Component {
-                kind: ComponentKind::Image,
+                kind: component_kind(i.kind.as_deref(), ComponentKind::Image),
                 name: i.name,
                 version: i.version,
                 digest: i.digest,
@@ -846,7 +857,7 @@ pub async fn report_facts(
             .unwrap_or_default()
             .into_iter()
             .map(|p| Component {
-                kind: ComponentKind::Package,
+                kind: component_kind(p.kind.as_deref(), ComponentKind::Package),
                 name: p.name,
                 version: p.version,
                 digest: String::new(),
@@ -873,6 +884,16 @@ pub async fn report_facts(
     .await
 }
 
+/// The kind a fact names, or the list's own when it names none; a kind
+/// of the other list is kept, for the domain to refuse at its field.
+fn component_kind(named: Option<&str>, own: ComponentKind) -> ComponentKind {
+    match named {
+        Some("image") => ComponentKind::Image,
+        Some("package") => ComponentKind::Package,
+        _ => own,
+    }
+}
+
 #[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}/facts", tag = "upgrades",
     params(("nodeId" = String, Path)),
     responses((status = 200, description = "The node's newest facts report.", body = stratum_projections::upgrades::FactsRecord),
@@ -890,12 +911,22 @@ pub async fn get_facts(
     Ok(Json(parse_doc(&doc)).into_response())
 }
 
+/// A page of alarms, in the order raised.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct AlarmPage {
+    items: Vec<stratum_projections::upgrades::AlarmRecord>,
+    /// The cursor of the next page; null on the last.
+    #[schema(rename = "nextCursor")]
+    next_cursor: Option<String>,
+}
+
 /// The alarms, in the order raised: `node-reboot-pending` when a staged
 /// security upgrade's node has waited 7 days for its reboot. `active=true`
 /// lists only those not cleared.
 #[utoipa::path(get, path = "/v1/admin/alarms", tag = "upgrades",
     params(("active" = Option<bool>, Query), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, description = "A page of alarms: {items: [{name, nodeId, upgradeId, raisedAt, clearedAt, message}], nextCursor}.")),
+    responses((status = 200, description = "A page of alarms.", body = AlarmPage)),
     security(("bearer" = [])))]
 pub async fn list_alarms(
     State(state): State<AppState>,

@@ -346,5 +346,24 @@ async fn a_node_agent_reads_any_nodes_admission_and_changes_only_its_own_member(
             )
             .await;
         assert_eq!(own.status, StatusCode::OK, "{}", own.body);
+        // Its own facts, and no other node's.
+        let facts = |node: &'static str| {
+            let agent = agent.clone();
+            let app = &app;
+            async move {
+                app.call_as(
+                    Some(&agent),
+                    Method::POST,
+                    &format!("{MEMBERS}/{node}/facts"),
+                    Some(json!({"ready": true, "bundleFreeBytes": 1_000_000})),
+                )
+                .await
+            }
+        };
+        let mine = facts("n-1").await;
+        assert_eq!(mine.status, StatusCode::OK, "{}", mine.body);
+        let theirs = facts("n-2").await;
+        assert_error_shape(&theirs, StatusCode::FORBIDDEN, "ACCESS_DENIED");
+        assert_eq!(theirs.body["details"]["action"], "cluster:ReportNodeFacts");
     }
 }

@@ -138,10 +138,7 @@ impl Upgrade {
         self.warnings()
             .iter()
             .filter(|w| Self::alarm_at(w) <= now)
-            .filter(|w| {
-                let key = alarm_key(NODE_REBOOT_PENDING_ALARM, Some(&self.id), Some(&w.node_id));
-                up.alarms.get(&key).is_none_or(|a| a.cleared_at.is_some())
-            })
+            .filter(|w| !self.alarm_raised(up, w))
             .map(|w| {
                 DomainEvent::AlarmRaised(AlarmRaised {
                     name: NODE_REBOOT_PENDING_ALARM.to_owned(),
@@ -156,23 +153,32 @@ impl Upgrade {
             .collect()
     }
 
-    /// The next moment a time-driven step may fall due: the end of the
-    /// settling, or a reboot alarm. The driver asks again then (and at
-    /// least once a minute).
-    pub fn next_time_step(&self, up: &Upgrades) -> Option<DateTime<Utc>> {
+    /// The next moment after `now` a time-driven step may fall due: the
+    /// end of the settling, or a reboot alarm. The driver asks again then
+    /// (and at least once a minute). A moment already past is not one to
+    /// wake for: what was due then has been decided.
+    pub fn next_time_step(&self, up: &Upgrades, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let settle = self
             .settled_at()
             .filter(|_| matches!(self.state, UpgradeState::Rolling | UpgradeState::Verifying));
         let alarm = self
             .warnings()
             .iter()
-            .filter(|w| {
-                let key = alarm_key(NODE_REBOOT_PENDING_ALARM, Some(&self.id), Some(&w.node_id));
-                up.alarms.get(&key).is_none_or(|a| a.cleared_at.is_some())
-            })
+            .filter(|w| !self.alarm_raised(up, w))
             .map(Self::alarm_at)
             .min();
-        [settle, alarm].into_iter().flatten().min()
+        [settle, alarm]
+            .into_iter()
+            .flatten()
+            .filter(|t| *t > now)
+            .min()
+    }
+
+    /// Whether the reboot alarm of a warning was raised (an alarm is raised
+    /// once per upgrade and node, and keeps its history when cleared).
+    fn alarm_raised(&self, up: &Upgrades, w: &Warning) -> bool {
+        let key = alarm_key(NODE_REBOOT_PENDING_ALARM, Some(&self.id), Some(&w.node_id));
+        up.alarms.contains_key(&key)
     }
 
     fn turn_after(&self, i: Option<usize>) -> Option<DomainEvent> {
@@ -752,7 +758,8 @@ impl Upgrades {
             && node.state == status
             && (message.is_empty() || message == node.message)
             && r.host_steps.as_ref().is_none_or(|h| *h == node.host_steps)
-            && r.rebooted_at.is_none()
+            && r.rebooted_at
+                .is_none_or(|t| Some(crate::log::log_precision(t)) == node.rebooted_at)
             && r.instances.as_ref().is_none_or(|i| *i == node.instances)
             && r.host_state.as_ref().is_none_or(|h| *h == node.host_state)
             && r.running_instances
@@ -807,7 +814,8 @@ impl Upgrades {
             state: status,
             message: message.clone(),
             host_steps: r.host_steps.clone(),
-            rebooted_at: r.rebooted_at,
+            // The log keeps microseconds: decide at the precision replay sees.
+            rebooted_at: r.rebooted_at.map(crate::log::log_precision),
             instances: r.instances.clone(),
             host_state: r.host_state.clone(),
             running_instances: r.running_instances.clone(),

@@ -193,8 +193,24 @@ impl Upgrades {
                         }
                     }
                 }
-                if let Some(t) = e.rebooted_at {
-                    u.last_restart_at = Some(t);
+                // The last restart or reboot the upgrade caused: a reported
+                // reboot, or a roll done on a node whose plan restarts
+                // something; never earlier than the one before, and never
+                // later than when the service heard of it (a node's clock
+                // may be off).
+                let rolled = e.phase == Phase::Roll
+                    && e.state == NodeStatus::Done
+                    && u.plan
+                        .nodes
+                        .iter()
+                        .any(|n| n.node_id == e.node_id && !n.restarts.is_empty());
+                let restart = match e.rebooted_at {
+                    Some(t) => Some(t.min(at)),
+                    None if rolled => Some(at),
+                    None => None,
+                };
+                if let Some(t) = restart {
+                    u.last_restart_at = Some(u.last_restart_at.map_or(t, |l| l.max(t)));
                 }
                 if e.phase == Phase::Fetch && e.state == NodeStatus::Done {
                     self.fetched

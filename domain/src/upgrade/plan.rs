@@ -88,7 +88,7 @@ impl Upgrades {
         steps.push(PlanStep::new("backup", StepKind::Cluster));
         if input.restore {
             // Each node restores the backup first, in its roll turn.
-            steps.push(PlanStep::new("restore", StepKind::EveryNode));
+            steps.push(PlanStep::new("restore", StepKind::Cluster));
         }
         steps.extend(nodes.iter().map(|n| PlanStep::on_node("roll", &n.node_id)));
         steps.push(PlanStep::new("verify", StepKind::EveryNode));

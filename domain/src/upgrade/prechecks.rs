@@ -199,15 +199,28 @@ pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
         )
     });
 
+    let drift = from.map(|f| drift(f, &u.from_release, facts, &plan_nodes().collect::<Vec<_>>()));
     out.push(match u.plan.components_from.as_str() {
-        "release" => check(
-            "components",
-            true,
-            format!(
-                "{} component changes against the running release's list.",
-                u.plan.component_changes.len()
+        "release" => match drift {
+            Some(d) if !d.is_empty() => check(
+                "components",
+                false,
+                format!("Nodes do not run the running release's pins: {}.", d.join("; ")),
             ),
-        ),
+            _ => check(
+                "components",
+                true,
+                format!(
+                    "{} component changes against the running release's list{}.",
+                    u.plan.component_changes.len(),
+                    if plan_nodes().any(|n| fact_of(n).is_some_and(|f| !f.images.is_empty() || !f.packages.is_empty())) {
+                        "; the nodes that reported their pins run it"
+                    } else {
+                        "; no node reported its pins (facts.images, facts.packages)"
+                    }
+                ),
+            ),
+        },
         "nodes" => match disagreements(facts, &plan_nodes().collect::<Vec<_>>()) {
             d if d.is_empty() => check(
                 "components",
@@ -433,6 +446,37 @@ fn schema_check<'a>(
     } else {
         check(false, format!("{}.", bad.join("; ")))
     }
+}
+
+/// Where a plan node reports a pin other than the running release's, for
+/// a component the release lists: the node runs something the upgrade's
+/// component changes were not computed from.
+fn drift(
+    running: &crate::release::Release,
+    version: &str,
+    facts: &std::collections::BTreeMap<String, RecordedFacts>,
+    nodes: &[&str],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (node, f) in facts.iter().filter(|(n, _)| nodes.contains(&n.as_str())) {
+        for c in f.facts.images.iter().chain(&f.facts.packages) {
+            if let Some(pinned) = running
+                .components
+                .iter()
+                .find(|p| p.kind == c.kind && p.name == c.name)
+            {
+                if pinned.exact_id() != c.exact_id() {
+                    out.push(format!(
+                        "{node} runs {} {}, release {version} pins {}",
+                        c.name,
+                        c.exact_id(),
+                        pinned.exact_id()
+                    ));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Where the nodes' reported pins disagree, named per component.
