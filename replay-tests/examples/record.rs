@@ -20,6 +20,10 @@
 //!   ran on a rebooted node.
 //! - `upgrade-node-rolled-back`: a node switches itself back to the
 //!   release it ran before, in its roll turn: the upgrade fails naming it.
+//! - `upgrade-rollback-restore-required`: an upgrade to a release whose
+//!   schema the old control plane cannot run (`plan.restoreRequired`); its
+//!   rollback without a restore is refused `RESTORE_REQUIRED`, and with the
+//!   backup restored it runs to `done`.
 //! - `upgrade-staged-canceled`: a stage-only upgrade fetched by both nodes
 //!   and canceled in `staged`.
 //! - `upgrade-done`: a three-node upgrade from `planned` to `done`, with its
@@ -359,7 +363,8 @@ async fn main() {
     }
 }
 
-const SCENARIOS: [&str; 8] = [
+const SCENARIOS: [&str; 9] = [
+    "upgrade-rollback-restore-required",
     "membership",
     "member-changes",
     "upgrade-security-alarm",
@@ -405,6 +410,7 @@ async fn record(name: &str) {
         }
         "upgrade-precheck-failed" => upgrade_precheck_failed(&store, bus).await,
         "upgrade-rollback" => upgrade_rollback(&store, bus).await,
+        "upgrade-rollback-restore-required" => upgrade_rollback_restore_required(&store, bus).await,
         _ => unreachable!("checked in main"),
     }
     let events = store.read_after(0, u32::MAX).await.unwrap();
@@ -445,6 +451,21 @@ fn up(c: UpgradeCommand) -> Command {
 /// `n` active, current hybrid members; releases 1.0.0 (running) and `to`
 /// registered.
 async fn cluster(store: &Arc<dyn EventStore>, bus: &CommandBus, n: usize, to: &str) {
+    let manifests = ["1.0.0", to]
+        .iter()
+        .map(|v| stratum_domain::testing::manifest(v, "13.1", None))
+        .collect();
+    cluster_with(store, bus, n, manifests).await;
+}
+
+/// `n` active, current hybrid members, these manifests registered, and the
+/// first of them running.
+async fn cluster_with(
+    store: &Arc<dyn EventStore>,
+    bus: &CommandBus,
+    n: usize,
+    manifests: Vec<serde_json::Value>,
+) {
     for i in 1..=n {
         let id = format!("n-msst000{i}");
         run(
@@ -475,8 +496,8 @@ async fn cluster(store: &Arc<dyn EventStore>, bus: &CommandBus, n: usize, to: &s
         )
         .await;
     }
-    for v in ["1.0.0", to] {
-        let manifest = stratum_domain::testing::manifest(v, "13.1", None);
+    let running = manifests[0]["version"].as_str().unwrap().to_owned();
+    for manifest in manifests {
         exec(
             bus,
             "user/release-bot",
@@ -491,7 +512,7 @@ async fn cluster(store: &Arc<dyn EventStore>, bus: &CommandBus, n: usize, to: &s
         bus,
         "stratum-installer",
         up(UpgradeCommand::SetRunningRelease {
-            version: Some("1.0.0".into()),
+            version: Some(running),
         }),
     )
     .await;
@@ -794,6 +815,72 @@ async fn upgrade_precheck_failed(store: &Arc<dyn EventStore>, bus: &CommandBus) 
         up(UpgradeCommand::Acknowledge { upgrade_id: id }),
     )
     .await;
+}
+
+/// 1.0.0 runs schema 6; 1.1.0 migrates to schema 7, which an older control
+/// plane cannot run: the plan requires a restore, and the rollback takes
+/// one.
+async fn upgrade_rollback_restore_required(store: &Arc<dyn EventStore>, bus: &CommandBus) {
+    let with_schema = |v: &str, schema: serde_json::Value| {
+        let mut m = stratum_domain::testing::manifest(v, "13.1", None);
+        m["schema"] = schema;
+        stratum_domain::release::sign(
+            &mut m,
+            stratum_domain::testing::RELEASE_KEY_ID,
+            &stratum_domain::testing::release_key(),
+        );
+        m
+    };
+    cluster_with(
+        store,
+        bus,
+        2,
+        vec![
+            with_schema("1.0.0", serde_json::json!({"version": 6})),
+            with_schema(
+                "1.1.0",
+                serde_json::json!({"version": 7, "minUpgradeFrom": 6, "readableBy": 7}),
+            ),
+        ],
+    )
+    .await;
+    let undone = create(bus, "1.1.0", "now").await;
+    drive_to_done(store, bus, &undone).await;
+    assert!(
+        load(store).await.upgrades.upgrades[&undone]
+            .plan
+            .restore_required
+    );
+    let refused = bus
+        .execute(CommandRequest::new(
+            up(UpgradeCommand::Rollback {
+                upgrade_id: undone.clone(),
+                new_upgrade_id: stratum_api::auth::new_id("upg"),
+                restore_backup: false,
+                config: Default::default(),
+            }),
+            "user/alice",
+        ))
+        .await
+        .unwrap();
+    assert!(
+        refused.body.contains("RESTORE_REQUIRED"),
+        "{}",
+        refused.body
+    );
+    let rollback = exec(
+        bus,
+        "user/alice",
+        up(UpgradeCommand::Rollback {
+            upgrade_id: undone,
+            new_upgrade_id: stratum_api::auth::new_id("upg"),
+            restore_backup: true,
+            config: Default::default(),
+        }),
+    )
+    .await;
+    let id = rollback["id"].as_str().unwrap().to_owned();
+    drive_to_done(store, bus, &id).await;
 }
 
 async fn upgrade_rollback(store: &Arc<dyn EventStore>, bus: &CommandBus) {
