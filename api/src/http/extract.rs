@@ -81,7 +81,7 @@ pub trait BodyFields: DeserializeOwned {
 #[macro_export]
 macro_rules! request_body {
     ($(#[doc = $sdoc:literal])* pub struct $name:ident {
-        $($(#[doc = $fdoc:literal])* $field:ident : $ty:ty = $json:literal $(@ $req:ident)?),* $(,)?
+        $($(#[doc = $fdoc:literal])* $field:ident : $ty:ty = $json:literal $(@ $req:ident)? $(~ $shape:expr)?),* $(,)?
     }) => {
         $(#[doc = $sdoc])*
         #[derive(Debug, Default, serde::Deserialize)]
@@ -119,6 +119,7 @@ macro_rules! request_body {
                     .additional_properties(Some(AdditionalProperties::<utoipa::openapi::schema::Schema>::FreeForm(false)));
                 $(
                     let mut field = <$ty as utoipa::PartialSchema>::schema();
+                    $( field = $shape(field); )?
                     if let (Some(d), utoipa::openapi::RefOr::T(s)) = (text(&[$($fdoc),*]), &mut field) {
                         $crate::http::extract::describe(s, d);
                     }
@@ -150,6 +151,121 @@ impl utoipa::PartialSchema for Timestamp {
             .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
             .examples([serde_json::json!("2026-11-30T12:00:00Z")])
             .into()
+    }
+}
+
+/// The shapes the domain checks a body's text fields for, as OpenAPI
+/// schemas: what a generated client or a fuzzer may send and be accepted.
+/// Each takes the field's type schema and answers the constrained one.
+pub mod shape {
+    use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOfBuilder, SchemaFormat, Type};
+    use utoipa::openapi::{RefOr, Schema};
+
+    fn text(pattern: Option<&str>, min: usize, max: usize) -> ObjectBuilder {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(pattern.map(str::to_owned))
+            .min_length(Some(min))
+            .max_length(Some(max))
+    }
+
+    /// A node id: a DNS label.
+    pub fn node_id(_: RefOr<Schema>) -> RefOr<Schema> {
+        text(Some("^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"), 1, 63)
+            .examples([serde_json::json!("n-msst0002")])
+            .into()
+    }
+
+    /// A join step: `join/<name>`.
+    pub fn join_step(_: RefOr<Schema>) -> RefOr<Schema> {
+        text(Some("^join/[a-z0-9][a-z0-9-]*$"), 6, 128)
+            .examples([serde_json::json!("join/raft-openbao")])
+            .into()
+    }
+
+    /// One non-empty line of at most 2,048 bytes (an error line, a reason).
+    pub fn line(_: RefOr<Schema>) -> RefOr<Schema> {
+        text(Some("^[^\\r\\n]*[^\\s][^\\r\\n]*$"), 1, 512).into()
+    }
+
+    /// One short line: a host-helper intent.
+    pub fn short_line(_: RefOr<Schema>) -> RefOr<Schema> {
+        text(Some("^[^\\r\\n]+$"), 1, 64).into()
+    }
+
+    /// A non-empty text.
+    pub fn non_empty(_: RefOr<Schema>) -> RefOr<Schema> {
+        text(None, 1, 4096).into()
+    }
+
+    /// An IPv4 or IPv6 address.
+    pub fn ip(_: RefOr<Schema>) -> RefOr<Schema> {
+        let v = |f| {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(SchemaFormat::KnownFormat(f)))
+        };
+        OneOfBuilder::new()
+            .item(v(KnownFormat::Ipv4))
+            .item(v(KnownFormat::Ipv6))
+            .examples([serde_json::json!("192.0.2.12")])
+            .into()
+    }
+
+    /// A principal: `user/<name>`, `node/<nodeId>` or `stratum-installer`.
+    pub fn principal(_: RefOr<Schema>) -> RefOr<Schema> {
+        text(
+            Some("^(user/[A-Za-z0-9+=,.@_-]{1,64}|node/[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?|stratum-installer)$"),
+            1,
+            80,
+        )
+        .examples([serde_json::json!("node/n-msst0002")])
+        .into()
+    }
+
+    /// A policy name.
+    pub fn policy_name(_: RefOr<Schema>) -> RefOr<Schema> {
+        text(Some("^[A-Za-z0-9+=,.@_-]{1,128}$"), 1, 128).into()
+    }
+
+    /// Bindings: an address per traffic class (storage, overlay).
+    pub fn bindings(_: RefOr<Schema>) -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("storage", ip(RefOr::T(Schema::default())))
+            .property("overlay", ip(RefOr::T(Schema::default())))
+            .additional_properties(Some(
+                utoipa::openapi::schema::AdditionalProperties::<Schema>::FreeForm(false),
+            ))
+            .examples([serde_json::json!({"storage": "10.1.0.12", "overlay": "10.2.0.12"})])
+            .into()
+    }
+
+    /// Labels: keys of 1 to 253 bytes, values of at most 253.
+    pub fn labels(_: RefOr<Schema>) -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property_names(Some(text(None, 1, 63)))
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::RefOr(
+                RefOr::T(Schema::Object(text(None, 0, 63).build())),
+            )))
+            .examples([serde_json::json!({"topology.rack": "r1"})])
+            .into()
+    }
+
+    /// A JSON object.
+    pub fn object(_: RefOr<Schema>) -> RefOr<Schema> {
+        ObjectBuilder::new().schema_type(Type::Object).into()
+    }
+
+    /// One of a closed set of words.
+    pub fn one_of(values: &'static [&'static str]) -> impl Fn(RefOr<Schema>) -> RefOr<Schema> {
+        move |_| {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(values.iter().copied()))
+                .into()
+        }
     }
 }
 
@@ -417,10 +533,20 @@ pub async fn as_of(
     };
     let head = state.store.head().await?.position;
     if p > head {
-        errors.push(FieldError::new(
-            "asOf",
-            format!("is beyond the log's last position {head}"),
-        ));
+        // A well-formed position the log has not reached: the state "right
+        // after P" does not exist yet. With other bad fields, say it among
+        // them.
+        if !errors.is_empty() {
+            errors.push(FieldError::new(
+                "asOf",
+                format!("is beyond the log's last position {head}"),
+            ));
+        } else {
+            return Err(ApiError::new(
+                ErrorCode::NotFound,
+                format!("Position {p} is not in the log yet; it ends at {head}."),
+            ));
+        }
     }
     Ok(Some(p))
 }

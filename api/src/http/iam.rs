@@ -109,7 +109,7 @@ request_body! {
     /// Create a token.
     pub struct CreateTokenBody {
         /// `user/<name>`, `node/<nodeId>` or `stratum-installer`.
-        principal: String = "principal" @required,
+        principal: String = "principal" @required ~ super::extract::shape::principal,
         /// Managed or custom policy names.
         policies: Vec<String> = "policies",
         expires_at: super::extract::Timestamp = "expiresAt",
@@ -226,9 +226,9 @@ pub async fn revoke_token(
 request_body! {
     /// Create a custom policy.
     pub struct CreatePolicyBody {
-        name: String = "name" @required,
+        name: String = "name" @required ~ super::extract::shape::policy_name,
         /// `{"statements": [{"effect": "Allow"|"Deny", "actions": [...], "resources": [...]}]}`.
-        document: Value = "document" @required,
+        document: Value = "document" @required ~ super::extract::shape::object,
     }
 }
 
@@ -364,7 +364,7 @@ request_body! {
     /// A resource policy.
     pub struct ResourcePolicyBody {
         /// Statements may name `principals` they apply to.
-        document: Value = "document" @required,
+        document: Value = "document" @required ~ super::extract::shape::object,
     }
 }
 

@@ -28,6 +28,9 @@ use crate::http::events::event_json;
 use crate::request_body;
 use crate::store::MemberFilter;
 
+/// The roles a member may have.
+const ROLES: &[&str] = &["control", "compute", "storage", "hybrid"];
+
 pub fn routes() -> Vec<Route> {
     let r = |method: Method, path, action, handler| Route {
         method,
@@ -170,11 +173,11 @@ async fn member_command(
 request_body! {
     /// Admit a member.
     pub struct AdmitBody {
-        node_id: String = "nodeId" @required,
-        role: String = "role" @required,
-        mgmt_ip: String = "mgmtIp" @required,
-        bindings: StringMap = "bindings",
-        labels: StringMap = "labels",
+        node_id: String = "nodeId" @required ~ super::extract::shape::node_id,
+        role: String = "role" @required ~ super::extract::shape::one_of(ROLES),
+        mgmt_ip: String = "mgmtIp" @required ~ super::extract::shape::ip,
+        bindings: StringMap = "bindings" ~ super::extract::shape::bindings,
+        labels: StringMap = "labels" ~ super::extract::shape::labels,
     }
 }
 
@@ -214,14 +217,14 @@ request_body! {
     /// `labels` replace the whole map.
     pub struct UpdateMemberBody {
         /// The node role: control, compute, storage or hybrid.
-        role: String = "role",
+        role: String = "role" ~ super::extract::shape::one_of(ROLES),
         /// The management address every peer list names (IPv4 or IPv6;
         /// unique among members not decommissioned).
-        mgmt_ip: String = "mgmtIp",
+        mgmt_ip: String = "mgmtIp" ~ super::extract::shape::ip,
         /// Storage/overlay bindings, keyed by traffic class (replaces them all).
-        bindings: StringMap = "bindings",
+        bindings: StringMap = "bindings" ~ super::extract::shape::bindings,
         /// Declared labels; topology.rack is the rack (replaces them all).
-        labels: StringMap = "labels",
+        labels: StringMap = "labels" ~ super::extract::shape::labels,
         /// Demote an active voter even when fewer than two would remain.
         force: bool = "force",
     }
@@ -275,7 +278,7 @@ pub async fn update_member(
 request_body! {
     /// Report a join step reached.
     pub struct JoinProgressBody {
-        step: String = "step" @required,
+        step: String = "step" @required ~ super::extract::shape::join_step,
     }
 }
 
@@ -323,9 +326,9 @@ request_body! {
     /// Record that a node's join did not finish.
     pub struct JoinFailedBody {
         /// The join step that failed (a progress phase name), e.g. `join/raft-openbao`.
-        step: String = "step" @required,
+        step: String = "step" @required ~ super::extract::shape::join_step,
         /// The last error line.
-        error: String = "error" @required,
+        error: String = "error" @required ~ super::extract::shape::line,
     }
 }
 
@@ -385,7 +388,7 @@ pub async fn retry_join(
 request_body! {
     /// Decommission a member.
     pub struct DecommissionBody {
-        reason: String = "reason" @required,
+        reason: String = "reason" @required ~ super::extract::shape::line,
         force: bool = "force",
     }
 }
@@ -765,10 +768,10 @@ pub async fn admission(
 request_body! {
     /// A node that is not yet a member asks to join.
     pub struct JoinRequestBody {
-        node_id: String = "nodeId" @required,
-        mgmt_ip: String = "mgmtIp" @required,
-        labels: StringMap = "labels",
-        facts: Value = "facts",
+        node_id: String = "nodeId" @required ~ super::extract::shape::node_id,
+        mgmt_ip: String = "mgmtIp" @required ~ super::extract::shape::ip,
+        labels: StringMap = "labels" ~ super::extract::shape::labels,
+        facts: Value = "facts" ~ super::extract::shape::object,
     }
 }
 
@@ -844,10 +847,10 @@ pub async fn list_join_requests(
 request_body! {
     /// Approve a join request.
     pub struct ApproveBody {
-        role: String = "role" @required,
-        mgmt_ip: String = "mgmtIp",
-        bindings: StringMap = "bindings",
-        labels: StringMap = "labels",
+        role: String = "role" @required ~ super::extract::shape::one_of(ROLES),
+        mgmt_ip: String = "mgmtIp" ~ super::extract::shape::ip,
+        bindings: StringMap = "bindings" ~ super::extract::shape::bindings,
+        labels: StringMap = "labels" ~ super::extract::shape::labels,
     }
 }
 
@@ -885,7 +888,7 @@ pub async fn approve_join(
 request_body! {
     /// Reject a join request.
     pub struct RejectBody {
-        reason: String = "reason" @required,
+        reason: String = "reason" @required ~ super::extract::shape::line,
     }
 }
 

@@ -245,8 +245,16 @@ fn common_answers(op: &mut utoipa::openapi::path::Operation, route: &Route) {
             ("503", "UNAVAILABLE (the database is unreachable) or UPGRADE_IN_PROGRESS (the write freeze, details.upgradeId and details.state); Retry-After says when to try again."),
         ]);
     }
-    if gated && has_path_params {
-        answers.push(("404", "NOT_FOUND: no such resource."));
+    let has_as_of = op
+        .parameters
+        .iter()
+        .flatten()
+        .any(|p| p.name == "asOf");
+    if gated && (has_path_params || has_as_of) {
+        answers.push((
+            "404",
+            "NOT_FOUND: no such resource, or an asOf position the log has not reached.",
+        ));
     }
     if gated && write {
         answers.extend([
@@ -314,6 +322,11 @@ fn common_answers(op: &mut utoipa::openapi::path::Operation, route: &Route) {
                         .schema(Some(
                             ObjectBuilder::new()
                                 .schema_type(Type::String)
+                                .pattern(Some(if name == "If-Match" {
+                                    "^(W/)?\"?[0-9]{1,18}\"?$"
+                                } else {
+                                    "^[\\x21-\\x7E]{1,255}$"
+                                }))
                                 .min_length(Some(1))
                                 .max_length(Some(255)),
                         ))

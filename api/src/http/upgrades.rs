@@ -151,8 +151,113 @@ pub fn routes() -> Vec<Route> {
 /// A release manifest, as the release tooling signed it.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(transparent)]
-#[schema(value_type = Object)]
+#[schema(value_type = ManifestDoc)]
 pub struct ManifestBody(pub Value);
+
+/// A signed release manifest (SPEC §5): what a release pins, signed with
+/// Ed25519 over the RFC 8785 canonical JSON of the manifest without its
+/// `signature` member.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+#[schema(as = Manifest)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ManifestDoc {
+    /// A semantic version, e.g. 2026.11.0.
+    #[schema(example = "2026.11.0")]
+    version: String,
+    /// Container images `{kind: image, name, version, digest}` and host
+    /// packages `{kind: package, name, epoch, version, release, arch}`.
+    components: Option<Vec<ComponentDoc>>,
+    os: OsDoc,
+    /// Versions an upgrade may not skip.
+    required_stops: Option<Vec<String>>,
+    /// Upgrade paths known not to work, and the way round each.
+    known_broken: Option<Vec<KnownBrokenDoc>>,
+    /// The vulnerabilities the OS change fixes.
+    cves: Option<Vec<String>>,
+    /// The bytes a node needs free to fetch the release's bundle.
+    #[schema(minimum = 0)]
+    bundle_bytes: Option<u64>,
+    schema: Option<SchemaDoc>,
+    /// The system extensions the release pins.
+    sysext: Option<Vec<SysextDoc>>,
+    signature: SignatureDoc,
+}
+
+/// One pinned component.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+#[schema(as = Component)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ComponentDoc {
+    /// image or package.
+    #[schema(pattern = "^(image|package)$")]
+    kind: String,
+    name: String,
+    version: String,
+    /// An image's sha256:<64 hex digits>.
+    digest: Option<String>,
+    epoch: Option<u32>,
+    release: Option<String>,
+    arch: Option<String>,
+}
+
+/// The OS a release installs.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+#[schema(as = Os)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct OsDoc {
+    version: String,
+    kernel: Option<String>,
+    kernel_args: Option<Vec<String>>,
+    /// The OS is installed A/B: the previous OS stays bootable.
+    ab_slots: Option<bool>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+#[schema(as = KnownBroken)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct KnownBrokenDoc {
+    from: String,
+    reason: String,
+    way_round: String,
+}
+
+/// The control plane's database schema a release runs.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+#[schema(as = Schema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SchemaDoc {
+    version: u32,
+    /// The oldest schema this release migrates from.
+    min_upgrade_from: Option<u32>,
+    /// The oldest schema whose control plane still runs on this one.
+    readable_by: Option<u32>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+#[schema(as = Sysext)]
+#[serde(deny_unknown_fields)]
+struct SysextDoc {
+    name: String,
+    version: String,
+}
+
+/// The release key's signature.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+#[schema(as = Signature)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SignatureDoc {
+    /// A trusted release key's id.
+    key_id: String,
+    /// The Ed25519 signature, standard base64.
+    value: String,
+}
 
 impl BodyFields for ManifestBody {
     const FIELDS: &'static [&'static str] = &[
@@ -252,7 +357,7 @@ pub async fn get_release(
 request_body! {
     /// Set the running release, once, at install.
     pub struct RunningReleaseBody {
-        version: String = "version" @required,
+        version: String = "version" @required ~ super::extract::shape::non_empty,
     }
 }
 
@@ -330,9 +435,9 @@ pub struct BackupSpec {
 request_body! {
     /// Plan an upgrade.
     pub struct CreateUpgradeBody {
-        target_release: String = "targetRelease" @required,
+        target_release: String = "targetRelease" @required ~ super::extract::shape::non_empty,
         /// now (default) or stage-only.
-        mode: String = "mode",
+        mode: String = "mode" ~ super::extract::shape::one_of(&["now", "stage-only"]),
         backup: BackupSpec = "backup",
     }
 }
@@ -566,8 +671,8 @@ pub async fn acknowledge(
 request_body! {
     /// Report the upgrade's backup.
     pub struct BackupReportBody {
-        location: String = "location" @required,
-        bundle: String = "bundle" @required,
+        location: String = "location" @required ~ super::extract::shape::one_of(&["node", "target"]),
+        bundle: String = "bundle" @required ~ super::extract::shape::non_empty,
         encrypted: bool = "encrypted" @required,
     }
 }
@@ -635,10 +740,10 @@ request_body! {
     /// A node's report on its part of an upgrade.
     pub struct NodeReportBody {
         /// fetch, roll or verify.
-        phase: String = "phase" @required,
+        phase: String = "phase" @required ~ super::extract::shape::one_of(&["fetch", "roll", "verify"]),
         /// running, done, failed, or rolled_back: the node switched itself
         /// back to the release it ran before.
-        state: String = "state" @required,
+        state: String = "state" @required ~ super::extract::shape::one_of(&["running", "done", "failed", "rolled_back"]),
         message: String = "message",
         host_steps: Vec<HostStepBody> = "hostSteps",
         /// When it rebooted; settling starts again from it.
@@ -647,7 +752,7 @@ request_body! {
         /// waits for each to run again.
         instances: Vec<String> = "instances",
         /// The node's current host-helper intent.
-        host_state: String = "hostState",
+        host_state: String = "hostState" ~ super::extract::shape::short_line,
         /// The instances running again since the reboot.
         running_instances: Vec<String> = "runningInstances",
     }

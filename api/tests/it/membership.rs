@@ -402,7 +402,10 @@ async fn as_of_answers_the_members_as_they_stood_after_each_position() {
         let live = app.get(MEMBERS).await.body;
         let at_head = app.get(&format!("{MEMBERS}?asOf={head}")).await.body;
         assert_eq!(live, at_head);
+        // A position the log has not reached: no state stood there yet.
         let r = app.get(&format!("{MEMBERS}?asOf={}", head + 1)).await;
+        assert_error_shape(&r, StatusCode::NOT_FOUND, "NOT_FOUND");
+        let r = app.get(&format!("{MEMBERS}?asOf=twelve")).await;
         assert_error_shape(&r, StatusCode::BAD_REQUEST, "INVALID_INPUT");
     }
 }
