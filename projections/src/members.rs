@@ -19,11 +19,13 @@ fn rfc3339(t: &DateTime<Utc>) -> String {
 #[serde(rename_all = "camelCase")]
 pub struct MemberRecord {
     pub node_id: String,
-    /// joining, active, failed, removing or decommissioned.
-    #[schema(value_type = String)]
+    /// joining: admitted and installing (already in every peer list);
+    /// active; failed: a join that did not finish (out of every peer list,
+    /// taken back out of every raft it reached); removing; decommissioned.
+    #[schema(value_type = String, pattern = "^(joining|active|failed|removing|decommissioned)$")]
     pub state: MemberState,
-    /// control, compute, storage or hybrid.
-    #[schema(value_type = String)]
+    /// The node role: control, compute, storage or hybrid.
+    #[schema(value_type = String, pattern = "^(control|compute|storage|hybrid)$")]
     pub role: Role,
     pub mgmt_ip: String,
     pub bindings: StringMap,
@@ -110,14 +112,19 @@ pub fn with_lagging(mut doc: Value, generation: u64) -> Value {
     doc
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A node's request to join, and its decision.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JoinRequestRecord {
     pub id: String,
     pub node_id: String,
     pub mgmt_ip: String,
     pub labels: StringMap,
+    /// The facts the node reported with its request.
+    #[schema(value_type = Object)]
     pub facts: Value,
+    /// pending, approved or rejected.
+    #[schema(value_type = String, pattern = "^(pending|approved|rejected)$")]
     pub status: stratum_domain::membership::JoinRequestStatus,
     pub reason: Option<String>,
     pub requested_by: String,
@@ -146,12 +153,17 @@ impl From<&JoinRequest> for JoinRequestRecord {
     }
 }
 
-/// `GET /cluster/membership`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// `GET /cluster/membership`: the generation, members by state, who is
+/// lagging, and the digest of the membership read model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MembershipSummary {
+    /// The global position of the latest topology event.
     pub generation: u64,
+    /// Members by state.
+    #[schema(value_type = BTreeMap<String, u64>)]
     pub counts: BTreeMap<&'static str, usize>,
+    /// The members below the cluster's generation.
     pub lagging: Vec<String>,
     /// SHA-256 of the membership read model (see [`membership_digest`]),
     /// which an auditor reproduces by replaying an export to the same
@@ -210,7 +222,8 @@ pub fn member_records(m: &Membership) -> Vec<MemberRecord> {
         .collect()
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// One peer of a list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Peer {
     pub node_id: String,
@@ -220,7 +233,7 @@ pub struct Peer {
 }
 
 /// The lists every node renders (SPEC §4, peer lists).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Peers {
     pub generation: u64,
@@ -270,7 +283,9 @@ pub fn peers<'a>(generation: u64, members: impl IntoIterator<Item = &'a MemberRe
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// Why the node transport refuses a peer: the decommission reason as
+/// recorded, who revoked it and when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Refusal {
     pub reason: String,
@@ -278,11 +293,14 @@ pub struct Refusal {
     pub revoked_at: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// Whether the node-transport listener may accept this peer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Admission {
     pub node_id: String,
     pub admitted: bool,
+    /// The member's state; null for a node that is no member.
+    #[schema(value_type = Option<String>)]
     pub state: Option<MemberState>,
     pub generation: u64,
     pub refusal: Option<Refusal>,

@@ -215,7 +215,7 @@ pub mod shape {
     /// A principal: `user/<name>`, `node/<nodeId>` or `stratum-installer`.
     pub fn principal(_: RefOr<Schema>) -> RefOr<Schema> {
         text(
-            Some("^(user/[A-Za-z0-9+=,.@_-]{1,64}|node/[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?|stratum-installer)$"),
+            Some("^(user/[A-Za-z0-9._-]{1,63}|node/[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?|stratum-installer)$"),
             1,
             80,
         )
@@ -250,6 +250,46 @@ pub mod shape {
                 RefOr::T(Schema::Object(text(None, 0, 63).build())),
             )))
             .examples([serde_json::json!({"topology.rack": "r1"})])
+            .into()
+    }
+
+    /// A policy document: statements of Allow or Deny over actions and
+    /// resources (and, in a resource policy, principals).
+    pub fn policy_document(_: RefOr<Schema>) -> RefOr<Schema> {
+        let strings = |min: usize| {
+            utoipa::openapi::schema::ArrayBuilder::new()
+                .items(text(Some("^\\S+$"), 1, 256))
+                .min_items(Some(min))
+        };
+        let statement = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "effect",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some(["Allow", "Deny"])),
+            )
+            .required("effect")
+            .property("actions", strings(1))
+            .required("actions")
+            .property("resources", strings(1))
+            .property("principals", strings(1))
+            .additional_properties(Some(
+                utoipa::openapi::schema::AdditionalProperties::<Schema>::FreeForm(false),
+            ));
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "statements",
+                utoipa::openapi::schema::ArrayBuilder::new().items(statement),
+            )
+            .required("statements")
+            .additional_properties(Some(
+                utoipa::openapi::schema::AdditionalProperties::<Schema>::FreeForm(false),
+            ))
+            .examples([serde_json::json!({"statements": [
+                {"effect": "Allow", "actions": ["upgrade:Get*"], "resources": ["*"]}
+            ]})])
             .into()
     }
 
@@ -389,10 +429,19 @@ pub fn write_headers(h: &HeaderMap) -> Result<WriteHeaders, ApiError> {
     let if_match = match h.get(header::IF_MATCH).map(|v| v.to_str()) {
         None => None,
         Some(Ok(v)) => {
-            let tag = v.trim().trim_start_matches("W/").trim_matches('"');
+            // `"N"`, `W/"N"` or a bare N: a stream version this service
+            // answered as an ETag, nothing looser.
+            let v = v.trim();
+            let v = v.strip_prefix("W/").unwrap_or(v);
+            let tag = v
+                .strip_prefix('"')
+                .and_then(|t| t.strip_suffix('"'))
+                .unwrap_or(v);
+            let digits =
+                !tag.is_empty() && tag.len() <= 18 && tag.bytes().all(|c| c.is_ascii_digit());
             match tag.parse::<u64>() {
-                Ok(n) => Some(n),
-                Err(_) => {
+                Ok(n) if digits => Some(n),
+                _ => {
                     errors.push(FieldError::new(
                         "If-Match",
                         "must be an ETag this service answered, such as \"3\"",
@@ -470,6 +519,10 @@ pub fn encode_cursor(key: &str) -> String {
 
 fn decode_cursor(c: &str) -> Option<String> {
     use base64::Engine;
+    // Every cursor this service answers names a key; an empty one names none.
+    if c.is_empty() {
+        return None;
+    }
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(c)
         .ok()?;

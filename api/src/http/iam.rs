@@ -165,7 +165,7 @@ fn with_secret(body: &str, secret: &str) -> String {
 
 #[utoipa::path(get, path = "/v1/admin/iam/tokens", tag = "iam",
     params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, description = "A page of tokens by id, without secrets.", body = Vec<TokenRecord>)),
+    responses((status = 200, description = "A page of tokens by id, without secrets.", body = super::system::Page<TokenRecord>)),
     security(("bearer" = [])))]
 pub async fn list_tokens(
     State(state): State<AppState>,
@@ -228,7 +228,7 @@ request_body! {
     pub struct CreatePolicyBody {
         name: String = "name" @required ~ super::extract::shape::policy_name,
         /// `{"statements": [{"effect": "Allow"|"Deny", "actions": [...], "resources": [...]}]}`.
-        document: Value = "document" @required ~ super::extract::shape::object,
+        document: Value = "document" @required ~ super::extract::shape::policy_document,
     }
 }
 
@@ -262,7 +262,7 @@ pub async fn create_policy(
 
 #[utoipa::path(get, path = "/v1/admin/iam/policies", tag = "iam",
     params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, description = "A page of policies by name, managed and custom.", body = Vec<PolicyRecord>)),
+    responses((status = 200, description = "A page of policies by name, managed and custom.", body = super::system::Page<PolicyRecord>)),
     security(("bearer" = [])))]
 pub async fn list_policies(
     State(state): State<AppState>,
@@ -364,7 +364,7 @@ request_body! {
     /// A resource policy.
     pub struct ResourcePolicyBody {
         /// Statements may name `principals` they apply to.
-        document: Value = "document" @required ~ super::extract::shape::object,
+        document: Value = "document" @required ~ super::extract::shape::policy_document,
     }
 }
 

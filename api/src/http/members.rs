@@ -468,7 +468,7 @@ async fn membership_at(
 #[utoipa::path(get, path = "/v1/admin/cluster/members", tag = "membership",
     params(("state" = Option<String>, Query), ("role" = Option<String>, Query), ("rack" = Option<String>, Query),
            ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("asOf" = Option<u64>, Query)),
-    responses((status = 200, description = "A page of members ordered by node id.")),
+    responses((status = 200, description = "A page of members ordered by node id.", body = super::system::Page<MemberRecord>)),
     security(("bearer" = [])))]
 pub async fn list_members(
     State(state): State<AppState>,
@@ -643,7 +643,7 @@ async fn all_records(state: &AppState, only_listed: bool) -> ApiResult<(u64, Vec
 
 #[utoipa::path(get, path = "/v1/admin/cluster/membership", tag = "membership",
     params(("asOf" = Option<u64>, Query)),
-    responses((status = 200, description = "The membership generation, counts by state, lagging members, and the digest of the membership read model (`stratum replay --until P --digest` reproduces it from an export).")),
+    responses((status = 200, description = "The membership generation, counts by state, lagging members, and the digest of the membership read model (`stratum replay --until P --digest` reproduces it from an export).", body = MembershipSummary)),
     security(("bearer" = [])))]
 pub async fn membership(
     State(state): State<AppState>,
@@ -692,7 +692,7 @@ pub async fn membership(
     params(("after" = Option<u64>, Query, description = "Answer once the generation is above this."),
            ("waitSeconds" = Option<u64>, Query, description = "How long to wait for that, at most 60."),
            ("asOf" = Option<u64>, Query)),
-    responses((status = 200, description = "The peer lists every node renders.")),
+    responses((status = 200, description = "The peer lists every node renders.", body = Peers)),
     security(("bearer" = [])))]
 pub async fn get_peers(
     State(state): State<AppState>,
@@ -745,7 +745,7 @@ async fn wait_for_generation(
 
 #[utoipa::path(get, path = "/v1/admin/cluster/transport-admission/{nodeId}", tag = "membership",
     params(("nodeId" = String, Path)),
-    responses((status = 200, description = "Whether the node transport may accept this peer.")),
+    responses((status = 200, description = "Whether the node transport may accept this peer.", body = stratum_projections::members::Admission)),
     security(("bearer" = [])))]
 pub async fn admission(
     State(state): State<AppState>,
@@ -810,7 +810,7 @@ pub async fn request_join(
 
 #[utoipa::path(get, path = "/v1/admin/cluster/join-requests", tag = "membership",
     params(("status" = Option<String>, Query), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, description = "A page of join requests.")),
+    responses((status = 200, description = "A page of join requests.", body = super::system::Page<stratum_projections::JoinRequestRecord>)),
     security(("bearer" = [])))]
 pub async fn list_join_requests(
     State(state): State<AppState>,

@@ -47,6 +47,16 @@ pub struct ErrorBody {
     details: Option<serde_json::Value>,
 }
 
+/// A page of a list: its items, and the cursor of the next page (null on
+/// the last).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T: ToSchema> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
 #[derive(ToSchema)]
 #[allow(dead_code)]
 #[schema(as = FieldError)]
@@ -208,6 +218,19 @@ fn constrain_parameters(op: &mut utoipa::openapi::path::Operation) {
             "role" => one_of(&["control", "compute", "storage", "hybrid"]),
             "status" => one_of(&["pending", "approved", "rejected"]),
             "active" => one_of(&["true", "false"]),
+            "from" | "to" => ObjectBuilder::new()
+                .schema_type(Type::String)
+                .format(Some(utoipa::openapi::schema::SchemaFormat::KnownFormat(
+                    utoipa::openapi::schema::KnownFormat::DateTime,
+                )))
+                .build(),
+            "cursor" => ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(
+                    "The nextCursor of the page before, as this service answered it.",
+                ))
+                .pattern(Some("^[A-Za-z0-9_-]{1,512}$"))
+                .build(),
             _ => continue,
         };
         p.schema = Some(schema.into());
@@ -245,11 +268,7 @@ fn common_answers(op: &mut utoipa::openapi::path::Operation, route: &Route) {
             ("503", "UNAVAILABLE (the database is unreachable) or UPGRADE_IN_PROGRESS (the write freeze, details.upgradeId and details.state); Retry-After says when to try again."),
         ]);
     }
-    let has_as_of = op
-        .parameters
-        .iter()
-        .flatten()
-        .any(|p| p.name == "asOf");
+    let has_as_of = op.parameters.iter().flatten().any(|p| p.name == "asOf");
     if gated && (has_path_params || has_as_of) {
         answers.push((
             "404",
@@ -323,7 +342,7 @@ fn common_answers(op: &mut utoipa::openapi::path::Operation, route: &Route) {
                             ObjectBuilder::new()
                                 .schema_type(Type::String)
                                 .pattern(Some(if name == "If-Match" {
-                                    "^(W/)?\"?[0-9]{1,18}\"?$"
+                                    "^(W/)?(\"[0-9]{1,18}\"|[0-9]{1,18})$"
                                 } else {
                                     "^[\\x21-\\x7E]{1,255}$"
                                 }))

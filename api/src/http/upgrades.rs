@@ -167,19 +167,26 @@ pub struct ManifestDoc {
     version: String,
     /// Container images `{kind: image, name, version, digest}` and host
     /// packages `{kind: package, name, epoch, version, release, arch}`.
+    #[schema(nullable = false)]
     components: Option<Vec<ComponentDoc>>,
     os: OsDoc,
     /// Versions an upgrade may not skip.
+    #[schema(nullable = false)]
     required_stops: Option<Vec<String>>,
     /// Upgrade paths known not to work, and the way round each.
+    #[schema(nullable = false)]
     known_broken: Option<Vec<KnownBrokenDoc>>,
     /// The vulnerabilities the OS change fixes.
+    #[schema(nullable = false)]
     cves: Option<Vec<String>>,
     /// The bytes a node needs free to fetch the release's bundle.
     #[schema(minimum = 0)]
+    #[schema(nullable = false)]
     bundle_bytes: Option<u64>,
+    #[schema(nullable = false)]
     schema: Option<SchemaDoc>,
     /// The system extensions the release pins.
+    #[schema(nullable = false)]
     sysext: Option<Vec<SysextDoc>>,
     signature: SignatureDoc,
 }
@@ -196,9 +203,13 @@ struct ComponentDoc {
     name: String,
     version: String,
     /// An image's sha256:<64 hex digits>.
+    #[schema(nullable = false)]
     digest: Option<String>,
+    #[schema(nullable = false)]
     epoch: Option<u32>,
+    #[schema(nullable = false)]
     release: Option<String>,
+    #[schema(nullable = false)]
     arch: Option<String>,
 }
 
@@ -209,9 +220,12 @@ struct ComponentDoc {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct OsDoc {
     version: String,
+    #[schema(nullable = false)]
     kernel: Option<String>,
+    #[schema(nullable = false)]
     kernel_args: Option<Vec<String>>,
     /// The OS is installed A/B: the previous OS stays bootable.
+    #[schema(nullable = false)]
     ab_slots: Option<bool>,
 }
 
@@ -233,8 +247,10 @@ struct KnownBrokenDoc {
 struct SchemaDoc {
     version: u32,
     /// The oldest schema this release migrates from.
+    #[schema(nullable = false)]
     min_upgrade_from: Option<u32>,
     /// The oldest schema whose control plane still runs on this one.
+    #[schema(nullable = false)]
     readable_by: Option<u32>,
 }
 
@@ -483,7 +499,7 @@ pub async fn create_upgrade(
 
 #[utoipa::path(get, path = "/v1/admin/upgrades", tag = "upgrades",
     params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("asOf" = Option<u64>, Query)),
-    responses((status = 200, description = "A page of upgrades, oldest first.")),
+    responses((status = 200, description = "A page of upgrades, oldest first.", body = super::system::Page<UpgradeRecord>)),
     security(("bearer" = [])))]
 pub async fn list_upgrades(
     State(state): State<AppState>,
@@ -712,8 +728,10 @@ pub async fn report_backup(
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HostStepBody {
+    #[schema(min_length = 1)]
     pub name: String,
     /// pending, running, done, failed or skipped.
+    #[schema(pattern = "^(pending|running|done|failed|skipped)$")]
     pub state: String,
     #[serde(default)]
     pub reboot_mode: String,
@@ -1016,22 +1034,12 @@ pub async fn get_facts(
     Ok(Json(parse_doc(&doc)).into_response())
 }
 
-/// A page of alarms, in the order raised.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-pub struct AlarmPage {
-    items: Vec<stratum_projections::upgrades::AlarmRecord>,
-    /// The cursor of the next page; null on the last.
-    #[schema(rename = "nextCursor")]
-    next_cursor: Option<String>,
-}
-
 /// The alarms, in the order raised: `node-reboot-pending` when a staged
 /// security upgrade's node has waited 7 days for its reboot. `active=true`
 /// lists only those not cleared.
 #[utoipa::path(get, path = "/v1/admin/alarms", tag = "upgrades",
     params(("active" = Option<bool>, Query), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, description = "A page of alarms.", body = AlarmPage)),
+    responses((status = 200, description = "A page of alarms, in the order raised.", body = super::system::Page<stratum_projections::upgrades::AlarmRecord>)),
     security(("bearer" = [])))]
 pub async fn list_alarms(
     State(state): State<AppState>,
