@@ -65,6 +65,12 @@ pub fn app(state: AppState) -> Router {
         };
         router = router.route(r.path, handler);
     }
+    // A reference for people, rendered from the same document, its assets
+    // embedded in the binary (it works air-gapped).
+    let router = router.merge(
+        utoipa_swagger_ui::SwaggerUi::new("/v1/docs")
+            .config(utoipa_swagger_ui::Config::from("/v1/openapi.json")),
+    );
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

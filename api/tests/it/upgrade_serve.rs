@@ -176,3 +176,42 @@ async fn serve_refuses_malformed_upgrade_settings_naming_them() {
         assert!(stderr.contains(named), "{stderr}");
     }
 }
+
+/// `/v1/docs` serves a reference rendered from the served document, with
+/// every asset from the binary itself: nothing is fetched from elsewhere.
+#[tokio::test]
+async fn the_api_reference_is_served_from_the_binary_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]).await;
+    let page = server
+        .http
+        .get(server.url("/v1/docs/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("swagger-ui"), "{html}");
+    assert!(
+        !html.contains("https://") && !html.contains("http://"),
+        "no CDN: {html}"
+    );
+    let init = server
+        .http
+        .get(server.url("/v1/docs/swagger-initializer.js"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(init.status(), 200);
+    assert!(init.text().await.unwrap().contains("/v1/openapi.json"));
+    for asset in ["swagger-ui.css", "swagger-ui-bundle.js"] {
+        let r = server
+            .http
+            .get(server.url(&format!("/v1/docs/{asset}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{asset}");
+        assert!(r.bytes().await.unwrap().len() > 1000, "{asset} is embedded");
+    }
+}
