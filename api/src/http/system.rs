@@ -143,8 +143,43 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "system",
     responses((status = 200, description = "This document: the OpenAPI 3.1 description of the whole API.")))]
-pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
-    Json(document())
+pub async fn openapi() -> Json<serde_json::Value> {
+    Json(document_json())
+}
+
+/// The document as served. utoipa 5 writes a link's `operationId` and
+/// `operationRef` in snake case; OpenAPI names them in camel case, so the
+/// served JSON says them as the specification does.
+pub fn document_json() -> serde_json::Value {
+    let mut doc = serde_json::to_value(document()).expect("the document serializes");
+    if let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) {
+        for op in paths
+            .values_mut()
+            .filter_map(|i| i.as_object_mut())
+            .flat_map(|i| i.values_mut())
+        {
+            let Some(responses) = op.get_mut("responses").and_then(|r| r.as_object_mut()) else {
+                continue;
+            };
+            for link in responses
+                .values_mut()
+                .filter_map(|r| r.get_mut("links").and_then(|l| l.as_object_mut()))
+                .flat_map(|l| l.values_mut())
+                .filter_map(|l| l.as_object_mut())
+            {
+                for (from, to) in [
+                    ("operation_id", "operationId"),
+                    ("operation_ref", "operationRef"),
+                    ("request_body", "requestBody"),
+                ] {
+                    if let Some(v) = link.remove(from) {
+                        link.insert(to.to_owned(), v);
+                    }
+                }
+            }
+        }
+    }
+    doc
 }
 
 /// The OpenAPI document, each operation carrying the action it is gated on
@@ -171,6 +206,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
         let Some(op) = op else { continue };
         common_answers(op, &route);
         constrain_parameters(op);
+        add_links(op);
         let Some(action) = route.action else { continue };
         let ext = ExtensionsBuilder::new()
             .add("x-stratum-action", action.name())
@@ -182,6 +218,48 @@ pub fn document() -> utoipa::openapi::OpenApi {
         }
     }
     doc
+}
+
+/// Links from what an operation creates to the operations that read or
+/// act on it (OpenAPI links), so a client or a stateful test can follow
+/// them: an admitted member to its record, an upgrade to its record and
+/// its cancel, a token to its revoke, a policy to its document.
+fn add_links(op: &mut utoipa::openapi::path::Operation) {
+    use utoipa::openapi::link::LinkBuilder;
+    let links: &[(&str, &str, &str, &str)] = match op.operation_id.as_deref() {
+        Some("admit") => &[
+            ("201", "GetMember", "get_member", "nodeId"),
+            ("201", "DecommissionMember", "decommission", "nodeId"),
+            ("201", "MemberHistory", "member_history", "nodeId"),
+        ],
+        Some("create_upgrade") => &[
+            ("201", "GetUpgrade", "get_upgrade", "id"),
+            ("201", "CancelUpgrade", "cancel", "id"),
+            ("201", "UpgradeHistory", "upgrade_history", "id"),
+        ],
+        Some("create_token") => &[("201", "RevokeToken", "revoke_token", "id")],
+        Some("create_policy") => &[("201", "GetPolicy", "get_policy", "name")],
+        Some("request_join") => &[("201", "ApproveJoin", "approve_join", "id")],
+        _ => &[],
+    };
+    for (status, name, target, param) in links {
+        let Some(utoipa::openapi::RefOr::T(r)) = op.responses.responses.get_mut(*status) else {
+            continue;
+        };
+        let field = match *param {
+            "nodeId" => "nodeId",
+            "name" => "name",
+            _ => "id",
+        };
+        r.links.insert(
+            (*name).to_owned(),
+            LinkBuilder::new()
+                .operation_id(*target)
+                .parameter(*param, format!("$response.body#/{field}"))
+                .build()
+                .into(),
+        );
+    }
 }
 
 /// The query parameters' schemas as the extractors check them, in one
