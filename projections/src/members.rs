@@ -13,10 +13,21 @@ fn rfc3339(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
 }
 
-/// A node's cluster membership. Records are never deleted, only moved to
-/// decommissioned, so a refusal can say who revoked the node, when and why.
+/// A node's cluster membership.
+///
+/// Membership is the cluster's topology: every peer list a node renders
+/// (Patroni, OpenBao and OVN raft peers, keepalived priorities, vmstorage
+/// nodes, Alertmanager peers) is derived from the members in joining or
+/// active, by a per-node reconciler, and every change bumps the membership
+/// generation. Membership also decides transport access: the
+/// node-transport listener refuses a peer that is not a member, even when
+/// its certificate is valid and cluster-signed. Decommissioning a node IS
+/// how you revoke it; there is no CRL. Records are never deleted, only
+/// moved to decommissioned, so a refusal can say who revoked the node,
+/// when, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(example = json!({"nodeId": "n-msst0002", "state": "joining", "role": "hybrid", "mgmtIp": "192.0.2.12"}))]
 pub struct MemberRecord {
     pub node_id: String,
     /// joining: admitted and installing (already in every peer list);
@@ -27,23 +38,38 @@ pub struct MemberRecord {
     /// The node role: control, compute, storage or hybrid.
     #[schema(value_type = String, pattern = "^(control|compute|storage|hybrid)$")]
     pub role: Role,
+    /// The management address every peer list names.
     pub mgmt_ip: String,
+    /// Optional storage/overlay bindings, keyed by traffic class.
     pub bindings: StringMap,
+    /// Declared labels; topology.rack is the rack.
     pub labels: StringMap,
+    /// The declared rack (labels["topology.rack"]).
     pub rack: Option<String>,
+    /// Orders every peer list and the keepalived priorities (1 = the founder).
     pub ordinal: u32,
+    /// The membership generation this node reports it has rendered and
+    /// applied (its own report). A member below the cluster's generation is
+    /// lagging.
     pub applied_generation: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lagging: Option<bool>,
     pub join_step: Option<String>,
     #[schema(value_type = Vec<String>)]
     pub rafts_reached: Vec<Raft>,
+    /// The join step a failed member stopped in.
     pub failed_step: Option<String>,
+    /// The last error line of that step.
     pub failed_error: Option<String>,
+    /// The rafts a cleanup still has to take the member out of.
     #[schema(value_type = Vec<String>)]
     pub raft_cleanup_pending: Vec<Raft>,
+    /// When a failed member was taken back out of every raft it reached.
     pub raft_cleanup_at: Option<String>,
+    /// Why the node was decommissioned. Required when decommissioning.
     pub decommission_reason: Option<String>,
+    /// Who decommissioned it: a user id, or stratum-installer for
+    /// membership the install declared.
     pub decommissioned_by: Option<String>,
     /// When decommissioning began (the member went to removing).
     #[serde(default)]

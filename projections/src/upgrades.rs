@@ -271,9 +271,25 @@ pub struct UpgradeNodeRecord {
     pub rebooted_at: Option<String>,
 }
 
-/// An upgrade and how far it got (seed 004).
+/// An upgrade and how far it got: planned, prechecking, fetching, staged
+/// (stage-only, waiting for apply), backing_up, rolling, verifying, then
+/// done, failed or canceled. writeFreeze is true from the backup until the
+/// end: changes through the API answer 503 UPGRADE_IN_PROGRESS. A rollback
+/// is an upgrade to the release the cluster ran before, naming the upgrade
+/// it undoes in rollbackOf.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(example = json!({
+    "id": "upg-4k2j9x0qpa", "mode": "now", "state": "planned", "kind": "",
+    "backup": {"location": "node"},
+    "plan": {"sourceKind": "media", "kind": "", "nodes": [{"kind": "", "reboot": "none"}],
+             "rebootReason": "security", "backup": {"location": "node"},
+             "componentChanges": [{"kind": "image"}], "componentsFrom": "release",
+             "prechecks": [{"status": "pass"}]},
+    "nodes": [{"kind": "containers", "state": "pending", "phase": "fetch", "rebootMode": "soft",
+               "hostState": "running",
+               "hostSteps": [{"name": "restore", "state": "pending", "rebootMode": "soft"}]}]
+}))]
 pub struct UpgradeRecord {
     pub id: String,
     /// now or stage-only.

@@ -67,7 +67,8 @@ fn resume_from(
 }
 
 #[utoipa::path(get, path = "/v1/admin/events/stream", tag = "audit",
-    params(("after" = Option<u64>, Query, description = "Send events after this position; a reconnect's Last-Event-ID wins.")),
+    params(("after" = Option<u64>, Query, description = "Send events after this position; a reconnect's Last-Event-ID wins."),
+           ("Last-Event-ID" = Option<String>, Header, description = "The id (position) of the last event a reconnecting client received: the stream resumes after it.")),
     responses((status = 200, description = "Server-Sent Events: each event's id is its position and its data the event as JSON, in order, each once.")),
     security(("bearer" = [])))]
 pub async fn stream(
