@@ -7,26 +7,19 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Duration, Utc};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::error::{ErrorCode, Refusal};
 use crate::event::DomainEvent;
-use crate::membership::Role;
-use crate::release::{canonical, sign, Component, ComponentKind};
+use crate::release::{canonical, Component, ComponentKind};
 use crate::state::{Command, CommandContext, Decision, State, Subject};
 use crate::testing::{
-    self, admitted, apply, assert_invalid, manifest, registered, release_key, t0, when, when_by,
-    RELEASE_KEY_ID,
+    self, apply, assert_invalid, manifest, registered, t0, when, when_by, RELEASE_KEY_ID,
 };
 use crate::upgrade::*;
-
-const ADMIN: &str = "user/admin";
-const DRIVER: &str = crate::iam::SERVICE_PRINCIPAL;
-const UPG: &str = "upg-0000000001";
-const UPG2: &str = "upg-0000000002";
-
-/// The members, in ordinal order (not their names' order).
-const NODES: [&str; 3] = ["n-charlie", "n-alpha", "n-bravo"];
+use crate::upgrade_tests::{
+    cluster, cluster_with, cluster_with_releases, resigned, ADMIN, DRIVER, NODES, UPG, UPG2,
+};
 
 // ---------------------------------------------------------------------------
 // Commands
@@ -231,12 +224,6 @@ fn node_set(nodes: &[&str]) -> BTreeSet<String> {
     nodes.iter().map(|n| (*n).to_owned()).collect()
 }
 
-/// The same manifest, signed again after a change.
-fn resigned(mut m: Value) -> Value {
-    sign(&mut m, RELEASE_KEY_ID, &release_key());
-    m
-}
-
 fn strings(xs: &[&str]) -> Vec<String> {
     xs.iter().map(|x| (*x).to_owned()).collect()
 }
@@ -327,62 +314,6 @@ fn names_amount(message: &str, bytes: u64) -> bool {
 // ---------------------------------------------------------------------------
 // Givens
 // ---------------------------------------------------------------------------
-
-/// Every member reports the cluster's generation: none is lagging.
-fn make_current(s: &mut State) {
-    let generation = s.membership.generation;
-    let reports: Vec<DomainEvent> = s
-        .membership
-        .members
-        .keys()
-        .map(|n| DomainEvent::AppliedGenerationReported {
-            node_id: n.clone(),
-            generation,
-        })
-        .collect();
-    apply(s, ADMIN, &reports);
-}
-
-/// Three active, current control members (ordinals 1, 2, 3 as [`NODES`]),
-/// the releases registered by `registrations`, and 1.0.0 running.
-fn cluster_with(registrations: &[DomainEvent]) -> State {
-    let mut s = State::default();
-    for (i, n) in NODES.iter().enumerate() {
-        apply(
-            &mut s,
-            ADMIN,
-            &[
-                admitted(n, Role::Control, i as u32 + 1),
-                DomainEvent::MemberJoinCompleted {
-                    node_id: (*n).into(),
-                },
-            ],
-        );
-    }
-    make_current(&mut s);
-    apply(&mut s, ADMIN, registrations);
-    apply(
-        &mut s,
-        ADMIN,
-        &[DomainEvent::RunningReleaseSet(RunningReleaseSet {
-            version: "1.0.0".into(),
-        })],
-    );
-    s
-}
-
-fn cluster_with_releases(releases: &[Value]) -> State {
-    let registrations: Vec<DomainEvent> = releases.iter().map(registered).collect();
-    cluster_with(&registrations)
-}
-
-/// Releases 1.0.0 (running) and 1.1.0, which changes the `api` image only.
-fn cluster() -> State {
-    cluster_with_releases(&[
-        manifest("1.0.0", "13.1", None),
-        manifest("1.1.0", "13.1", None),
-    ])
-}
 
 /// Takes the one action that moves upgrade `id` on from where it is, then
 /// lets the driver advance.

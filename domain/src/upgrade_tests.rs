@@ -13,16 +13,16 @@ use crate::testing::{
 };
 use crate::upgrade::*;
 
-const ADMIN: &str = "user/admin";
+pub(crate) const ADMIN: &str = "user/admin";
 const ALICE: &str = "user/alice";
-const DRIVER: &str = crate::iam::SERVICE_PRINCIPAL;
-const UPG: &str = "upg-0000000001";
-const UPG2: &str = "upg-0000000002";
+pub(crate) const DRIVER: &str = crate::iam::SERVICE_PRINCIPAL;
+pub(crate) const UPG: &str = "upg-0000000001";
+pub(crate) const UPG2: &str = "upg-0000000002";
 const UNKNOWN: &str = "upg-zzzzzzzzzz";
 
 /// The members, in ordinal order: not their names' order, so a roll that
 /// went by name (or by map order) would show.
-const NODES: [&str; 3] = ["n-charlie", "n-alpha", "n-bravo"];
+pub(crate) const NODES: [&str; 3] = ["n-charlie", "n-alpha", "n-bravo"];
 
 // ---------------------------------------------------------------------------
 // Commands
@@ -222,7 +222,7 @@ fn turn_started(id: &str, node_id: &str) -> DomainEvent {
 }
 
 /// The same manifest, signed again after a change.
-fn resigned(mut m: Value) -> Value {
+pub(crate) fn resigned(mut m: Value) -> Value {
     sign(&mut m, RELEASE_KEY_ID, &release_key());
     m
 }
@@ -232,7 +232,7 @@ fn resigned(mut m: Value) -> Value {
 // ---------------------------------------------------------------------------
 
 /// Every member reports the cluster's generation: none is lagging.
-fn make_current(s: &mut State) {
+pub(crate) fn make_current(s: &mut State) {
     let generation = s.membership.generation;
     let reports: Vec<DomainEvent> = s
         .membership
@@ -247,8 +247,8 @@ fn make_current(s: &mut State) {
 }
 
 /// Three active, current control members (ordinals 1, 2, 3 as [`NODES`]),
-/// the releases registered, and 1.0.0 running.
-fn cluster_with_releases(releases: &[Value]) -> State {
+/// the releases registered by `registrations`, and 1.0.0 running.
+pub(crate) fn cluster_with(registrations: &[DomainEvent]) -> State {
     let mut s = State::default();
     for (i, n) in NODES.iter().enumerate() {
         apply(
@@ -263,8 +263,7 @@ fn cluster_with_releases(releases: &[Value]) -> State {
         );
     }
     make_current(&mut s);
-    let registrations: Vec<DomainEvent> = releases.iter().map(registered).collect();
-    apply(&mut s, ADMIN, &registrations);
+    apply(&mut s, ADMIN, registrations);
     apply(
         &mut s,
         ADMIN,
@@ -275,8 +274,15 @@ fn cluster_with_releases(releases: &[Value]) -> State {
     s
 }
 
+/// Three active, current control members, these releases registered, and
+/// 1.0.0 running.
+pub(crate) fn cluster_with_releases(releases: &[Value]) -> State {
+    let registrations: Vec<DomainEvent> = releases.iter().map(registered).collect();
+    cluster_with(&registrations)
+}
+
 /// Releases 1.0.0 (running) and 1.1.0, which changes the `api` image only.
-fn cluster() -> State {
+pub(crate) fn cluster() -> State {
     cluster_with_releases(&[
         manifest("1.0.0", "13.1", None),
         manifest("1.1.0", "13.1", None),

@@ -52,6 +52,8 @@ fn resume_from(
 ) -> u64 {
     match headers
         .get("last-event-id")
+        // An empty id is no id (a client that received no event yet).
+        .filter(|v| !v.is_empty())
         .map(|v| v.to_str().map(str::parse::<u64>))
     {
         Some(Ok(Ok(id))) if i64::try_from(id).is_ok() => id,

@@ -283,6 +283,10 @@ fn constrain_parameters(op: &mut utoipa::openapi::path::Operation) {
             .build()
     };
     for p in op.parameters.iter_mut().flatten() {
+        if matches!(p.parameter_in, ParameterIn::Header) && p.name == "Last-Event-ID" {
+            p.schema = Some(int(0, i64::MAX).into());
+            continue;
+        }
         if !matches!(p.parameter_in, ParameterIn::Query) {
             continue;
         }

@@ -8,20 +8,11 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use serde_json::json;
 
-use crate::support::{spawn_app, sqlite, ADMIN_TOKEN};
+use crate::support::{sample_path, spawn_app, sqlite, ADMIN_TOKEN};
 
 /// The event stream answers a stream that does not end; it is asked only
 /// for what ends at once.
 const STREAM: &str = "/v1/admin/events/stream";
-
-fn sample_path(template: &str) -> String {
-    template
-        .replace("{nodeId}", "n-1")
-        .replace("{id}", "upg-0000000000")
-        .replace("{version}", "1.0.0")
-        .replace("{name}", "ReadOnly")
-        .replace("{principal}", "user%2Falice")
-}
 
 fn request(
     method: &Method,

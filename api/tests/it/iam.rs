@@ -11,20 +11,13 @@ use stratum_api::http::routes;
 use stratum_domain::iam::Action;
 use tower::ServiceExt;
 
-use crate::support::{assert_error_shape, each_backend, spawn_app, sqlite, TestApp, ADMIN_TOKEN};
+use crate::support::{
+    assert_error_shape, each_backend, sample_path, spawn_app, sqlite, TestApp, ADMIN_TOKEN,
+};
 use crate::upgrades::{cluster, create, until_state};
 
 /// Routes that answer without a token.
 const OPEN_ROUTES: [&str; 3] = ["/healthz", "/readyz", "/v1/openapi.json"];
-
-fn sample_path(template: &str) -> String {
-    template
-        .replace("{nodeId}", "n-1")
-        .replace("{id}", "upg-0000000000")
-        .replace("{version}", "1.0.0")
-        .replace("{name}", "ReadOnly")
-        .replace("{principal}", "user%2Falice")
-}
 
 /// The status of a request and, for an error, its body (a stream such as
 /// the SSE route is not read).

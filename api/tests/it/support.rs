@@ -48,6 +48,16 @@ pub struct Res {
     pub body: Value,
 }
 
+/// A concrete path of a route template, naming sample resources.
+pub fn sample_path(template: &str) -> String {
+    template
+        .replace("{nodeId}", "n-1")
+        .replace("{id}", "upg-0000000000")
+        .replace("{version}", "1.0.0")
+        .replace("{name}", "ReadOnly")
+        .replace("{principal}", "user%2Falice")
+}
+
 /// The OpenAPI document as JSON, read once.
 fn document() -> &'static Value {
     static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();

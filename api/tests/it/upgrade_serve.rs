@@ -31,15 +31,12 @@ async fn upgrades_plan_with_the_configured_backup_target_settling_and_media_rele
         ],
     )
     .await;
-    // The host's operator loads two releases from the install media.
-    for v in ["1.0.0", "1.1.0"] {
-        let file = d.join(format!("release-{v}.json"));
-        std::fs::write(
-            &file,
-            stratum_domain::testing::manifest(v, "13.1", None).to_string(),
-        )
-        .unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+    // `stratum releases import --file` on the host, against the server's
+    // database.
+    let import = |name: &str, manifest: &Value| {
+        let file = d.join(name);
+        std::fs::write(&file, manifest.to_string()).unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
             .args(["releases", "import", "--file"])
             .arg(&file)
             .env(
@@ -48,7 +45,14 @@ async fn upgrades_plan_with_the_configured_backup_target_settling_and_media_rele
             )
             .env("STRATUM_RELEASE_KEYS", &keys)
             .output()
-            .unwrap();
+            .unwrap()
+    };
+    // The host's operator loads two releases from the install media.
+    for v in ["1.0.0", "1.1.0"] {
+        let out = import(
+            &format!("release-{v}.json"),
+            &stratum_domain::testing::manifest(v, "13.1", None),
+        );
         assert!(
             out.status.success(),
             "{}",
@@ -60,18 +64,7 @@ async fn upgrades_plan_with_the_configured_backup_target_settling_and_media_rele
     // A manifest whose signature does not verify is refused, naming it.
     let mut forged = stratum_domain::testing::manifest("1.2.0", "13.1", None);
     forged["cves"] = json!(["CVE-2026-9999"]);
-    let file = d.join("forged.json");
-    std::fs::write(&file, forged.to_string()).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
-        .args(["releases", "import", "--file"])
-        .arg(&file)
-        .env(
-            "STRATUM_DATABASE_URL",
-            format!("sqlite://{}", d.join("stratum.db").display()),
-        )
-        .env("STRATUM_RELEASE_KEYS", &keys)
-        .output()
-        .unwrap();
+    let out = import("forged.json", &forged);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("signature"));
 
