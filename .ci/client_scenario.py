@@ -27,7 +27,7 @@ from client.api.membership import (  # noqa: E402
 )
 from client.models import (  # noqa: E402
     AdmitBody,
-    AdmitBodyLabels,
+    AdmitBodyLabelsType0,
     AdmitBodyRole,
     DecommissionBody,
     Error,
@@ -55,7 +55,7 @@ def until(what, probe, seconds=30):
     raise SystemExit(f"timed out waiting for {what}")
 
 
-labels = AdmitBodyLabels.from_dict({"topology.rack": "r1"})
+labels = AdmitBodyLabelsType0.from_dict({"topology.rack": "r1"})
 for i, node in enumerate(["n-1", "n-2", "n-3", "n-4"], start=1):
     m = ok(
         admit.sync(

@@ -71,7 +71,7 @@ fn resume_from(
 #[utoipa::path(get, path = "/v1/admin/events/stream", tag = "audit",
     params(("after" = Option<u64>, Query, description = "Send events after this position; a reconnect's Last-Event-ID wins."),
            ("Last-Event-ID" = Option<String>, Header, description = "The id (position) of the last event a reconnecting client received: the stream resumes after it.")),
-    responses((status = 200, description = "Server-Sent Events: each event's id is its position and its data the event as JSON, in order, each once.")),
+    responses((status = 200, description = "Server-Sent Events: each event's id is its position and its data the event as JSON, in order, each once.", content_type = "text/event-stream", body = super::system::SseEvent)),
     security(("bearer" = [])))]
 pub async fn stream(
     State(state): State<AppState>,
@@ -158,7 +158,7 @@ pub fn event_json(e: &Recorded) -> Result<Value, ApiError> {
            ("type" = Option<String>, Query), ("actor" = Option<String>, Query),
            ("from" = Option<String>, Query, description = "RFC 3339: only events at or after this time."),
            ("to" = Option<String>, Query, description = "RFC 3339: only events before this time.")),
-    responses((status = 200, description = "Up to `limit` events after a position, oldest first, filtered, and `nextAfter`, where to continue: with filters a page may hold fewer events than the positions it covered.")),
+    responses((status = 200, description = "Up to `limit` events after a position, oldest first, filtered, and `nextAfter`, where to continue: with filters a page may hold fewer events than the positions it covered.", body = super::system::EventPage)),
     security(("bearer" = [])))]
 pub async fn list_events(
     State(state): State<AppState>,
@@ -202,7 +202,7 @@ pub async fn list_events(
 }
 
 #[utoipa::path(get, path = "/v1/admin/events/verify", tag = "audit",
-    responses((status = 200, description = "`{verified: true, position, hash}` or `{verified: false, position, reason}` naming the first position that does not verify.")),
+    responses((status = 200, description = "`{verified: true, position, hash}` or `{verified: false, position, reason}` naming the first position that does not verify.", body = super::system::Verified)),
     security(("bearer" = [])))]
 pub async fn verify(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     Ok(Json(match verify_chain(&*state.store).await? {

@@ -45,10 +45,11 @@ impl<T> Field<T> {
 
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Field<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = Value::deserialize(d)?;
+        let mut v = Value::deserialize(d)?;
         if v.is_null() {
             return Ok(Field::Null);
         }
+        whole_numbers(&mut v);
         Ok(match serde_json::from_value::<T>(v) {
             Ok(t) => Field::Given(t),
             Err(e) => Field::Invalid(type_message(&e.to_string())),
@@ -56,11 +57,31 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Field<T> {
     }
 }
 
+/// JSON has one number type: `2022.0` is the whole number 2022, as JSON
+/// Schema's `integer` says. Whole floats become integers, at any depth, so
+/// an integer field takes them.
+fn whole_numbers(v: &mut Value) {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0) {
+                if f >= 0.0 && f <= u64::MAX as f64 {
+                    *v = Value::from(f as u64);
+                } else if f < 0.0 && f >= i64::MIN as f64 {
+                    *v = Value::from(f as i64);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers),
+        Value::Object(fields) => fields.values_mut().for_each(whole_numbers),
+        _ => {}
+    }
+}
+
 fn type_message(serde_msg: &str) -> String {
     // serde says "invalid type: integer `5`, expected a string"; keep the
     // part a person needs.
     match serde_msg.split_once(", expected ") {
-        Some((_, expected)) => format!("must be {expected}"),
+        Some((_, expected)) => format!("must be {}", for_people(expected)),
         None => serde_msg.to_owned(),
     }
 }
@@ -123,8 +144,17 @@ macro_rules! request_body {
                     if let (Some(d), utoipa::openapi::RefOr::T(s)) = (text(&[$($fdoc),*]), &mut field) {
                         $crate::http::extract::describe(s, d);
                     }
+                    #[allow(unused_mut, unused_assignments)]
+                    let mut required = false;
+                    $( let _ = stringify!($req); required = true; )?
+                    if required {
+                        object = object.required($json);
+                    } else {
+                        // An optional field may be sent as null: the server
+                        // takes it as left out.
+                        field = $crate::http::extract::nullable(field);
+                    }
                     object = object.property($json, field);
-                    $( let _ = stringify!($req); object = object.required($json); )?
                 )*
                 utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::Object(object.build()))
             }
@@ -185,7 +215,7 @@ pub mod shape {
 
     /// One non-empty line of at most 2,048 bytes (an error line, a reason).
     pub fn line(_: RefOr<Schema>) -> RefOr<Schema> {
-        text(Some("^[^\\r\\n]*[^\\s][^\\r\\n]*$"), 1, 512).into()
+        text(Some("^[^\\r\\n]*[^\\s][^\\r\\n]*$"), 1, 2048).into()
     }
 
     /// One short line: a host-helper intent.
@@ -309,6 +339,36 @@ pub mod shape {
     }
 }
 
+/// serde names Rust types ("u64"); a person reads what they allow.
+fn for_people(expected: &str) -> String {
+    match expected.trim() {
+        "u64" => "a whole number from 0 to 18446744073709551615".to_owned(),
+        "u32" => "a whole number from 0 to 4294967295".to_owned(),
+        "u16" => "a whole number from 0 to 65535".to_owned(),
+        "i64" => "a whole number".to_owned(),
+        "a boolean" => "true or false".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+/// A schema that also takes null.
+pub fn nullable(
+    s: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+    let description = match &s {
+        utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::Object(o)) => {
+            o.description.clone()
+        }
+        _ => None,
+    };
+    OneOfBuilder::new()
+        .item(s)
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .description(description)
+        .into()
+}
+
 /// Sets the description of a field's schema, whatever kind it is.
 pub fn describe(s: &mut utoipa::openapi::schema::Schema, d: String) {
     use utoipa::openapi::schema::Schema;
@@ -417,7 +477,11 @@ pub fn write_headers(h: &HeaderMap) -> Result<WriteHeaders, ApiError> {
     let mut errors = Vec::new();
     let idempotency_key = match h.get("idempotency-key").map(|v| v.to_str()) {
         None => None,
-        Some(Ok(k)) if !k.is_empty() && k.len() <= 255 => Some(k.to_owned()),
+        Some(Ok(k))
+            if !k.is_empty() && k.len() <= 255 && k.bytes().all(|c| (0x21..=0x7e).contains(&c)) =>
+        {
+            Some(k.to_owned())
+        }
         Some(_) => {
             errors.push(FieldError::new(
                 "Idempotency-Key",

@@ -122,7 +122,7 @@ request_body! {
 /// shows the secret. A retry with the same `Idempotency-Key` answers the
 /// token without its secret.
 #[utoipa::path(post, path = "/v1/admin/iam/tokens", tag = "iam", request_body = CreateTokenBody,
-    responses((status = 201, description = "The token, with its secret in `token` (this once)."),
+    responses((status = 201, description = "The token, with its secret in `token` (this once).", body = super::system::CreatedToken),
               (status = 400, description = "Bad request.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create_token(

@@ -597,7 +597,7 @@ pub async fn get_member(
 
 #[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}/history", tag = "membership",
     params(("nodeId" = String, Path)),
-    responses((status = 200, description = "The member's events, oldest first.")),
+    responses((status = 200, description = "The member's events, oldest first.", body = super::system::History)),
     security(("bearer" = [])))]
 pub async fn member_history(
     State(state): State<AppState>,
@@ -777,7 +777,7 @@ request_body! {
 
 #[utoipa::path(post, path = "/v1/admin/cluster/join-requests", tag = "membership",
     request_body = JoinRequestBody,
-    responses((status = 201, description = "The join request.")),
+    responses((status = 201, description = "The join request.", body = stratum_projections::JoinRequestRecord)),
     security(("bearer" = [])))]
 pub async fn request_join(
     State(state): State<AppState>,
@@ -856,7 +856,7 @@ request_body! {
 
 #[utoipa::path(post, path = "/v1/admin/cluster/join-requests/{id}/approve", tag = "membership",
     params(("id" = String, Path)), request_body = ApproveBody,
-    responses((status = 200, description = "The join request, approved."),
+    responses((status = 200, description = "The join request, approved.", body = stratum_projections::JoinRequestRecord),
               (status = 409, description = "JOIN_APPROVAL_REFUSED with fieldErrors.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn approve_join(
@@ -894,7 +894,7 @@ request_body! {
 
 #[utoipa::path(post, path = "/v1/admin/cluster/join-requests/{id}/reject", tag = "membership",
     params(("id" = String, Path)), request_body = RejectBody,
-    responses((status = 200, description = "The join request, rejected.")),
+    responses((status = 200, description = "The join request, rejected.", body = stratum_projections::JoinRequestRecord)),
     security(("bearer" = [])))]
 pub async fn reject_join(
     State(state): State<AppState>,

@@ -47,6 +47,134 @@ pub struct ErrorBody {
     details: Option<serde_json::Value>,
 }
 
+/// `GET /healthz`: the process is up.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct Health {
+    /// ok.
+    status: String,
+}
+
+/// `GET /readyz`: the database answers and the read models are caught up.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct Ready {
+    /// ready.
+    status: String,
+    /// The log's head position.
+    position: u64,
+}
+
+/// One event of the log, its payload decoded (auditors read JSON, never
+/// postcard).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[serde(rename_all = "camelCase")]
+pub struct EventDoc {
+    /// The global position: 1, 2, 3, … with no gaps, in commit order.
+    position: u64,
+    stream_id: String,
+    /// The version within its stream.
+    stream_version: u64,
+    /// The event type, e.g. MemberJoinFailed.
+    #[schema(rename = "type")]
+    event_type: String,
+    schema_version: u16,
+    event_id: String,
+    occurred_at: String,
+    /// The acting principal.
+    principal: String,
+    request_id: Option<String>,
+    /// The position of the event that caused it (process managers).
+    causation: Option<u64>,
+    correlation: Option<String>,
+    /// The payload, decoded.
+    #[schema(value_type = Object)]
+    payload: serde_json::Value,
+    /// SHA-256 of the event before, hex.
+    prev_hash: String,
+    /// SHA-256(prevHash ‖ canonical bytes of the event), hex.
+    hash: String,
+}
+
+/// One Server-Sent Event of the event stream.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct SseEvent {
+    /// The event's position (a reconnect sends it as Last-Event-ID).
+    id: String,
+    /// The event type.
+    event: String,
+    /// The event as JSON (see EventDoc).
+    data: String,
+}
+
+/// A page of the log.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[serde(rename_all = "camelCase")]
+pub struct EventPage {
+    events: Vec<EventDoc>,
+    /// Where to continue: the `after` of the next page.
+    next_after: u64,
+}
+
+/// A stream's events, oldest first.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct History {
+    events: Vec<EventDoc>,
+}
+
+/// The chain verified up to the head, or the first position that does not
+/// verify.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct Verified {
+    verified: bool,
+    position: u64,
+    /// The head's hash, when verified.
+    hash: Option<String>,
+    /// What does not verify, when not.
+    reason: Option<String>,
+}
+
+/// A created token, with its secret in `token` (this once).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedToken {
+    id: String,
+    /// The secret: shown this once, stored only as a hash.
+    token: Option<String>,
+    principal: String,
+    policies: Vec<String>,
+    expires_at: Option<String>,
+    created_at: String,
+    created_by: String,
+    revoked_at: Option<String>,
+    revoked_by: Option<String>,
+}
+
+/// A registered release: its manifest exactly as signed, and who
+/// registered it when, from where.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseDoc {
+    version: String,
+    #[schema(value_type = Vec<Object>)]
+    components: Option<Vec<serde_json::Value>>,
+    #[schema(value_type = Object)]
+    os: serde_json::Value,
+    #[schema(value_type = Object)]
+    signature: serde_json::Value,
+    registered_by: String,
+    registered_at: String,
+    /// manifest (registered over the API) or media (install media, on the host).
+    source_kind: String,
+}
+
 /// A page of a list: its items, and the cursor of the next page (null on
 /// the last).
 #[derive(ToSchema)]
@@ -110,13 +238,13 @@ impl Modify for Bearer {
 pub struct ApiDoc;
 
 #[utoipa::path(get, path = "/healthz", tag = "system",
-    responses((status = 200, description = "The process is up.")))]
+    responses((status = 200, description = "The process is up.", body = Health)))]
 pub async fn healthz() -> Json<serde_json::Value> {
     Json(json!({ "status": "ok" }))
 }
 
 #[utoipa::path(get, path = "/readyz", tag = "system",
-    responses((status = 200, description = "The database answers and the read models are caught up."),
+    responses((status = 200, description = "The database answers and the read models are caught up.", body = Ready),
               (status = 503, description = "Not ready.", body = ErrorBody)))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
     let check = async {
@@ -142,7 +270,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "system",
-    responses((status = 200, description = "This document: the OpenAPI 3.1 description of the whole API.")))]
+    responses((status = 200, description = "This document: the OpenAPI 3.1 description of the whole API.", body = Object)))]
 pub async fn openapi() -> Json<serde_json::Value> {
     Json(document_json())
 }
@@ -409,6 +537,9 @@ fn common_answers(op: &mut utoipa::openapi::path::Operation, route: &Route) {
     }
     if gated && write {
         let params = op.parameters.get_or_insert_with(Vec::new);
+        // An operation's own annotation may name these headers: its
+        // parameter keeps its description and gets the same schema.
+        params.retain(|p| !matches!(p.name.as_str(), "If-Match" | "Idempotency-Key"));
         for (name, description) in [
             ("If-Match", "Apply the change only if the addressed record is at this version (an ETag this service answered); 412 otherwise."),
             ("Idempotency-Key", "The same key from the same principal with the same request answers the first response again and appends nothing; with another request, 422."),

@@ -321,7 +321,7 @@ async fn upgrade_command(
 /// unknown key is refused 400 naming `signature`. Registering the same
 /// manifest again answers the release unchanged.
 #[utoipa::path(post, path = "/v1/admin/releases", tag = "upgrades", request_body = ManifestBody,
-    responses((status = 201, description = "The registered release."),
+    responses((status = 201, description = "The registered release.", body = super::system::ReleaseDoc),
               (status = 400, description = "A bad manifest or signature.", body = crate::http::system::ErrorBody),
               (status = 409, description = "RELEASE_EXISTS: the version is registered with another manifest.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
@@ -344,7 +344,7 @@ pub async fn register_release(
 
 #[utoipa::path(get, path = "/v1/admin/releases", tag = "upgrades",
     params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, description = "A page of releases ordered by version text.")),
+    responses((status = 200, description = "A page of releases ordered by version text.", body = super::system::Page<super::system::ReleaseDoc>)),
     security(("bearer" = [])))]
 pub async fn list_releases(
     State(state): State<AppState>,
@@ -355,7 +355,7 @@ pub async fn list_releases(
 
 #[utoipa::path(get, path = "/v1/admin/releases/{version}", tag = "upgrades",
     params(("version" = String, Path)),
-    responses((status = 200, description = "The release's manifest as registered."),
+    responses((status = 200, description = "The release's manifest as registered.", body = super::system::ReleaseDoc),
               (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_release(
@@ -441,7 +441,7 @@ pub struct BackupSpec {
     /// node: on the node. target: the configured backup target (400 naming
     /// backup.location when none is configured). Default: target when one
     /// is configured, else node.
-    #[schema(value_type = Option<String>, example = "node")]
+    #[schema(value_type = Option<String>, example = "node", pattern = "^(node|target)$")]
     pub location: Option<String>,
     /// Encrypt to the backup recipient; always true for a target with a
     /// configured recipient. Default false.
@@ -570,7 +570,7 @@ pub async fn get_upgrade(
 /// Every event of one upgrade, in order: the audit trail of who did what.
 #[utoipa::path(get, path = "/v1/admin/upgrades/{id}/history", tag = "upgrades",
     params(("id" = String, Path)),
-    responses((status = 200, description = "The upgrade's events, oldest first."),
+    responses((status = 200, description = "The upgrade's events, oldest first.", body = super::system::History),
               (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn upgrade_history(
@@ -891,9 +891,12 @@ async fn list_docs(
 pub struct ImageFact {
     /// `image`, as a manifest spells it; may be left out.
     #[serde(default)]
+    #[schema(pattern = "^image$")]
     pub kind: Option<String>,
     /// The images.yaml service name.
+    #[schema(min_length = 1)]
     pub name: String,
+    #[schema(min_length = 1)]
     pub version: String,
     /// sha256:<64 hex digits>.
     #[serde(default)]
@@ -906,10 +909,13 @@ pub struct ImageFact {
 pub struct PackageFact {
     /// `package`, as a manifest spells it; may be left out.
     #[serde(default)]
+    #[schema(pattern = "^package$")]
     pub kind: Option<String>,
+    #[schema(min_length = 1)]
     pub name: String,
     #[serde(default)]
     pub epoch: u32,
+    #[schema(min_length = 1)]
     pub version: String,
     #[serde(default)]
     pub release: String,
