@@ -217,6 +217,28 @@ fn progress(len: u64, what: &str) -> ProgressBar {
     bar
 }
 
+/// Opens a database that must already exist: every command but `serve` and
+/// `events import` reads or adds to a record someone made, and a typo in a
+/// SQLite path must not answer about an empty database it just created.
+async fn open_existing(db: &Db) -> anyhow_like::Result<Arc<dyn EventStore>> {
+    if db.database_url.starts_with("sqlite:") {
+        use std::str::FromStr;
+        let opts = sqlx::sqlite::SqliteConnectOptions::from_str(&db.database_url).map_err(|e| {
+            anyhow_like::Error(format!("cannot open {}: {e}", redact_url(&db.database_url)))
+        })?;
+        let path = opts.get_filename();
+        let in_memory = path.as_os_str().is_empty() || path.to_string_lossy().contains(":memory:");
+        if !in_memory && !path.exists() {
+            return Err(anyhow_like::Error(format!(
+                "no database at {}: only `stratum serve` and `stratum events import` create one",
+                path.display()
+            )));
+        }
+    }
+    open(db).await
+}
+
+/// Opens the database, creating an SQLite file that does not exist yet.
 async fn open(db: &Db) -> anyhow_like::Result<Arc<dyn EventStore>> {
     store::connect(&db.database_url).await.map_err(|e| {
         anyhow_like::Error(format!("cannot open {}: {e}", redact_url(&db.database_url)))
@@ -282,7 +304,7 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
         } => {
             let verification = match file {
                 Some(path) => verify_file(&path)?,
-                None => verify_chain(&*open(&db).await?).await?,
+                None => verify_chain(&*open_existing(&db).await?).await?,
             };
             match verification {
                 Verification::Intact { position, hash } => {
@@ -301,7 +323,7 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
         Cmd::Events {
             command: EventsCmd::Export { after, until, db },
         } => {
-            let store = open(&db).await?;
+            let store = open_existing(&db).await?;
             export(&*store, after, until, &mut std::io::stdout().lock()).await?;
             Ok(0)
         }
@@ -314,7 +336,7 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
         } => {
             let rm = match file {
                 Some(path) => replay_file(&path, until)?,
-                None => crate::command::load(open(&db).await?, until).await?,
+                None => crate::command::load(open_existing(&db).await?, until).await?,
             };
             println!("{}", rm.membership_digest());
             Ok(0)
@@ -323,7 +345,7 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
             "say --check, --rebuild or --digest".into(),
         )),
         Cmd::Replay { check, db, .. } => {
-            let store = open(&db).await?;
+            let store = open_existing(&db).await?;
             let head = store.head().await?.position;
             let bar = progress(head, if check { "checking" } else { "rebuilding" });
             let rm = crate::command::replay(store.clone(), None, |p| bar.set_position(p)).await?;
@@ -422,7 +444,7 @@ pub async fn token(cmd: TokenCmd) -> anyhow_like::Result<(i32, String)> {
     use stratum_domain::Command;
     let (db, command) = match cmd {
         TokenCmd::List { db } => {
-            let store = open(&db).await?;
+            let store = open_existing(&db).await?;
             let docs: Vec<String> = store
                 .token_docs()
                 .await?
@@ -450,7 +472,7 @@ pub async fn token(cmd: TokenCmd) -> anyhow_like::Result<(i32, String)> {
         TokenCmd::Revoke { id, db } => (db, (IamCommand::RevokeToken { token_id: id }, None)),
     };
     let (command, secret) = command;
-    let store = open(&db).await?;
+    let store = open_existing(&db).await?;
     let bus = crate::command::CommandBus::start(store).await?;
     let reply = bus
         .execute(crate::command::CommandRequest::new(
@@ -490,7 +512,7 @@ pub async fn import_release(file: &std::path::Path, db: &Db) -> anyhow_like::Res
     if let Err(e) = stratum_domain::release::verify_signature(&manifest, &keys) {
         req.input_errors.push(e);
     }
-    let store = open(db).await?;
+    let store = open_existing(db).await?;
     let bus = crate::command::CommandBus::start(store).await?;
     let reply = bus
         .execute(req)

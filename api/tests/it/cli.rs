@@ -336,3 +336,43 @@ async fn replaying_an_export_to_p_reproduces_the_digest_the_api_answers_as_of_p(
     let distinct: std::collections::BTreeSet<_> = answers.iter().map(|(_, d)| d).collect();
     assert!(distinct.len() > 2, "the digest follows the state");
 }
+
+/// A mistyped SQLite path is an error naming the path, for every command
+/// that reads or adds to an existing record, and no file is created; `serve`
+/// and `events import` are the commands that may start a new database.
+#[test]
+fn commands_on_a_missing_sqlite_database_fail_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("typo.db");
+    let url = format!("sqlite://{}", path.display());
+    for args in [
+        &["events", "verify"][..],
+        &["events", "export"],
+        &["replay", "--check"],
+        &["replay", "--digest"],
+        &["token", "list"],
+        &[
+            "token",
+            "create",
+            "--principal",
+            "user/ann",
+            "--policy",
+            "ClusterOperator",
+        ],
+        &["token", "revoke", "tok-1"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_stratum"))
+            .args(args)
+            .env("STRATUM_DATABASE_URL", &url)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("no database at {}", path.display())),
+            "{args:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?} printed an answer");
+        assert!(!path.exists(), "{args:?} created {}", path.display());
+    }
+}
