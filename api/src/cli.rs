@@ -661,7 +661,7 @@ pub fn verify_file(path: &std::path::Path) -> anyhow_like::Result<Verification> 
         if let Err(b) = v.check(&e) {
             return Ok(Verification::Broken {
                 position: b.position(),
-                reason: format!("line {}: {b:?}", n + 1),
+                reason: format!("line {}: {b}", n + 1),
             });
         }
     }
@@ -685,7 +685,7 @@ pub fn replay_file(
             break;
         }
         v.check(&e)
-            .map_err(|b| anyhow_like::Error(format!("line {}: the chain breaks: {b:?}", n + 1)))?;
+            .map_err(|b| anyhow_like::Error(format!("line {}: the chain breaks: {b}", n + 1)))?;
         rm.apply_recorded(&e)
             .map_err(|err| anyhow_like::Error(format!("line {}: {err}", n + 1)))?;
     }
@@ -709,7 +709,7 @@ pub async fn import(
     while let Some((n, line)) = lines.next() {
         let e = parse_line(n, &line?).map_err(anyhow_like::Error)?;
         v.check(&e)
-            .map_err(|b| anyhow_like::Error(format!("line {}: the chain breaks: {b:?}", n + 1)))?;
+            .map_err(|b| anyhow_like::Error(format!("line {}: the chain breaks: {b}", n + 1)))?;
         chunk.push(e);
         if chunk.len() == READ_CHUNK as usize || lines.peek().is_none() {
             let mut tx = store.begin_write().await?;

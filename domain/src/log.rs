@@ -112,13 +112,16 @@ pub fn log_precision(t: DateTime<Utc>) -> DateTime<Utc> {
 }
 
 /// Where a chain stops verifying.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ChainBreak {
     /// The position does not follow the previous one (a removed or reordered event).
+    #[error("expected position {expected}, found {found}: an event is missing or out of order")]
     Position { expected: u64, found: u64 },
     /// The stored `prev_hash` is not the previous event's hash.
+    #[error("the event at {position} does not carry the previous event's hash: an event before it was changed, removed or reordered")]
     PrevHash { position: u64 },
     /// The stored hash is not the hash of the event's bytes.
+    #[error("the event at {position} does not match its stored hash: its bytes were changed")]
     Hash { position: u64 },
 }
 

@@ -31,7 +31,7 @@ pub async fn verify_chain(store: &dyn EventStore) -> Result<Verification, StoreE
             if let Err(b) = v.check(e) {
                 return Ok(Verification::Broken {
                     position: b.position(),
-                    reason: format!("{b:?}"),
+                    reason: b.to_string(),
                 });
             }
         }

@@ -93,7 +93,9 @@ async fn changing_one_byte_of_any_stored_event_is_named_by_verify() {
                 got,
                 stratum_api::store::Verification::Broken {
                     position: p,
-                    reason: "Hash { position: ".to_owned() + &p.to_string() + " }"
+                    reason: format!(
+                        "the event at {p} does not match its stored hash: its bytes were changed"
+                    )
                 },
                 "{}: {flip} at {p}",
                 db.backend
@@ -102,6 +104,8 @@ async fn changing_one_byte_of_any_stored_event_is_named_by_verify() {
                 let (code, out) = stratum(&["events", "verify"], &db.url);
                 assert_eq!(code, 1, "{out}");
                 assert!(out.contains("broken at position 3"), "{out}");
+                assert!(out.contains("does not match its stored hash"), "{out}");
+                assert!(!out.contains('{'), "a reason for people, not Debug: {out}");
             }
             let undo = match flip.split(" = ").next().unwrap() {
                 "payload" => {
