@@ -185,6 +185,11 @@ pub enum EventsCmd {
         /// An export (`stratum events export`) to check instead of the database.
         #[arg(long)]
         file: Option<std::path::PathBuf>,
+        /// A head written down earlier, as `POSITION:HASH` (what a previous
+        /// verify printed): the log must still reach it with that hash, so
+        /// a cut tail or a log rewritten from the start is caught.
+        #[arg(long, value_name = "POSITION:HASH")]
+        expect_head: Option<stratum_domain::log::RecordedHead>,
         #[command(flatten)]
         db: Db,
     },
@@ -300,16 +305,21 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
             Ok(0)
         }
         Cmd::Events {
-            command: EventsCmd::Verify { file, db },
+            command:
+                EventsCmd::Verify {
+                    file,
+                    expect_head,
+                    db,
+                },
         } => {
             let verification = match file {
-                Some(path) => verify_file(&path)?,
-                None => verify_chain(&*open_existing(&db).await?).await?,
+                Some(path) => verify_file(&path, expect_head)?,
+                None => verify_chain(&*open_existing(&db).await?, expect_head).await?,
             };
             match verification {
                 Verification::Intact { position, hash } => {
                     println!(
-                        "verified: {position} events, head hash {}",
+                        "verified: {position} events, head {position}:{}",
                         hex::encode(hash)
                     );
                     Ok(0)
@@ -643,10 +653,14 @@ fn parse_line(n: usize, line: &str) -> Result<stratum_domain::log::Recorded, Str
     Ok(e)
 }
 
-/// Verifies an export offline: every line parses, its payload matches its
-/// bytes, and the chain holds from position 1.
-pub fn verify_file(path: &std::path::Path) -> anyhow_like::Result<Verification> {
-    let mut v = stratum_domain::log::ChainVerifier::default();
+/// Verifies an export offline: it holds events, every line parses, its
+/// payload matches its bytes, the chain holds from position 1, and it
+/// reaches the recorded head if one is given.
+pub fn verify_file(
+    path: &std::path::Path,
+    recorded: Option<stratum_domain::log::RecordedHead>,
+) -> anyhow_like::Result<Verification> {
+    let mut v = stratum_domain::log::ChainVerifier::expecting(recorded);
     for (n, line) in export_lines(path)? {
         let line = line?;
         let e = match parse_line(n, &line) {
@@ -664,6 +678,18 @@ pub fn verify_file(path: &std::path::Path) -> anyhow_like::Result<Verification> 
                 reason: format!("line {}: {b}", n + 1),
             });
         }
+    }
+    if v.position == 0 {
+        return Ok(Verification::Broken {
+            position: 1,
+            reason: "the export holds no events: an empty file proves nothing".into(),
+        });
+    }
+    if let Err(b) = v.finish() {
+        return Ok(Verification::Broken {
+            position: b.position(),
+            reason: b.to_string(),
+        });
     }
     Ok(Verification::Intact {
         position: v.position,

@@ -123,6 +123,12 @@ pub enum ChainBreak {
     /// The stored hash is not the hash of the event's bytes.
     #[error("the event at {position} does not match its stored hash: its bytes were changed")]
     Hash { position: u64 },
+    /// The event at a recorded head does not have the hash recorded for it.
+    #[error("the event at {position} does not have the head hash recorded for it: the log was rewritten up to there")]
+    NotRecordedHead { position: u64 },
+    /// The log ends before a recorded head.
+    #[error("the log ends at {ends}, before the recorded head at {recorded}: its tail was cut")]
+    Truncated { ends: u64, recorded: u64 },
 }
 
 impl ChainBreak {
@@ -130,8 +136,33 @@ impl ChainBreak {
     pub fn position(&self) -> u64 {
         match self {
             ChainBreak::Position { expected, .. } => *expected,
-            ChainBreak::PrevHash { position } | ChainBreak::Hash { position } => *position,
+            ChainBreak::PrevHash { position }
+            | ChainBreak::Hash { position }
+            | ChainBreak::NotRecordedHead { position } => *position,
+            ChainBreak::Truncated { ends, .. } => ends + 1,
         }
+    }
+}
+
+/// A head an auditor wrote down earlier (`POSITION:HASH`, the hash in hex,
+/// as `stratum events verify` and `/events/verify` print it): a later
+/// verification must still reach it, with the same hash, or the log was cut
+/// or rewritten since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordedHead {
+    pub position: u64,
+    pub hash: [u8; 32],
+}
+
+impl std::str::FromStr for RecordedHead {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?} is not POSITION:HASH (a position, a colon, 64 hex digits)");
+        let (p, h) = s.split_once(':').ok_or_else(bad)?;
+        let position = p.parse::<u64>().ok().filter(|p| *p > 0).ok_or_else(bad)?;
+        let hash = hash_from_hex(h, "hash").map_err(|_| bad())?;
+        Ok(Self { position, hash })
     }
 }
 
@@ -140,6 +171,8 @@ impl ChainBreak {
 pub struct ChainVerifier {
     pub position: u64,
     pub hash: [u8; 32],
+    /// A head the chain must reach with this hash.
+    pub recorded: Option<RecordedHead>,
 }
 
 impl Default for ChainVerifier {
@@ -147,11 +180,31 @@ impl Default for ChainVerifier {
         Self {
             position: 0,
             hash: GENESIS_HASH,
+            recorded: None,
         }
     }
 }
 
 impl ChainVerifier {
+    /// A verifier that also holds the chain to a head recorded earlier.
+    pub fn expecting(recorded: Option<RecordedHead>) -> Self {
+        Self {
+            recorded,
+            ..Self::default()
+        }
+    }
+
+    /// After the last event: the chain reached the recorded head, if any.
+    pub fn finish(&self) -> Result<(), ChainBreak> {
+        match self.recorded {
+            Some(r) if self.position < r.position => Err(ChainBreak::Truncated {
+                ends: self.position,
+                recorded: r.position,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     pub fn check(&mut self, e: &Recorded) -> Result<(), ChainBreak> {
         let expected = self.position + 1;
         if e.position != expected {
@@ -169,6 +222,13 @@ impl ChainVerifier {
             return Err(ChainBreak::Hash {
                 position: e.position,
             });
+        }
+        if let Some(r) = self.recorded {
+            if r.position == e.position && r.hash != e.hash {
+                return Err(ChainBreak::NotRecordedHead {
+                    position: e.position,
+                });
+            }
         }
         self.position = e.position;
         self.hash = e.hash;
@@ -236,6 +296,65 @@ mod tests {
         let mut events = chain(5);
         events.remove(1);
         assert_eq!(verify(&events).unwrap_err().position(), 2);
+    }
+
+    fn verify_against(events: &[Recorded], recorded: &str) -> Result<u64, ChainBreak> {
+        let mut v = ChainVerifier::expecting(Some(recorded.parse().unwrap()));
+        for e in events {
+            v.check(e)?;
+        }
+        v.finish()?;
+        Ok(v.position)
+    }
+
+    #[test]
+    fn a_recorded_head_catches_a_cut_tail_and_a_rewritten_log() {
+        let events = chain(5);
+        let at3 = format!("3:{}", hex::encode(events[2].hash));
+        // The log went on after the head was written down: still intact.
+        assert_eq!(verify_against(&events, &at3), Ok(5));
+        // Cut back to 2 events, the chain alone still verifies...
+        assert_eq!(verify(&events[..2]), Ok(2));
+        // ...but not against the head recorded at 3.
+        let cut = verify_against(&events[..2], &at3).unwrap_err();
+        assert_eq!(
+            cut,
+            ChainBreak::Truncated {
+                ends: 2,
+                recorded: 3
+            }
+        );
+        assert_eq!(cut.position(), 3);
+        // A log rebuilt from 1 with other bytes verifies on its own, but
+        // its event 3 is not the one recorded.
+        let mut rewritten = chain(5);
+        let mut prev = GENESIS_HASH;
+        for e in rewritten.iter_mut() {
+            e.payload[0] ^= 0x80;
+            e.seal(prev);
+            prev = e.hash;
+        }
+        assert_eq!(verify(&rewritten), Ok(5));
+        assert_eq!(
+            verify_against(&rewritten, &at3),
+            Err(ChainBreak::NotRecordedHead { position: 3 })
+        );
+    }
+
+    #[test]
+    fn a_recorded_head_is_position_colon_hex() {
+        let hash = "ab".repeat(32);
+        let r: RecordedHead = format!("7:{hash}").parse().unwrap();
+        assert_eq!((r.position, r.hash), (7, [0xab; 32]));
+        for bad in [
+            "7".to_owned(),
+            format!("0:{hash}"),
+            format!("x:{hash}"),
+            "7:abc".to_owned(),
+            format!("7:{}zz", &hash[2..]),
+        ] {
+            assert!(bad.parse::<RecordedHead>().is_err(), "{bad}");
+        }
     }
 
     #[test]

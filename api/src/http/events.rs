@@ -205,7 +205,7 @@ pub async fn list_events(
     responses((status = 200, description = "`{verified: true, position, hash}` or `{verified: false, position, reason}` naming the first position that does not verify.", body = super::system::Verified)),
     security(("bearer" = [])))]
 pub async fn verify(State(state): State<AppState>) -> ApiResult<Json<Value>> {
-    Ok(Json(match verify_chain(&*state.store).await? {
+    Ok(Json(match verify_chain(&*state.store, None).await? {
         Verification::Intact { position, hash } => {
             json!({ "verified": true, "position": position, "hash": hex::encode(hash) })
         }

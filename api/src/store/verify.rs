@@ -2,7 +2,7 @@
 //! chain recomputed up to the head (SPEC §3, tamper evidence). It lives
 //! beside the log, for the API's `/events/verify` and the CLI alike.
 
-use stratum_domain::log::ChainVerifier;
+use stratum_domain::log::{ChainVerifier, RecordedHead};
 
 use super::{EventStore, StoreError};
 use crate::command::READ_CHUNK;
@@ -16,12 +16,16 @@ pub enum Verification {
     Broken { position: u64, reason: String },
 }
 
-/// Recomputes the whole chain, reading the log in chunks.
-pub async fn verify_chain(store: &dyn EventStore) -> Result<Verification, StoreError> {
+/// Recomputes the whole chain, reading the log in chunks; with a head
+/// recorded earlier, the log must still reach it with the same hash.
+pub async fn verify_chain(
+    store: &dyn EventStore,
+    recorded: Option<RecordedHead>,
+) -> Result<Verification, StoreError> {
     // Verify up to the head as it is now; later commits are not this
     // answer's business.
     let head = store.head().await?;
-    let mut v = ChainVerifier::default();
+    let mut v = ChainVerifier::expecting(recorded);
     while v.position < head.position {
         let chunk = store.read_after(v.position, READ_CHUNK).await?;
         if chunk.is_empty() {
@@ -43,6 +47,12 @@ pub async fn verify_chain(store: &dyn EventStore) -> Result<Verification, StoreE
                 "the head says position {}, the log ends at {}",
                 head.position, v.position
             ),
+        });
+    }
+    if let Err(b) = v.finish() {
+        return Ok(Verification::Broken {
+            position: b.position(),
+            reason: b.to_string(),
         });
     }
     Ok(Verification::Intact {

@@ -88,7 +88,9 @@ async fn changing_one_byte_of_any_stored_event_is_named_by_verify() {
                 )
                 .await;
             }
-            let got = stratum_api::store::verify_chain(&*store).await.unwrap();
+            let got = stratum_api::store::verify_chain(&*store, None)
+                .await
+                .unwrap();
             assert_eq!(
                 got,
                 stratum_api::store::Verification::Broken {
@@ -379,4 +381,71 @@ fn commands_on_a_missing_sqlite_database_fail_and_create_nothing() {
         assert!(out.stdout.is_empty(), "{args:?} printed an answer");
         assert!(!path.exists(), "{args:?} created {}", path.display());
     }
+}
+
+/// An auditor writes down the head a verify printed; a later verify given
+/// it (`--expect-head`) catches a cut tail or another log, in the database
+/// and in an export. An empty export proves nothing and fails.
+#[tokio::test]
+async fn a_recorded_head_catches_a_cut_tail_and_an_empty_export_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in each_backend().await {
+        let app = spawn_app(&db).await;
+        scenario(&app).await;
+        drop(app);
+        let (code, out) = stratum(&["events", "verify"], &db.url);
+        assert_eq!(code, 0, "{out}");
+        let head = out.trim().rsplit(' ').next().unwrap().to_owned();
+        let n: u64 = head.split_once(':').unwrap().0.parse().unwrap();
+        let (code, out) = stratum(&["events", "verify", "--expect-head", &head], &db.url);
+        assert_eq!(code, 0, "{}: {out}", db.backend);
+        let other = format!("{n}:{}", "00".repeat(32));
+        let (code, out) = stratum(&["events", "verify", "--expect-head", &other], &db.url);
+        assert_eq!(code, 1, "{}: {out}", db.backend);
+        assert!(
+            out.contains(&format!("broken at position {n}"))
+                && out.contains("does not have the head hash recorded for it"),
+            "{}: {out}",
+            db.backend
+        );
+
+        // The export without its last event still chains on its own, but
+        // not against the head written down before.
+        let (_, export) = stratum(&["events", "export"], &db.url);
+        let lines: Vec<&str> = export.lines().collect();
+        let cut = dir.path().join(format!("cut-{}.jsonl", db.backend));
+        std::fs::write(&cut, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+        let cut = cut.display().to_string();
+        let (code, out) = stratum(&["events", "verify", "--file", &cut], "sqlite://unused.db");
+        assert_eq!(code, 0, "{out}");
+        let (code, out) = stratum(
+            &["events", "verify", "--file", &cut, "--expect-head", &head],
+            "sqlite://unused.db",
+        );
+        assert_eq!(code, 1, "{out}");
+        assert!(
+            out.contains(&format!("broken at position {n}")) && out.contains("its tail was cut"),
+            "{out}"
+        );
+    }
+
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let (code, out) = stratum(
+        &["events", "verify", "--file", &empty.display().to_string()],
+        "sqlite://unused.db",
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("the export holds no events"), "{out}");
+
+    let bad = Command::new(env!("CARGO_BIN_EXE_stratum"))
+        .args(["events", "verify", "--expect-head", "12"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("is not POSITION:HASH"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
 }
