@@ -404,6 +404,11 @@ async fn serve(
         ..Default::default()
     };
     cfg.adapters.log();
+    // The address is taken before the database is opened, so a busy port
+    // stops the start before a bootstrap token is issued and shown.
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow_like::Error(format!("cannot listen on {listen}: {e}")))?;
     let store = open(db).await?;
     let svc = service::start(store, cfg).await?;
     if let Some(token) = &svc.generated_token {
@@ -415,7 +420,6 @@ async fn serve(
         )?;
         out.flush()?;
     }
-    let listener = tokio::net::TcpListener::bind(listen).await?;
     tracing::info!(%listen, database = %redact_url(&db.database_url), "serving");
     axum::serve(listener, crate::http::app(svc.state.clone()))
         .with_graceful_shutdown(shutdown_signal())

@@ -283,6 +283,37 @@ async fn serve_refuses_to_start_on_a_malformed_raft_setting() {
     }
 }
 
+/// A busy address stops the start with an error naming it, before any
+/// database is created or a bootstrap token is issued and shown.
+#[tokio::test]
+async fn a_busy_address_stops_the_start_before_a_token_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let mut cmd = serve_command(dir.path(), port, &[]);
+    cmd.env_remove("STRATUM_BOOTSTRAP_TOKEN");
+    let out = tokio::time::timeout(Duration::from_secs(20), cmd.output())
+        .await
+        .expect("stratum serve exits")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot listen on 127.0.0.1:{port}")),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "nothing shown: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        !dir.path().join("stratum.db").exists(),
+        "no database created"
+    );
+    drop(taken);
+}
+
 #[tokio::test]
 async fn serve_without_raft_settings_records_record_only_removals() {
     let dir = tempfile::tempdir().unwrap();
