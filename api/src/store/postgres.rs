@@ -38,6 +38,19 @@ pub struct PgStore {
 impl PgStore {
     pub async fn open(url: &str) -> StoreResult<Self> {
         let opts = PgConnectOptions::from_str(url)?.application_name("stratum");
+        // One connection first, so a server that is down or refuses us is
+        // named with its error at once, not as a pool timeout 10 s later.
+        {
+            use sqlx::Connection;
+            let first = sqlx::PgConnection::connect_with(&opts).await.map_err(|e| {
+                super::StoreError::Unavailable(format!(
+                    "cannot connect to PostgreSQL at {}:{}: {e}",
+                    opts.get_host(),
+                    opts.get_port()
+                ))
+            })?;
+            first.close().await.ok();
+        }
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(10))

@@ -314,6 +314,39 @@ async fn a_busy_address_stops_the_start_before_a_token_is_shown() {
     drop(taken);
 }
 
+/// A PostgreSQL that is not there is named with the connection's own error
+/// at once, not as a pool timeout.
+#[tokio::test]
+async fn an_unreachable_postgres_is_named_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = free_port();
+    let mut cmd = serve_command(dir.path(), free_port(), &[]);
+    cmd.env(
+        "STRATUM_DATABASE_URL",
+        format!("postgres://postgres@127.0.0.1:{closed}/test"),
+    );
+    let started = std::time::Instant::now();
+    let out = tokio::time::timeout(Duration::from_secs(20), cmd.output())
+        .await
+        .expect("stratum serve exits")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot connect to PostgreSQL at 127.0.0.1:{closed}"
+        )) && stderr.to_lowercase().contains("refused"),
+        "{stderr}"
+    );
+    // The pool's acquire timeout is 10 s; the first connection's answer
+    // comes long before it.
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[tokio::test]
 async fn serve_without_raft_settings_records_record_only_removals() {
     let dir = tempfile::tempdir().unwrap();
