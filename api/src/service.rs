@@ -99,7 +99,13 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
 /// Issues the bootstrap token when the log is empty. Answers the secret
 /// when it was generated here (and so must be shown once).
 async fn bootstrap(state: &AppState, given: Option<String>) -> Result<Option<String>, StoreError> {
+    const IGNORED: &str =
+        "STRATUM_BOOTSTRAP_TOKEN is ignored: this database was bootstrapped already; \
+                           make tokens with `stratum token create` on the host";
     if state.store.head().await?.position > 0 {
+        if given.is_some() {
+            tracing::warn!("{IGNORED}");
+        }
         return Ok(None);
     }
     let generated = given.is_none();
@@ -117,6 +123,9 @@ async fn bootstrap(state: &AppState, given: Option<String>) -> Result<Option<Str
         .await
         .map_err(|e| StoreError::Unavailable(e.message))?;
     // Another replica may have bootstrapped first: then nothing was issued.
+    if !generated && reply.position.is_none() {
+        tracing::warn!("{IGNORED}");
+    }
     Ok((generated && reply.position.is_some()).then_some(secret))
 }
 

@@ -578,3 +578,28 @@ async fn serve_takes_the_raft_settings_as_flags_and_a_node_token_from_the_host_c
         "{admission}"
     );
 }
+
+/// The bootstrap token counts on the first start only; on a database that
+/// has its history it is ignored, and the log says so.
+#[tokio::test]
+async fn a_bootstrap_token_on_a_bootstrapped_database_is_said_to_be_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = start(dir.path(), &[]).await;
+    assert!(
+        !first.log().contains("STRATUM_BOOTSTRAP_TOKEN is ignored"),
+        "{}",
+        first.log()
+    );
+    first.child.kill().await.unwrap();
+    // The second start writes its own log over the first's.
+    let again = start(dir.path(), &[]).await;
+    let log = again.log();
+    assert!(
+        log.contains("STRATUM_BOOTSTRAP_TOKEN is ignored: this database was bootstrapped already"),
+        "{log}"
+    );
+    assert!(
+        !log.contains(ADMIN),
+        "the token itself is never logged: {log}"
+    );
+}
