@@ -1,6 +1,7 @@
 //! The `stratum` command line: `serve`, `events verify|export|import`,
 //! `replay`, `token create|list|revoke`.
 
+use std::future::IntoFuture;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -421,9 +422,26 @@ async fn serve(
         out.flush()?;
     }
     tracing::info!(%listen, database = %redact_url(&db.database_url), "serving");
-    axum::serve(listener, crate::http::app(svc.state.clone()))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let stopping = svc.state.shutdown.clone();
+    let server = axum::serve(listener, crate::http::app(svc.state.clone()))
+        .with_graceful_shutdown({
+            let stopping = stopping.clone();
+            async move {
+                shutdown_signal().await;
+                stopping.cancel();
+            }
+        })
+        .into_future();
+    // Event streams and long-polls end on the signal; a request still open
+    // after the grace period does not keep the process from stopping.
+    let grace = async {
+        stopping.cancelled().await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        served = server => served?,
+        _ = grace => tracing::warn!(grace = ?SHUTDOWN_GRACE, "requests still open after the grace period; stopping anyway"),
+    }
     tracing::info!("stopped");
     Ok(0)
 }
@@ -557,6 +575,9 @@ fn release_keys_from_env() -> anyhow_like::Result<TrustedKeys> {
     }
     Ok(keys)
 }
+
+/// How long a stop waits for requests in flight.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 async fn shutdown_signal() {
     let ctrl_c = async {

@@ -27,6 +27,9 @@ pub struct AppState {
     pub release_keys: Arc<TrustedKeys>,
     /// What upgrades are planned with: the backup target, the settling.
     pub upgrade_config: Arc<UpgradeConfig>,
+    /// Cancelled when the process is asked to stop: event streams and
+    /// long-polls end, so a graceful shutdown does not wait on watchers.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 #[derive(Clone, Default)]
@@ -72,6 +75,7 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         bus: bus.clone(),
         release_keys: Arc::new(cfg.release_keys.clone()),
         upgrade_config: Arc::new(cfg.upgrade.clone()),
+        shutdown: Default::default(),
     };
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];

@@ -97,6 +97,11 @@ pub async fn stream(
     };
     let events = futures::stream::unfold(tail, |mut t| async move {
         loop {
+            if t.state.shutdown.is_cancelled() {
+                // The process is stopping: the client reconnects elsewhere
+                // with Last-Event-ID and misses nothing.
+                return None;
+            }
             if let Some(e) = t.pending.pop_front() {
                 t.last = e.position;
                 let data = match event_json(&e) {
@@ -116,9 +121,12 @@ pub async fn stream(
                 Ok(_) => {
                     // Commits of this process wake us at once; those of
                     // other replicas by notification or within a second.
-                    let _ =
-                        tokio::time::timeout(std::time::Duration::from_secs(1), t.head.changed())
-                            .await;
+                    let wake =
+                        tokio::time::timeout(std::time::Duration::from_secs(1), t.head.changed());
+                    tokio::select! {
+                        _ = wake => {}
+                        _ = t.state.shutdown.cancelled() => return None,
+                    }
                 }
                 Err(err) => {
                     tracing::warn!(error = %err, "event stream cannot read the log; ending it");

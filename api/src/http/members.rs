@@ -736,9 +736,13 @@ async fn wait_for_generation(
         if generation > after {
             return Ok(());
         }
-        match tokio::time::timeout_at(deadline, head.changed()).await {
-            Ok(Ok(())) => continue,
-            _ => return Ok(()),
+        tokio::select! {
+            changed = tokio::time::timeout_at(deadline, head.changed()) => match changed {
+                Ok(Ok(())) => continue,
+                _ => return Ok(()),
+            },
+            // Stopping: answer the generation as it stands.
+            _ = state.shutdown.cancelled() => return Ok(()),
         }
     }
 }

@@ -603,3 +603,62 @@ async fn a_bootstrap_token_on_a_bootstrapped_database_is_said_to_be_ignored() {
         "the token itself is never logged: {log}"
     );
 }
+
+/// SIGTERM stops the service promptly although a watcher follows the event
+/// stream and a long-poll waits: both end, and the process exits 0.
+#[tokio::test]
+async fn sigterm_ends_event_streams_and_long_polls_and_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path(), &[]).await;
+    let stream = server
+        .http
+        .get(server.url("/v1/admin/events/stream"))
+        .bearer_auth(ADMIN)
+        .timeout(Duration::from_secs(60))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let peers: Value = server
+        .http
+        .get(server.url("/v1/admin/cluster/peers"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let poll = tokio::spawn(
+        server
+            .http
+            .get(server.url(&format!(
+                "/v1/admin/cluster/peers?after={}&waitSeconds=60",
+                peers["generation"]
+            )))
+            .bearer_auth(ADMIN)
+            .timeout(Duration::from_secs(60))
+            .send(),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = server.child.id().unwrap();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = tokio::time::timeout(Duration::from_secs(5), server.child.wait())
+        .await
+        .unwrap_or_else(|_| panic!("still running 5 s after SIGTERM:\n{}", server.log()))
+        .unwrap();
+    assert!(status.success(), "{status}: {}", server.log());
+    // The stream ended rather than being cut mid-event, and the long-poll
+    // was answered.
+    tokio::time::timeout(Duration::from_secs(5), stream.bytes())
+        .await
+        .expect("the event stream ended")
+        .expect("the event stream ended cleanly");
+    let answered = poll.await.unwrap().expect("the long-poll was answered");
+    assert_eq!(answered.status(), 200);
+    assert!(server.log().contains("stopped"), "{}", server.log());
+}
