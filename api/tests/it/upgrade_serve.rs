@@ -208,3 +208,41 @@ async fn the_api_reference_is_served_from_the_binary_alone() {
         assert!(r.bytes().await.unwrap().len() > 1000, "{asset} is embedded");
     }
 }
+
+/// The trusted keys may come from the file `STRATUM_RELEASE_KEYS_FILE`
+/// names, one `keyId=base64-key` a line: a release signed by one of them
+/// registers over the API, and a forged one is refused.
+#[tokio::test]
+async fn release_keys_from_a_file_verify_registrations() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys_file = dir.path().join("release-keys");
+    let keys = stratum_domain::testing::release_keys_spec();
+    std::fs::write(&keys_file, keys.replace(',', "\n") + "\n").unwrap();
+    let server = start(
+        dir.path(),
+        &[("STRATUM_RELEASE_KEYS_FILE", keys_file.display().to_string())],
+    )
+    .await;
+    assert!(
+        !server.log().contains("no trusted release keys"),
+        "{}",
+        server.log()
+    );
+    let register = |manifest: Value| {
+        server
+            .http
+            .post(server.url("/v1/admin/releases"))
+            .bearer_auth(ADMIN)
+            .json(&manifest)
+            .send()
+    };
+    let ok = register(stratum_domain::testing::manifest("1.0.0", "13.1", None))
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 201, "{}", ok.text().await.unwrap());
+    let mut forged = stratum_domain::testing::manifest("1.1.0", "13.1", None);
+    forged["cves"] = json!(["CVE-2026-9999"]);
+    let refused = register(forged).await.unwrap();
+    assert_eq!(refused.status(), 400);
+    assert!(refused.text().await.unwrap().contains("signature"));
+}
