@@ -229,9 +229,8 @@ fn progress(len: u64, what: &str) -> ProgressBar {
 async fn open_existing(db: &Db) -> anyhow_like::Result<Arc<dyn EventStore>> {
     if db.database_url.starts_with("sqlite:") {
         use std::str::FromStr;
-        let opts = sqlx::sqlite::SqliteConnectOptions::from_str(&db.database_url).map_err(|e| {
-            anyhow_like::Error(format!("cannot open {}: {e}", redact_url(&db.database_url)))
-        })?;
+        let opts = sqlx::sqlite::SqliteConnectOptions::from_str(&db.database_url)
+            .map_err(|e| cannot_open(db, e))?;
         let path = opts.get_filename();
         let in_memory = path.as_os_str().is_empty() || path.to_string_lossy().contains(":memory:");
         if !in_memory && !path.exists() {
@@ -246,9 +245,24 @@ async fn open_existing(db: &Db) -> anyhow_like::Result<Arc<dyn EventStore>> {
 
 /// Opens the database, creating an SQLite file that does not exist yet.
 async fn open(db: &Db) -> anyhow_like::Result<Arc<dyn EventStore>> {
-    store::connect(&db.database_url).await.map_err(|e| {
-        anyhow_like::Error(format!("cannot open {}: {e}", redact_url(&db.database_url)))
-    })
+    store::connect(&db.database_url)
+        .await
+        .map_err(|e| cannot_open(db, e))
+}
+
+fn cannot_open(db: &Db, e: impl std::fmt::Display) -> anyhow_like::Error {
+    anyhow_like::Error(format!("cannot open {}: {e}", redact_url(&db.database_url)))
+}
+
+/// Prints a host command's answer, on standard output when it succeeded
+/// and on standard error when not, and answers its exit code.
+fn emit((code, out): (i32, String)) -> i32 {
+    if code == 0 {
+        println!("{out}");
+    } else {
+        eprintln!("{out}");
+    }
+    code
 }
 
 /// A tiny error type for the CLI: a message for a person.
@@ -279,24 +293,8 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
         } => serve(listen, &db, &raft, &upgrade).await,
         Cmd::Releases {
             command: ReleasesCmd::Import { file, db },
-        } => {
-            let (code, out) = import_release(&file, &db).await?;
-            if code == 0 {
-                println!("{out}");
-            } else {
-                eprintln!("{out}");
-            }
-            Ok(code)
-        }
-        Cmd::Token { command } => {
-            let (code, out) = token(command).await?;
-            if code == 0 {
-                println!("{out}");
-            } else {
-                eprintln!("{out}");
-            }
-            Ok(code)
-        }
+        } => Ok(emit(import_release(&file, &db).await?)),
+        Cmd::Token { command } => Ok(emit(token(command).await?)),
         Cmd::Events {
             command: EventsCmd::Import { file, db },
         } => {
@@ -504,15 +502,11 @@ pub async fn token(cmd: TokenCmd) -> anyhow_like::Result<(i32, String)> {
         TokenCmd::Revoke { id, db } => (db, (IamCommand::RevokeToken { token_id: id }, None)),
     };
     let (command, secret) = command;
-    let store = open_existing(&db).await?;
-    let bus = crate::command::CommandBus::start(store).await?;
-    let reply = bus
-        .execute(crate::command::CommandRequest::new(
-            Command::Iam(command),
-            host_principal(),
-        ))
-        .await
-        .map_err(|e| anyhow_like::Error(e.message))?;
+    let reply = execute_on_host(
+        &db,
+        crate::command::CommandRequest::new(Command::Iam(command), host_principal()),
+    )
+    .await?;
     if reply.status >= 300 {
         return Ok((1, reply.body));
     }
@@ -544,13 +538,20 @@ pub async fn import_release(file: &std::path::Path, db: &Db) -> anyhow_like::Res
     if let Err(e) = stratum_domain::release::verify_signature(&manifest, &keys) {
         req.input_errors.push(e);
     }
-    let store = open_existing(db).await?;
-    let bus = crate::command::CommandBus::start(store).await?;
-    let reply = bus
-        .execute(req)
-        .await
-        .map_err(|e| anyhow_like::Error(e.message))?;
+    let reply = execute_on_host(db, req).await?;
     Ok((if reply.status < 300 { 0 } else { 1 }, reply.body))
+}
+
+/// Runs one command on the host, against the database, through the same
+/// command bus the API writes through.
+async fn execute_on_host(
+    db: &Db,
+    req: crate::command::CommandRequest,
+) -> anyhow_like::Result<crate::command::CommandReply> {
+    let bus = crate::command::CommandBus::start(open_existing(db).await?).await?;
+    bus.execute(req)
+        .await
+        .map_err(|e| anyhow_like::Error(e.message))
 }
 
 /// The trusted release keys: `STRATUM_RELEASE_KEYS` (`keyId=base64-key`,
