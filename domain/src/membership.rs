@@ -38,7 +38,18 @@ pub enum Role {
 impl Role {
     pub const ALL: [Role; 4] = [Role::Control, Role::Compute, Role::Storage, Role::Hybrid];
 
-    pub fn as_str(self) -> &'static str {
+    /// The names of [`Role::ALL`], as the API spells them.
+    pub const NAMES: [&'static str; 4] = {
+        let mut names = [""; 4];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Role::ALL[i].as_str();
+            i += 1;
+        }
+        names
+    };
+
+    pub const fn as_str(self) -> &'static str {
         match self {
             Role::Control => "control",
             Role::Compute => "compute",
@@ -400,12 +411,15 @@ fn check_node_id(f: &mut Findings, field: &str, value: &str) {
     }
 }
 
+/// The most bytes a label key or value may have.
+pub const LABEL_MAX_BYTES: usize = 253;
+
 fn check_labels(f: &mut Findings, field: &str, labels: &StringMap) {
     for (k, v) in labels {
-        if k.is_empty() || k.len() > 253 {
+        if k.is_empty() || k.len() > LABEL_MAX_BYTES {
             f.push(field, "label keys must be 1 to 253 bytes");
         }
-        if v.len() > 253 {
+        if v.len() > LABEL_MAX_BYTES {
             f.push(&format!("{field}.{k}"), "must be at most 253 bytes");
         }
     }

@@ -188,6 +188,7 @@ impl utoipa::PartialSchema for Timestamp {
 /// schemas: what a generated client or a fuzzer may send and be accepted.
 /// Each takes the field's type schema and answers the constrained one.
 pub mod shape {
+    use stratum_domain::membership;
     use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, OneOfBuilder, SchemaFormat, Type};
     use utoipa::openapi::{RefOr, Schema};
 
@@ -275,9 +276,11 @@ pub mod shape {
     pub fn labels(_: RefOr<Schema>) -> RefOr<Schema> {
         ObjectBuilder::new()
             .schema_type(Type::Object)
-            .property_names(Some(text(None, 1, 63)))
+            .property_names(Some(text(None, 1, membership::LABEL_MAX_BYTES)))
             .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::RefOr(
-                RefOr::T(Schema::Object(text(None, 0, 63).build())),
+                RefOr::T(Schema::Object(
+                    text(None, 0, membership::LABEL_MAX_BYTES).build(),
+                )),
             )))
             .examples([serde_json::json!({"topology.rack": "r1"})])
             .into()

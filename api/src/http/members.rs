@@ -29,7 +29,7 @@ use crate::request_body;
 use crate::store::MemberFilter;
 
 /// The roles a member may have.
-const ROLES: &[&str] = &["control", "compute", "storage", "hybrid"];
+const ROLES: &[&str] = &stratum_domain::membership::Role::NAMES;
 
 pub fn routes() -> Vec<Route> {
     let r = |method: Method, path, action, handler| Route {
