@@ -1,7 +1,6 @@
 //! The `stratum` command line: `serve`, `events verify|export|import`,
 //! `replay`, `token create|list|revoke`.
 
-use std::future::IntoFuture;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::command::READ_CHUNK;
+use crate::listener::{self, ConnArgs};
 use crate::raft::RaftArgs;
 use crate::service::{self, ServiceConfig};
 use crate::store::{self, redact_url, verify_chain, EventStore, StoredReadModels, Verification};
@@ -49,6 +49,8 @@ pub enum Cmd {
         raft: Box<RaftArgs>,
         #[command(flatten)]
         upgrade: UpgradeArgs,
+        #[command(flatten)]
+        conn: ConnArgs,
     },
     /// Registers releases from the host.
     Releases {
@@ -290,7 +292,8 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
             db,
             raft,
             upgrade,
-        } => serve(listen, &db, &raft, &upgrade).await,
+            conn,
+        } => serve(listen, &db, &raft, &upgrade, &conn).await,
         Cmd::Releases {
             command: ReleasesCmd::Import { file, db },
         } => Ok(emit(import_release(&file, &db).await?)),
@@ -389,24 +392,27 @@ async fn serve(
     db: &Db,
     raft: &RaftArgs,
     upgrade: &UpgradeArgs,
+    conn: &ConnArgs,
 ) -> anyhow_like::Result<i32> {
     // Every setting is read before anything starts: a malformed one stops
     // the start, naming its variable.
     let adapters = raft.adapters()?;
     let backoff = raft.backoff()?;
+    let (mut listener_cfg, limits) = conn.config()?;
     let cfg = ServiceConfig {
         bootstrap_token: bootstrap_token_from_env()?,
         release_keys: release_keys_from_env()?,
         adapters,
         backoff,
         upgrade: upgrade.config()?,
+        limits,
         ..Default::default()
     };
     cfg.adapters.log();
+    listener_cfg.max_connections = listener::connection_limit(listener_cfg.max_connections);
     // The address is taken before the database is opened, so a busy port
     // stops the start before a bootstrap token is issued and shown.
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
+    let socket = listener::bind(listen, listener_cfg.backlog)
         .map_err(|e| anyhow_like::Error(format!("cannot listen on {listen}: {e}")))?;
     let store = open(db).await?;
     let svc = service::start(store, cfg).await?;
@@ -419,26 +425,27 @@ async fn serve(
         )?;
         out.flush()?;
     }
-    tracing::info!(%listen, database = %redact_url(&db.database_url), "serving");
+    tracing::info!(
+        %listen,
+        database = %redact_url(&db.database_url),
+        max_connections = listener_cfg.max_connections,
+        backlog = listener_cfg.backlog,
+        "serving"
+    );
     let stopping = svc.state.shutdown.clone();
-    let server = axum::serve(listener, crate::http::app(svc.state.clone()))
-        .with_graceful_shutdown({
-            let stopping = stopping.clone();
-            async move {
-                shutdown_signal().await;
-                stopping.cancel();
-            }
-        })
-        .into_future();
-    // Event streams and long-polls end on the signal; a request still open
-    // after the grace period does not keep the process from stopping.
-    let grace = async {
-        stopping.cancelled().await;
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
-    };
-    tokio::select! {
-        served = server => served?,
-        _ = grace => tracing::warn!(grace = ?SHUTDOWN_GRACE, "requests still open after the grace period; stopping anyway"),
+    tokio::spawn({
+        let stopping = stopping.clone();
+        async move {
+            shutdown_signal().await;
+            // Event streams and long-polls end; requests in flight finish
+            // within the grace period.
+            stopping.cancel();
+        }
+    });
+    let grace = listener_cfg.shutdown_grace;
+    let app = crate::http::app(svc.state.clone());
+    if !listener::serve(socket, app, listener_cfg, stopping).await {
+        tracing::warn!(grace = ?grace, "requests still open after the grace period; stopping anyway");
     }
     tracing::info!("stopped");
     Ok(0)
@@ -576,9 +583,6 @@ fn release_keys_from_env() -> anyhow_like::Result<TrustedKeys> {
     }
     Ok(keys)
 }
-
-/// How long a stop waits for requests in flight.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 async fn shutdown_signal() {
     let ctrl_c = async {

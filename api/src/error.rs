@@ -54,6 +54,8 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         | ErrorCode::PolicyExists => StatusCode::CONFLICT,
         ErrorCode::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
         ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorCode::UriTooLong => StatusCode::URI_TOO_LONG,
+        ErrorCode::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
         ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         ErrorCode::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorCode::UpgradeInProgress | ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod command;
 pub mod error;
 pub mod http;
+pub mod listener;
 pub mod raft;
 pub mod service;
 pub mod store;

@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::auth::{new_id, new_secret, secret_hash};
 use crate::command::{Clock, CommandBus, CommandRequest};
+use crate::listener::RequestLimits;
 use crate::raft::{Backoff, RaftAdapters, RaftCleanup};
 use crate::store::{EventStore, StoreError};
 use crate::upgrade_driver::UpgradeDriver;
@@ -30,6 +31,25 @@ pub struct AppState {
     /// Cancelled when the process is asked to stop: event streams and
     /// long-polls end, so a graceful shutdown does not wait on watchers.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// The request timeout and the watcher bound.
+    pub limits: Arc<RequestLimits>,
+    /// One permit per open event stream or waiting long-poll.
+    pub watchers: Arc<tokio::sync::Semaphore>,
+}
+
+impl AppState {
+    /// A place for one more watcher, or 503 when every one is taken.
+    pub fn watcher(&self) -> Result<tokio::sync::OwnedSemaphorePermit, crate::error::ApiError> {
+        self.watchers.clone().try_acquire_owned().map_err(|_| {
+            crate::error::ApiError::new(
+                stratum_domain::ErrorCode::Unavailable,
+                format!(
+                    "This server follows {} event streams and long-polls already, its most; retry later or ask another replica.",
+                    self.limits.max_watchers
+                ),
+            )
+        })
+    }
 }
 
 #[derive(Clone, Default)]
@@ -46,6 +66,8 @@ pub struct ServiceConfig {
     /// How often, at most, the upgrade driver asks whether a time-driven
     /// step is due (settling, alarms); `None`: once a minute.
     pub driver_tick: Option<Duration>,
+    /// The request timeout and the watcher bound.
+    pub limits: RequestLimits,
 }
 
 /// A started service and its background tasks (aborted on drop).
@@ -76,6 +98,8 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         release_keys: Arc::new(cfg.release_keys.clone()),
         upgrade_config: Arc::new(cfg.upgrade.clone()),
         shutdown: Default::default(),
+        watchers: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_watchers)),
+        limits: Arc::new(cfg.limits.clone()),
     };
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];

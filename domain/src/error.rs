@@ -28,6 +28,10 @@ pub enum ErrorCode {
     VersionConflict,
     PreconditionFailed,
     PayloadTooLarge,
+    /// 414: the request line is longer than the server reads.
+    UriTooLong,
+    /// 431: the request's headers are larger than the server reads.
+    HeadersTooLarge,
     UnsupportedMediaType,
     IdempotencyKeyReused,
     UpgradeInProgress,
@@ -65,6 +69,8 @@ impl ErrorCode {
             ErrorCode::VersionConflict => "VERSION_CONFLICT",
             ErrorCode::PreconditionFailed => "PRECONDITION_FAILED",
             ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::UriTooLong => "URI_TOO_LONG",
+            ErrorCode::HeadersTooLarge => "HEADERS_TOO_LARGE",
             ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ErrorCode::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
             ErrorCode::UpgradeInProgress => "UPGRADE_IN_PROGRESS",

@@ -27,18 +27,21 @@ pub fn routes() -> Vec<Route> {
             path: "/v1/admin/events",
             action: Some(Action::ReadEvents),
             handler: get(list_events),
+            watch: super::Watch::No,
         },
         Route {
             method: Method::GET,
             path: "/v1/admin/events/verify",
             action: Some(Action::ReadEvents),
             handler: get(verify),
+            watch: super::Watch::No,
         },
         Route {
             method: Method::GET,
             path: "/v1/admin/events/stream",
             action: Some(Action::ReadEvents),
             handler: get(stream),
+            watch: super::Watch::Stream,
         },
     ]
 }
@@ -83,13 +86,16 @@ pub async fn stream(
     let after = number("after", get("after"), &mut errors);
     let from = resume_from(&headers, after, &mut errors);
     finish(errors)?;
+    let watcher = state.watcher()?;
     struct Tail {
         state: AppState,
+        _watcher: tokio::sync::OwnedSemaphorePermit,
         head: tokio::sync::watch::Receiver<u64>,
         last: u64,
         pending: std::collections::VecDeque<Recorded>,
     }
     let tail = Tail {
+        _watcher: watcher,
         head: state.bus.head(),
         state,
         last: from,

@@ -28,6 +28,7 @@ pub fn routes() -> Vec<Route> {
         path,
         action: Some(action),
         handler,
+        watch: super::Watch::No,
     };
     vec![
         r(

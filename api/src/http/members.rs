@@ -37,6 +37,7 @@ pub fn routes() -> Vec<Route> {
         path,
         action: Some(action),
         handler,
+        watch: super::Watch::No,
     };
     vec![
         r(
@@ -116,7 +117,8 @@ pub fn routes() -> Vec<Route> {
             "/v1/admin/cluster/peers",
             Action::GetPeers,
             get(get_peers),
-        ),
+        )
+        .watching(super::Watch::LongPoll),
         r(
             Method::GET,
             "/v1/admin/cluster/transport-admission/{nodeId}",
@@ -728,6 +730,7 @@ async fn wait_for_generation(
     wait: std::time::Duration,
 ) -> ApiResult<()> {
     let deadline = tokio::time::Instant::now() + wait;
+    let _watcher = state.watcher()?;
     let mut head = state.bus.head();
     loop {
         // Mark the head seen before reading, so a commit in between wakes us.

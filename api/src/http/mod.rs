@@ -38,6 +38,27 @@ pub struct Route {
     pub path: &'static str,
     pub action: Option<Action>,
     pub handler: MethodRouter<AppState>,
+    /// Whether the route holds its request open to wait for news.
+    pub watch: Watch,
+}
+
+/// How long a route may hold a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Watch {
+    /// Answers within the request timeout.
+    No,
+    /// May wait up to `MAX_WAIT` before it answers, on top of the timeout.
+    LongPoll,
+    /// Streams until the client or the process stops; bounded by the
+    /// watcher limit instead.
+    Stream,
+}
+
+impl Route {
+    pub fn watching(mut self, watch: Watch) -> Self {
+        self.watch = watch;
+        self
+    }
 }
 
 /// Every route of the API. Each gated route declares its action here, in
@@ -63,6 +84,17 @@ pub fn app(state: AppState) -> Router {
             )),
             None => r.handler,
         };
+        let handler = match r.watch {
+            Watch::No => handler.route_layer(middleware::from_fn_with_state(
+                state.limits.request_timeout,
+                within,
+            )),
+            Watch::LongPoll => handler.route_layer(middleware::from_fn_with_state(
+                state.limits.request_timeout + MAX_WAIT,
+                within,
+            )),
+            Watch::Stream => handler,
+        };
         router = router.route(r.path, handler);
     }
     // A reference for people, rendered from the same document, its assets
@@ -80,6 +112,27 @@ pub fn app(state: AppState) -> Router {
             ApiError::internal("a handler panicked").into_response()
         }))
         .layer(middleware::from_fn(request_context))
+}
+
+/// Answers 503 when a request takes longer than `limit`, its body
+/// included. A write the command path took keeps going and is recorded; a
+/// retry with the same `Idempotency-Key` gets its answer.
+async fn within(
+    axum::extract::State(limit): axum::extract::State<Duration>,
+    req: Request,
+    next: Next,
+) -> Response {
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => ApiError::new(
+            ErrorCode::Unavailable,
+            format!(
+                "The request did not finish within {}; a write it carried may still be recorded, so retry it with the same Idempotency-Key.",
+                humantime::format_duration(limit)
+            ),
+        )
+        .into_response(),
+    }
 }
 
 async fn not_found() -> ApiError {
@@ -156,6 +209,8 @@ async fn into_error_shape(res: Response, request_id: &str) -> Response {
         405 => ErrorCode::MethodNotAllowed,
         412 => ErrorCode::PreconditionFailed,
         413 => ErrorCode::PayloadTooLarge,
+        414 => ErrorCode::UriTooLong,
+        431 => ErrorCode::HeadersTooLarge,
         415 => ErrorCode::UnsupportedMediaType,
         503 => ErrorCode::Unavailable,
         500..=599 => ErrorCode::Internal,

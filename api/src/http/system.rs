@@ -18,6 +18,7 @@ pub fn routes() -> Vec<Route> {
         path,
         action: None,
         handler,
+        watch: super::Watch::No,
     };
     vec![
         open("/healthz", get(healthz)),

@@ -35,6 +35,7 @@ pub fn routes() -> Vec<Route> {
         path,
         action: Some(action),
         handler,
+        watch: super::Watch::No,
     };
     vec![
         r(

@@ -229,7 +229,7 @@ fn or_default(value: &Option<String>, default: String) -> String {
     given(value).map_or(default, str::to_owned)
 }
 
-fn duration(var: &str, v: &str) -> Result<Duration, ConfigError> {
+pub(crate) fn duration(var: &str, v: &str) -> Result<Duration, ConfigError> {
     let d = humantime::parse_duration(v.trim()).map_err(|e| {
         ConfigError(format!(
             "{var} must be a duration such as 500ms, 1s or 2m, not `{v}`: {e}"

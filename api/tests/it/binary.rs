@@ -42,8 +42,34 @@ pub(crate) fn serve_command_with(
     flags: &[String],
     env: &[(&str, String)],
 ) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_stratum"));
-    cmd.arg("serve").args(flags);
+    serve_command_under(dir, port, None, flags, env)
+}
+
+/// `stratum serve`, started by `sh` after the shell command `prelude`
+/// (`ulimit -n 256`, say) when one is given.
+pub(crate) fn serve_command_under(
+    dir: &Path,
+    port: u16,
+    prelude: Option<&str>,
+    flags: &[String],
+    env: &[(&str, String)],
+) -> Command {
+    let bin = env!("CARGO_BIN_EXE_stratum");
+    let mut cmd = match prelude {
+        Some(prelude) => {
+            let mut c = Command::new("sh");
+            c.arg("-c")
+                .arg(format!("{prelude} && exec \"$0\" serve \"$@\""))
+                .arg(bin);
+            c
+        }
+        None => {
+            let mut c = Command::new(bin);
+            c.arg("serve");
+            c
+        }
+    };
+    cmd.args(flags);
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("STRATUM_") {
             cmd.env_remove(key);
@@ -120,9 +146,19 @@ pub(crate) async fn start(dir: &Path, env: &[(&str, String)]) -> Server {
 
 /// Starts `stratum serve` with `flags` and `env`.
 pub(crate) async fn start_with(dir: &Path, flags: &[String], env: &[(&str, String)]) -> Server {
+    start_under(dir, None, flags, env).await
+}
+
+/// Starts `stratum serve` after the shell command `prelude`.
+pub(crate) async fn start_under(
+    dir: &Path,
+    prelude: Option<&str>,
+    flags: &[String],
+    env: &[(&str, String)],
+) -> Server {
     let port = free_port();
     let stderr = dir.join("stderr.log");
-    let child = serve_command_with(dir, port, flags, env)
+    let child = serve_command_under(dir, port, prelude, flags, env)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr).unwrap())
         .spawn()
@@ -141,6 +177,21 @@ pub(crate) async fn start_with(dir: &Path, flags: &[String], env: &[(&str, Strin
 }
 
 impl Server {
+    /// Sends SIGTERM, as a service manager stops it.
+    pub(crate) fn terminate(&self) {
+        let pid = self.child.id().expect("the server is running");
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+
+    /// The `host:port` it listens on.
+    pub(crate) fn addr(&self) -> String {
+        self.base.trim_start_matches("http://").to_owned()
+    }
+
     /// What the service logged so far.
     pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()

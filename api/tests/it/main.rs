@@ -4,6 +4,7 @@ mod support;
 
 mod binary;
 mod cli;
+mod connections;
 mod contract;
 mod errors;
 mod iam;
