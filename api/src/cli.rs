@@ -12,7 +12,9 @@ use crate::command::READ_CHUNK;
 use crate::listener::{self, ConnArgs};
 use crate::raft::RaftArgs;
 use crate::service::{self, ServiceConfig};
-use crate::store::{self, redact_url, verify_chain, EventStore, StoredReadModels, Verification};
+use crate::store::{
+    self, redact_url, verify_chain, Access, EventStore, StoredReadModels, Verification,
+};
 use stratum_domain::release::TrustedKeys;
 
 #[derive(Parser, Debug)]
@@ -193,6 +195,10 @@ pub enum EventsCmd {
         /// a cut tail or a log rewritten from the start is caught.
         #[arg(long, value_name = "POSITION:HASH")]
         expect_head: Option<stratum_domain::log::RecordedHead>,
+        /// Accept a log or export with no events (a new installation's);
+        /// without it an empty one exits 1, as it proves nothing.
+        #[arg(long)]
+        allow_empty: bool,
         #[command(flatten)]
         db: Db,
     },
@@ -228,7 +234,7 @@ fn progress(len: u64, what: &str) -> ProgressBar {
 /// Opens a database that must already exist: every command but `serve` and
 /// `events import` reads or adds to a record someone made, and a typo in a
 /// SQLite path must not answer about an empty database it just created.
-async fn open_existing(db: &Db) -> anyhow_like::Result<Arc<dyn EventStore>> {
+async fn open_existing(db: &Db, access: Access) -> anyhow_like::Result<Arc<dyn EventStore>> {
     if db.database_url.starts_with("sqlite:") {
         use std::str::FromStr;
         let opts = sqlx::sqlite::SqliteConnectOptions::from_str(&db.database_url)
@@ -242,7 +248,9 @@ async fn open_existing(db: &Db) -> anyhow_like::Result<Arc<dyn EventStore>> {
             )));
         }
     }
-    open(db).await
+    store::connect_as(&db.database_url, access)
+        .await
+        .map_err(|e| cannot_open(db, e))
 }
 
 /// Opens the database, creating an SQLite file that does not exist yet.
@@ -311,14 +319,25 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
                 EventsCmd::Verify {
                     file,
                     expect_head,
+                    allow_empty,
                     db,
                 },
         } => {
+            let what = if file.is_some() { "export" } else { "log" };
             let verification = match file {
                 Some(path) => verify_file(&path, expect_head)?,
-                None => verify_chain(&*open_existing(&db).await?, expect_head).await?,
+                None => {
+                    verify_chain(&*open_existing(&db, Access::ReadOnly).await?, expect_head).await?
+                }
             };
             match verification {
+                Verification::Intact { position: 0, .. } if !allow_empty => {
+                    println!(
+                        "broken at position 1: the {what} holds no events, and an empty {what} proves nothing \
+                         (say --allow-empty to accept one)"
+                    );
+                    Ok(1)
+                }
                 Verification::Intact { position, hash } => {
                     println!(
                         "verified: {position} events, head {position}:{}",
@@ -335,7 +354,7 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
         Cmd::Events {
             command: EventsCmd::Export { after, until, db },
         } => {
-            let store = open_existing(&db).await?;
+            let store = open_existing(&db, Access::ReadOnly).await?;
             export(&*store, after, until, &mut std::io::stdout().lock()).await?;
             Ok(0)
         }
@@ -348,7 +367,9 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
         } => {
             let rm = match file {
                 Some(path) => replay_file(&path, until)?,
-                None => crate::command::load(open_existing(&db).await?, until).await?,
+                None => {
+                    crate::command::load(open_existing(&db, Access::ReadOnly).await?, until).await?
+                }
             };
             println!("{}", rm.membership_digest());
             Ok(0)
@@ -357,7 +378,12 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
             "say --check, --rebuild or --digest".into(),
         )),
         Cmd::Replay { check, db, .. } => {
-            let store = open_existing(&db).await?;
+            let access = if check {
+                Access::ReadOnly
+            } else {
+                Access::ReadWrite
+            };
+            let store = open_existing(&db, access).await?;
             let head = store.head().await?.position;
             let bar = progress(head, if check { "checking" } else { "rebuilding" });
             let rm = crate::command::replay(store.clone(), None, |p| bar.set_position(p)).await?;
@@ -481,7 +507,7 @@ pub async fn token(cmd: TokenCmd) -> anyhow_like::Result<(i32, String)> {
     use stratum_domain::Command;
     let (db, command) = match cmd {
         TokenCmd::List { db } => {
-            let store = open_existing(&db).await?;
+            let store = open_existing(&db, Access::ReadOnly).await?;
             let docs: Vec<String> = store
                 .token_docs()
                 .await?
@@ -555,7 +581,8 @@ async fn execute_on_host(
     db: &Db,
     req: crate::command::CommandRequest,
 ) -> anyhow_like::Result<crate::command::CommandReply> {
-    let bus = crate::command::CommandBus::start(open_existing(db).await?).await?;
+    let bus =
+        crate::command::CommandBus::start(open_existing(db, Access::ReadWrite).await?).await?;
     bus.execute(req)
         .await
         .map_err(|e| anyhow_like::Error(e.message))
@@ -708,12 +735,6 @@ pub fn verify_file(
                 reason: format!("line {}: {b}", n + 1),
             });
         }
-    }
-    if v.position == 0 {
-        return Ok(Verification::Broken {
-            position: 1,
-            reason: "the export holds no events: an empty file proves nothing".into(),
-        });
     }
     if let Err(b) = v.finish() {
         return Ok(Verification::Broken {

@@ -173,7 +173,7 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Unavailable(_) | StoreError::Conflict(_) => ApiError::unavailable(e),
-            StoreError::Corrupt(_) => ApiError::internal(e),
+            StoreError::Corrupt(_) | StoreError::Schema(_) => ApiError::internal(e),
         }
     }
 }

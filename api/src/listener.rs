@@ -548,7 +548,9 @@ impl AsyncRead for Watched {
             }
             if this.timer.as_mut().poll(cx).is_ready() {
                 let what = match this.conn.phase() {
-                    Phase::Head(_) => "the request head did not arrive within the header-read timeout",
+                    Phase::Head(_) => {
+                        "the request head did not arrive within the header-read timeout"
+                    }
                     _ => "the connection was idle past the idle timeout",
                 };
                 return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, what)));

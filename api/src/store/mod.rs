@@ -33,6 +33,9 @@ pub enum StoreError {
     /// What the database holds is not what stratum wrote.
     #[error("corrupt store: {0}")]
     Corrupt(String),
+    /// The database's schema is not the one this build reads.
+    #[error("{0}")]
+    Schema(String),
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -401,15 +404,56 @@ pub trait WriteTx: Send {
 /// Opens the store a URL names (`sqlite://...` or `postgres://...`) and
 /// runs its migrations.
 pub async fn connect(url: &str) -> StoreResult<Arc<dyn EventStore>> {
+    connect_as(url, Access::ReadWrite).await
+}
+
+/// How a database is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Migrated to this build's schema at open; SQLite creates a missing file.
+    ReadWrite,
+    /// For the auditor's tools: never created, never migrated, every write
+    /// refused by the database itself, so a read-only copy works.
+    ReadOnly,
+}
+
+pub async fn connect_as(url: &str, access: Access) -> StoreResult<Arc<dyn EventStore>> {
     if url.starts_with("sqlite:") {
-        Ok(Arc::new(SqliteStore::open(url).await?))
+        Ok(Arc::new(SqliteStore::open_as(url, access).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        Ok(Arc::new(PgStore::open(url).await?))
+        Ok(Arc::new(PgStore::open_as(url, access).await?))
     } else {
         Err(StoreError::Unavailable(format!(
             "unsupported database URL scheme in {}; use sqlite:// or postgres://",
             redact_url(url)
         )))
+    }
+}
+
+/// Holds the schema version a database is at (`None`: no stratum schema
+/// yet) to the one this build's migrations end at, before anything reads or
+/// migrates it: a newer schema is never migrated down or misread, and a
+/// read-only open reads only the schema it knows.
+pub(crate) fn check_schema(
+    found: Option<i64>,
+    migrator: &sqlx::migrate::Migrator,
+    access: Access,
+) -> StoreResult<()> {
+    let ours = migrator.iter().map(|m| m.version).max().unwrap_or(0);
+    match found {
+        Some(v) if v > ours => Err(StoreError::Schema(format!(
+            "the database's schema is version {v}, newer than this stratum's ({ours}): \
+             use the stratum that wrote it, or a newer one"
+        ))),
+        Some(v) if v < ours && access == Access::ReadOnly => Err(StoreError::Schema(format!(
+            "the database's schema is version {v}, older than this stratum's ({ours}), \
+             and a read-only open does not migrate: use the stratum that wrote it, \
+             or start `stratum serve` on it once"
+        ))),
+        None if access == Access::ReadOnly => Err(StoreError::Schema(
+            "the database holds no stratum schema (no _sqlx_migrations table)".into(),
+        )),
+        _ => Ok(()),
     }
 }
 

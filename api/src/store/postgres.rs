@@ -19,8 +19,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use super::sql::{self, CHUNK};
 use super::{
     check_follows, head_from_row, idempotency_from_row, recorded_from_row, replay_event_from_row,
-    token_from_row, DocEntry, EventStore, Head, IdempotencyRecord, Leadership, MemberFilter,
-    ReplayEvent, StoreResult, StoredReadModels, TokenAuth, WriteTx,
+    token_from_row, Access, DocEntry, EventStore, Head, IdempotencyRecord, Leadership,
+    MemberFilter, ReplayEvent, StoreResult, StoredReadModels, TokenAuth, WriteTx,
 };
 
 /// The channel every commit notifies with its last position.
@@ -37,7 +37,15 @@ pub struct PgStore {
 
 impl PgStore {
     pub async fn open(url: &str) -> StoreResult<Self> {
-        let opts = PgConnectOptions::from_str(url)?.application_name("stratum");
+        Self::open_as(url, Access::ReadWrite).await
+    }
+
+    pub async fn open_as(url: &str, access: Access) -> StoreResult<Self> {
+        let mut opts = PgConnectOptions::from_str(url)?.application_name("stratum");
+        if access == Access::ReadOnly {
+            // The server itself refuses every write of these sessions.
+            opts = opts.options([("default_transaction_read_only", "on")]);
+        }
         // One connection first, so a server that is down or refuses us is
         // named with its error at once, not as a pool timeout 10 s later.
         {
@@ -59,7 +67,22 @@ impl PgStore {
             .test_before_acquire(false)
             .connect_with(opts.clone())
             .await?;
-        sqlx::migrate!("../migrations/postgres").run(&pool).await?;
+        let migrator = sqlx::migrate!("../migrations/postgres");
+        let found: Option<i64> = match sqlx::query_scalar::<_, Option<i64>>(
+            "SELECT MAX(version) FROM _sqlx_migrations WHERE success",
+        )
+        .fetch_one(&pool)
+        .await
+        {
+            Ok(v) => v,
+            // 42P01: undefined_table, a database stratum never migrated.
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P01") => None,
+            Err(e) => return Err(e.into()),
+        };
+        super::check_schema(found, &migrator, access)?;
+        if access == Access::ReadWrite {
+            migrator.run(&pool).await?;
+        }
         Ok(Self {
             pool,
             writer: Arc::new(Mutex::new(None)),

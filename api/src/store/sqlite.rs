@@ -21,9 +21,32 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use super::sql::{self, CHUNK};
 use super::{
     check_follows, head_from_row, idempotency_from_row, recorded_from_row, replay_event_from_row,
-    token_from_row, DocEntry, EventStore, Head, IdempotencyRecord, Leadership, MemberFilter,
-    ReplayEvent, StoreError, StoreResult, StoredReadModels, TokenAuth, WriteTx,
+    token_from_row, Access, DocEntry, EventStore, Head, IdempotencyRecord, Leadership,
+    MemberFilter, ReplayEvent, StoreError, StoreResult, StoredReadModels, TokenAuth, WriteTx,
 };
+
+/// `SQLITE_READONLY_DIRECTORY`: a journal or shared-memory file would be
+/// needed in a directory that cannot be written.
+const SQLITE_READONLY_DIRECTORY: &str = "1544";
+
+/// A connection, and the schema version its database is at (`None`: no
+/// stratum schema yet).
+async fn connect_reading_schema(
+    opts: &SqliteConnectOptions,
+) -> Result<(SqliteConnection, Option<i64>), sqlx::Error> {
+    let mut conn = opts.connect().await?;
+    let found = match sqlx::query_scalar::<_, Option<i64>>(
+        "SELECT MAX(version) FROM _sqlx_migrations WHERE success",
+    )
+    .fetch_one(&mut conn)
+    .await
+    {
+        Ok(v) => v,
+        Err(sqlx::Error::Database(e)) if e.message().contains("no such table") => None,
+        Err(e) => return Err(e),
+    };
+    Ok((conn, found))
+}
 
 pub struct SqliteStore {
     read: SqlitePool,
@@ -35,16 +58,47 @@ pub struct SqliteStore {
 
 impl SqliteStore {
     pub async fn open(url: &str) -> StoreResult<Self> {
-        let opts = SqliteConnectOptions::from_str(url)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
+        Self::open_as(url, Access::ReadWrite).await
+    }
+
+    pub async fn open_as(url: &str, access: Access) -> StoreResult<Self> {
+        let read_only = access == Access::ReadOnly;
+        let mut opts = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(!read_only)
+            .read_only(read_only)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
-        let mut writer = opts.connect().await?;
-        sqlx::migrate!("../migrations/sqlite")
-            .run(&mut writer)
-            .await?;
+        if !read_only {
+            // A read-only open keeps whatever journal the file has.
+            opts = opts
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Full);
+        }
+        let (mut writer, found) = match connect_reading_schema(&opts).await {
+            // A WAL database whose directory nobody may write: its shared
+            // memory file cannot be made, so no writer can be at work on
+            // it either, and it is read as the immutable file it is.
+            Err(sqlx::Error::Database(e))
+                if read_only && e.code().as_deref() == Some(SQLITE_READONLY_DIRECTORY) =>
+            {
+                let wal = format!("{}-wal", opts.get_filename().display());
+                if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+                    return Err(StoreError::Schema(format!(
+                        "{wal} holds writes not yet in the database file, and its directory \
+                         cannot be written to apply them: copy both files to a directory \
+                         that can be written, or copy the database from a stopped service"
+                    )));
+                }
+                opts = opts.immutable(true);
+                connect_reading_schema(&opts).await?
+            }
+            other => other?,
+        };
+        let migrator = sqlx::migrate!("../migrations/sqlite");
+        super::check_schema(found, &migrator, access)?;
+        if !read_only {
+            migrator.run(&mut writer).await?;
+        }
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .test_before_acquire(false)

@@ -449,3 +449,148 @@ async fn a_recorded_head_catches_a_cut_tail_and_an_empty_export_fails() {
         String::from_utf8_lossy(&bad.stderr)
     );
 }
+
+/// `stratum` run as a user who may only read (as `nobody` when the tests
+/// run as root, whom file modes do not stop).
+fn stratum_as_reader(args: &[&str], db_url: &str) -> (i32, String, String) {
+    let root = euid_is_root();
+    let mut cmd = if root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_stratum"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_stratum"))
+    };
+    let out = cmd
+        .args(args)
+        .env("STRATUM_DATABASE_URL", db_url)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn euid_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// The read-only commands work on a copy nobody may write, change nothing
+/// in it, and refuse a schema newer than theirs with a sentence naming both
+/// versions; an empty log verifies only with `--allow-empty`.
+#[tokio::test]
+async fn auditor_tools_read_a_read_only_copy_and_name_a_newer_schema() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    for db in each_backend().await {
+        let app = spawn_app(&db).await;
+        scenario(&app).await;
+        drop(app);
+        let (code, out) = stratum(&["events", "verify"], &db.url);
+        assert_eq!(code, 0, "{out}");
+
+        if db.backend == "sqlite" {
+            // A copy, as an auditor is handed one: a file and a directory
+            // nobody may write.
+            let source = db.url.trim_start_matches("sqlite://");
+            let copy_dir = dir.path().join("copy");
+            std::fs::create_dir(&copy_dir).unwrap();
+            let copy = copy_dir.join("stratum.db");
+            let _ = source;
+            exec(&db.url, &format!("VACUUM INTO '{}'", copy.display())).await;
+            {
+                use sqlx::Connection;
+                let url = format!("sqlite://{}", copy.display());
+                let mut c = sqlx::SqliteConnection::connect(&url).await.unwrap();
+                sqlx::query("PRAGMA journal_mode=WAL")
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
+                c.close().await.unwrap();
+            }
+            let beside = |d: &std::path::Path| -> Vec<std::ffi::OsString> {
+                std::fs::read_dir(d)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name())
+                    .collect()
+            };
+            assert_eq!(beside(&copy_dir).len(), 1, "{:?}", beside(&copy_dir));
+            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o444)).unwrap();
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::set_permissions(&copy_dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+            let before = std::fs::read(&copy).unwrap();
+            let url = format!("sqlite://{}", copy.display());
+            for args in [
+                &["events", "verify"][..],
+                &["events", "export"],
+                &["replay", "--check"],
+                &["replay", "--digest"],
+                &["token", "list"],
+            ] {
+                let (code, out, err) = stratum_as_reader(args, &url);
+                assert_eq!(code, 0, "{args:?} on a read-only copy: {out}{err}");
+            }
+            // A write on it fails as the database's own refusal, not by
+            // half-creating anything.
+            let (code, _, err) = stratum_as_reader(&["token", "revoke", "tok-none"], &url);
+            assert_eq!(code, 2, "{err}");
+            assert_eq!(
+                std::fs::read(&copy).unwrap(),
+                before,
+                "the copy is unchanged"
+            );
+            let left = beside(&copy_dir);
+            assert_eq!(left.len(), 1, "nothing was created beside it: {left:?}");
+            std::fs::set_permissions(&copy_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+
+        // A database a newer stratum migrated.
+        exec(
+            &db.url,
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES (9999, 'from the future', TRUE, X'00', 0)"
+                .replace("X'00'", if db.backend == "sqlite" { "X'00'" } else { "'\\x00'::bytea" })
+                .as_str(),
+        )
+        .await;
+        for args in [
+            &["events", "verify"][..],
+            &["events", "export"],
+            &["replay", "--check"],
+            &["replay", "--digest"],
+            &["token", "list"],
+        ] {
+            let out = Command::new(env!("CARGO_BIN_EXE_stratum"))
+                .args(args)
+                .env("STRATUM_DATABASE_URL", &db.url)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains("schema is version 9999, newer than this stratum's (3)"),
+                "{}: {args:?} names both versions: {err}",
+                db.backend
+            );
+        }
+        exec(&db.url, "DELETE FROM _sqlx_migrations WHERE version = 9999").await;
+    }
+
+    // An empty log proves nothing unless it is said to be fine.
+    let empty = crate::support::sqlite();
+    drop(stratum_api::store::connect(&empty.url).await.unwrap());
+    let (code, out) = stratum(&["events", "verify"], &empty.url);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("broken at position 1: the log holds no events"),
+        "{out}"
+    );
+    let (code, out) = stratum(&["events", "verify", "--allow-empty"], &empty.url);
+    assert_eq!(code, 0, "{out}");
+}

@@ -26,7 +26,12 @@ async fn closed_within(socket: &mut TcpStream, within: Duration) -> Option<Durat
     let started = Instant::now();
     let mut buf = [0u8; 1024];
     loop {
-        match timeout(within.saturating_sub(started.elapsed()), socket.read(&mut buf)).await {
+        match timeout(
+            within.saturating_sub(started.elapsed()),
+            socket.read(&mut buf),
+        )
+        .await
+        {
             Err(_) => return None,
             Ok(Ok(0)) | Ok(Err(_)) => return Some(started.elapsed()),
             Ok(Ok(_)) => continue,
@@ -200,13 +205,20 @@ async fn a_request_past_its_timeout_is_answered_503_and_watchers_are_bounded() {
     assert!(head.to_ascii_lowercase().contains("retry-after:"), "{head}");
     assert_eq!(body["code"], "UNAVAILABLE", "{body}");
     assert!(
-        body["message"].as_str().unwrap().contains("did not finish within 1s"),
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not finish within 1s"),
         "{body}"
     );
     assert!(started.elapsed() < Duration::from_secs(5));
     let (status, members) = server.get("/v1/admin/cluster/members").await;
     assert_eq!(status, 200);
-    assert_eq!(members["items"], serde_json::json!([]), "nothing was admitted");
+    assert_eq!(
+        members["items"],
+        serde_json::json!([]),
+        "nothing was admitted"
+    );
 
     // One watcher at most: a second stream and a long-poll are refused.
     let stream = server
@@ -294,7 +306,9 @@ async fn sigterm_ends_watchers_and_waits_for_requests_in_flight_within_the_grace
         .unwrap()
         .expect("the long-poll was answered");
     assert_eq!(answered.status(), 200);
-    assert!(closed_within(&mut idle, Duration::from_secs(1)).await.is_some());
+    assert!(closed_within(&mut idle, Duration::from_secs(1))
+        .await
+        .is_some());
     // The unfinished upload holds the stop until the grace ends, not longer.
     let status = timeout(Duration::from_secs(6), server.child.wait())
         .await
