@@ -16,6 +16,8 @@ pub const RETRY_AFTER_SECS: u64 = 2;
 tokio::task_local! {
     /// The request id of the request being answered.
     pub static REQUEST_ID: String;
+    /// The caller's own `X-Request-Id`, when it sent a valid one.
+    pub static CLIENT_REQUEST_ID: Option<String>;
 }
 
 /// The current request's id, or `-` outside a request.

@@ -437,6 +437,14 @@ fn parse<T: BodyFields>(bytes: &[u8], raw: Bytes) -> Result<JsonBody<T>, ApiErro
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         ApiError::invalid(vec![FieldError::new("", format!("is not valid JSON: {e}"))])
     })?;
+    // serde_json keeps the last of repeated keys; another reader may keep
+    // the first, so a body with one is ambiguous and refused.
+    if let Some(path) = first_duplicate_key(bytes) {
+        return Err(ApiError::invalid(vec![FieldError::new(
+            path,
+            "appears more than once in its object",
+        )]));
+    }
     let Value::Object(map) = &value else {
         return Err(ApiError::invalid(vec![FieldError::new(
             "",
@@ -452,6 +460,89 @@ fn parse<T: BodyFields>(bytes: &[u8], raw: Bytes) -> Result<JsonBody<T>, ApiErro
         .map_err(|e| ApiError::invalid(vec![FieldError::new("", e.to_string())]))?;
     errors.extend(value.type_errors());
     Ok(JsonBody { value, errors, raw })
+}
+
+/// The path of the first key that appears twice in one object of a JSON
+/// document (`labels.rack`, `links[1].interface`), if any.
+pub fn first_duplicate_key(bytes: &[u8]) -> Option<String> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    FirstDuplicate(String::new())
+        .deserialize(&mut de)
+        .ok()
+        .flatten()
+}
+
+/// Walks a JSON value, answering the path of its first repeated key.
+struct FirstDuplicate(String);
+
+impl FirstDuplicate {
+    fn key(&self, k: &str) -> String {
+        if self.0.is_empty() {
+            k.to_owned()
+        } else {
+            format!("{}.{k}", self.0)
+        }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for FirstDuplicate {
+    type Value = Option<String>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for FirstDuplicate {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        let mut found = None;
+        while let Some(k) = map.next_key::<String>()? {
+            let path = self.key(&k);
+            let inner = map.next_value_seed(FirstDuplicate(path.clone()))?;
+            if !seen.insert(k) {
+                found = found.or(Some(path));
+            }
+            found = found.or(inner);
+        }
+        Ok(found)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        let mut i = 0;
+        while let Some(inner) = seq.next_element_seed(FirstDuplicate(format!("{}[{i}]", self.0)))? {
+            found = found.or(inner);
+            i += 1;
+        }
+        Ok(found)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
 }
 
 /// What a write needs of its request besides the body: `Idempotency-Key`
@@ -675,4 +766,29 @@ pub async fn as_of(
 /// holds only what the projections wrote).
 pub fn parse_doc(doc: &str) -> Value {
     serde_json::from_str(doc).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_duplicate_key;
+
+    #[test]
+    fn a_repeated_key_is_found_at_any_depth_with_its_path() {
+        assert_eq!(first_duplicate_key(br#"{"a": 1, "b": 2}"#), None);
+        assert_eq!(
+            first_duplicate_key(br#"{"a": 1, "a": 2}"#).as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            first_duplicate_key(br#"{"labels": {"r": "1", "r": "2"}}"#).as_deref(),
+            Some("labels.r")
+        );
+        assert_eq!(
+            first_duplicate_key(br#"{"links": [{"x": 1}, {"x": 1, "x": 2}]}"#).as_deref(),
+            Some("links[1].x")
+        );
+        // The same key in sibling objects is no repeat.
+        assert_eq!(first_duplicate_key(br#"[{"x": 1}, {"x": 2}]"#), None);
+        assert_eq!(first_duplicate_key(b"not json"), None);
+    }
 }

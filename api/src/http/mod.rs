@@ -24,7 +24,7 @@ use tracing::Instrument;
 
 use crate::auth::{gate, Caller};
 use crate::command::{CommandReply, CommandRequest};
-use crate::error::{ApiError, REQUEST_ID};
+use crate::error::{ApiError, CLIENT_REQUEST_ID, REQUEST_ID};
 
 /// The most bytes a request body may have.
 pub const MAX_BODY: usize = 1024 * 1024;
@@ -146,31 +146,43 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
-/// Gives every request an id (the caller's `X-Request-Id` if it is sane),
-/// a span carrying it, and echoes it on the response.
+/// Gives every request the server's own id (unique, so no two requests'
+/// events share one), a span carrying it, and echoes it on the response. A
+/// caller's `X-Request-Id` must be 1 to 64 letters, digits, `-`, `_` or
+/// `.`; it is kept apart, as the `correlation` of the events the request
+/// causes.
 async fn request_context(req: Request, next: Next) -> Response {
-    let id = req
-        .headers()
-        .get(REQUEST_ID_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| {
-            !v.is_empty()
-                && v.len() <= 64
-                && v.bytes()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-        })
-        .map(str::to_owned)
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let id = uuid::Uuid::now_v7().to_string();
+    let client = match req.headers().get(REQUEST_ID_HEADER) {
+        None => None,
+        Some(v) => match v.to_str().ok().filter(|v| valid_client_request_id(v)) {
+            Some(v) => Some(v.to_owned()),
+            None => {
+                let body = ApiError::invalid(vec![FieldError::new(
+                    "X-Request-Id",
+                    "must be 1 to 64 letters, digits, '-', '_' or '.'",
+                )])
+                .body(&id);
+                let mut res = crate::error::json_response(StatusCode::BAD_REQUEST, &body);
+                if let Ok(v) = HeaderValue::from_str(&id) {
+                    res.headers_mut()
+                        .insert(HeaderName::from_static(REQUEST_ID_HEADER), v);
+                }
+                return res;
+            }
+        },
+    };
     let span = tracing::info_span!(
         "request",
         request_id = %id,
+        client_request_id = client.as_deref().unwrap_or(""),
         method = %req.method(),
         path = %req.uri().path(),
         principal = tracing::field::Empty,
     );
     let started = std::time::Instant::now();
     let mut res = REQUEST_ID
-        .scope(id.clone(), next.run(req))
+        .scope(id.clone(), CLIENT_REQUEST_ID.scope(client, next.run(req)))
         .instrument(span.clone())
         .await;
     let status = res.status();
@@ -190,6 +202,14 @@ async fn request_context(req: Request, next: Next) -> Response {
             .insert(HeaderName::from_static(REQUEST_ID_HEADER), v);
     }
     res
+}
+
+/// The caller's request ids this server records: short, and safe in a log
+/// line and a header.
+pub fn valid_client_request_id(v: &str) -> bool {
+    (1..=64).contains(&v.len())
+        && v.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 fn is_json(res: &Response) -> bool {
@@ -300,6 +320,7 @@ pub fn command_request(
 ) -> CommandRequest {
     let mut req = CommandRequest::new(command, caller.principal.clone());
     req.meta.request_id = Some(crate::error::current_request_id());
+    req.meta.correlation = CLIENT_REQUEST_ID.try_with(Clone::clone).ok().flatten();
     req.input_errors = input_errors;
     req.held_policies = Some(caller.policies.clone());
     req

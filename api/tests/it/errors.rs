@@ -110,7 +110,8 @@ async fn every_error_answers_in_the_one_json_shape() {
     // A path parameter that is not UTF-8 (rejected by the router's extractor).
     let r = app.get("/v1/admin/cluster/members/%FF").await;
     assert_error_shape(&r, StatusCode::BAD_REQUEST, "INVALID_INPUT");
-    // A request id sent by the caller comes back in the body and the header.
+    // The request id is the server's own, in the body and the header,
+    // whatever the caller sent; a caller's id out of bounds is refused.
     let r = app
         .send(
             Request::get("/v1/admin/nope")
@@ -119,8 +120,27 @@ async fn every_error_answers_in_the_one_json_shape() {
                 .unwrap(),
         )
         .await;
-    assert_eq!(r.body["requestId"], "req-123");
-    assert_eq!(r.headers["x-request-id"], "req-123");
+    assert_ne!(r.body["requestId"], "req-123");
+    assert_eq!(
+        r.headers["x-request-id"],
+        r.body["requestId"].as_str().unwrap()
+    );
+    for bad in ["a b", "x".repeat(65).as_str(), "<script>"] {
+        let r = app
+            .send(
+                Request::get("/v1/admin/cluster/members")
+                    .header("x-request-id", bad)
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_error_shape(&r, StatusCode::BAD_REQUEST, "INVALID_INPUT");
+        assert_eq!(
+            r.body["fieldErrors"][0]["field"], "X-Request-Id",
+            "{}",
+            r.body
+        );
+    }
 }
 
 #[tokio::test]

@@ -1,0 +1,142 @@
+//! Request edges, through the built binary: request ids, numbers out of
+//! range, repeated JSON keys, and a node agent filing a join request for
+//! another node.
+
+use serde_json::{json, Value};
+
+use crate::binary::{of_type, start, Server, ADMIN, MEMBERS};
+
+async fn events(server: &Server) -> Vec<Value> {
+    let (status, page) = server.get("/v1/admin/events?limit=1000").await;
+    assert_eq!(status, 200, "{page}");
+    page["events"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn events_carry_the_servers_request_id_and_the_callers_as_correlation() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]).await;
+    let mut answered = Vec::new();
+    for (node, ip) in [("n-1", "192.0.2.11"), ("n-2", "192.0.2.12")] {
+        let res = server
+            .http
+            .post(server.url(MEMBERS))
+            .bearer_auth(ADMIN)
+            .header("X-Request-Id", "deploy-42")
+            .json(&json!({"nodeId": node, "role": "hybrid", "mgmtIp": ip}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        answered.push(res.headers()["x-request-id"].to_str().unwrap().to_owned());
+    }
+    assert_ne!(answered[0], answered[1], "each request has its own id");
+    let all = events(&server).await;
+    let admitted = of_type(&all, "MemberAdmitted");
+    assert_eq!(admitted.len(), 2);
+    for (e, id) in admitted.iter().zip(&answered) {
+        assert_eq!(e["requestId"], id.as_str(), "{e}");
+        assert_eq!(e["correlation"], "deploy-42", "{e}");
+    }
+    // An id the server would not record is refused before anything runs.
+    let res = server
+        .http
+        .post(server.url(MEMBERS))
+        .bearer_auth(ADMIN)
+        .header("X-Request-Id", "two words")
+        .json(&json!({"nodeId": "n-3", "role": "hybrid", "mgmtIp": "192.0.2.13"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["fieldErrors"][0]["field"], "X-Request-Id", "{body}");
+    assert_eq!(
+        events(&server).await.len(),
+        all.len(),
+        "nothing was written"
+    );
+}
+
+#[tokio::test]
+async fn numbers_out_of_range_and_repeated_keys_are_refused_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]).await;
+    for path in [
+        "/v1/admin/events?after=9223372036854775808",
+        "/v1/admin/events?after=18446744073709551615",
+        "/v1/admin/events/stream?after=18446744073709551616",
+        "/v1/admin/cluster/peers?after=-1",
+    ] {
+        let (status, body) = server.get(path).await;
+        assert_eq!(status, 400, "{path}: {body}");
+        let message = body["fieldErrors"][0]["message"].as_str().unwrap();
+        assert!(
+            message.contains("from 0 to 2^63-1"),
+            "{path}: a person reads it: {message}"
+        );
+    }
+
+    let before = events(&server).await.len();
+    let res = server
+        .http
+        .post(server.url(MEMBERS))
+        .bearer_auth(ADMIN)
+        .header("Content-Type", "application/json")
+        .body(r#"{"nodeId": "n-1", "role": "hybrid", "mgmtIp": "192.0.2.11", "nodeId": "n-2"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["code"], "INVALID_INPUT");
+    assert_eq!(body["fieldErrors"][0]["field"], "nodeId", "{body}");
+    assert!(
+        body["fieldErrors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("more than once"),
+        "{body}"
+    );
+    let res = server
+        .http
+        .post(server.url(MEMBERS))
+        .bearer_auth(ADMIN)
+        .header("Content-Type", "application/json")
+        .body(r#"{"nodeId": "n-1", "role": "hybrid", "mgmtIp": "192.0.2.11", "labels": {"r": "1", "r": "2"}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["fieldErrors"][0]["field"], "labels.r", "{body}");
+    assert_eq!(events(&server).await.len(), before, "nothing was written");
+}
+
+#[tokio::test]
+async fn a_node_agent_files_a_join_request_only_for_its_own_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]).await;
+    let (status, token) = server
+        .post(
+            "/v1/admin/iam/tokens",
+            json!({"principal": "node/n-x", "policies": ["NodeAgent"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{token}");
+    let secret = token["token"].as_str().unwrap().to_owned();
+    let file = |node: &'static str| {
+        server
+            .http
+            .post(server.url("/v1/admin/cluster/join-requests"))
+            .bearer_auth(&secret)
+            .json(&json!({"nodeId": node, "mgmtIp": "192.0.2.50"}))
+            .send()
+    };
+    let other = file("n-y").await.unwrap();
+    assert_eq!(other.status(), 403);
+    let body: Value = other.json().await.unwrap();
+    assert_eq!(body["code"], "ACCESS_DENIED", "{body}");
+    let own = file("n-x").await.unwrap();
+    assert_eq!(own.status(), 201, "{}", own.text().await.unwrap());
+}
