@@ -10,7 +10,8 @@ use stratum_domain::{ErrorCode, FieldError, Refusal};
 
 use crate::store::StoreError;
 
-/// Seconds a client waits before retrying a 503.
+/// Seconds a client waits before retrying a 503 of an unreachable
+/// dependency.
 pub const RETRY_AFTER_SECS: u64 = 2;
 
 tokio::task_local! {
@@ -183,11 +184,21 @@ impl From<StoreError> for ApiError {
 /// Builds a JSON response with the headers every answer of ours carries.
 pub fn json_response(status: StatusCode, body: &Value) -> Response {
     let mut res = (status, axum::Json(body)).into_response();
-    if status == StatusCode::SERVICE_UNAVAILABLE {
-        res.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
-    }
+    set_retry_after(&mut res, body);
     res
+}
+
+/// Gives a 503 its `Retry-After`: what the refusal says it waits for (the
+/// write freeze knows what its upgrade waits on), or a short default for
+/// an unreachable dependency.
+pub fn set_retry_after(res: &mut Response, body: &Value) {
+    if res.status() == StatusCode::SERVICE_UNAVAILABLE {
+        let secs = body["details"]["retryAfterSeconds"]
+            .as_u64()
+            .unwrap_or(RETRY_AFTER_SECS);
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
 }
 
 impl IntoResponse for ApiError {

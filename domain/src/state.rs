@@ -116,8 +116,13 @@ impl Command {
                 MemberCommand::ReportAppliedGeneration { .. }
                     | MemberCommand::RecordRaftRemoval { .. }
             ),
-            // A leaked token can always be revoked.
-            Command::Iam(c) => matches!(c, IamCommand::RevokeToken { .. }),
+            // A leaked token can always be revoked, and an expired or
+            // revoked one replaced, however long an upgrade holds the
+            // freeze: the node agents and operators driving it need them.
+            Command::Iam(c) => matches!(
+                c,
+                IamCommand::RevokeToken { .. } | IamCommand::IssueToken { .. }
+            ),
         }
     }
 }
@@ -174,14 +179,17 @@ impl State {
                 return Err(Refusal::new(
                     ErrorCode::UpgradeInProgress,
                     format!(
-                        "Upgrade {} is {}: changes wait until it ends. Reads keep working.",
+                        "Upgrade {} is {}: changes wait until it ends. Reads keep working. {}",
                         u.id,
-                        u.state.as_str()
+                        u.state.as_str(),
+                        u.waiting_for()
                     ),
                 )
-                .with_details(
-                    serde_json::json!({ "upgradeId": u.id, "state": u.state.as_str() }),
-                ));
+                .with_details(serde_json::json!({
+                    "upgradeId": u.id,
+                    "state": u.state.as_str(),
+                    "retryAfterSeconds": u.retry_after(ctx.now),
+                })));
             }
         }
         if let (Command::Member(MemberCommand::Decommission { .. }), Some(u)) =

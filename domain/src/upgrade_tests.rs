@@ -872,10 +872,11 @@ fn during_the_freeze_a_member_change_is_refused_upgrade_in_progress() {
         let s = upgrade_in(state);
         let r = when(&s, admit_member("n-delta", "192.0.2.20")).unwrap_err();
         assert_eq!(r.code, ErrorCode::UpgradeInProgress, "{state:?}: {r:?}");
-        assert_eq!(
-            r.details,
-            Some(json!({ "upgradeId": UPG, "state": state.as_str() }))
-        );
+        let details = r.details.unwrap();
+        assert_eq!(details["upgradeId"], UPG);
+        assert_eq!(details["state"], state.as_str());
+        // Waiting on a report (the backup, a node): a minute.
+        assert_eq!(details["retryAfterSeconds"], 60, "{state:?}");
         assert!(r.message.contains(UPG), "{}", r.message);
     }
 }
@@ -2159,6 +2160,49 @@ fn a_token_can_be_revoked_during_the_write_freeze() {
     )
     .unwrap();
     assert_eq!(d.events.len(), 1);
+}
+
+#[test]
+fn a_writer_refused_while_the_cluster_settles_is_told_to_come_back_when_it_has() {
+    let mut s = upgrade_in(UpgradeState::Rolling);
+    let u = s.upgrades.upgrades.get_mut(UPG).unwrap();
+    u.plan.settle_seconds = 120;
+    u.last_restart_at = Some(t0() - chrono::Duration::seconds(30));
+    let r = when(&s, admit_member("n-delta", "192.0.2.20")).unwrap_err();
+    assert_eq!(r.details.unwrap()["retryAfterSeconds"], 91);
+    // Bounded: a long settle still asks again within 10 minutes, a nearly
+    // finished one not sooner than 5 s.
+    let u = s.upgrades.upgrades.get_mut(UPG).unwrap();
+    u.plan.settle_seconds = 7200;
+    assert_eq!(u.retry_after(t0()), 600);
+    u.plan.settle_seconds = 31;
+    assert_eq!(u.retry_after(t0()), 5);
+}
+
+#[test]
+fn a_token_can_be_issued_during_the_write_freeze() {
+    for state in [
+        UpgradeState::BackingUp,
+        UpgradeState::Rolling,
+        UpgradeState::Verifying,
+    ] {
+        let s = upgrade_in(state);
+        let d = when(
+            &s,
+            Command::Iam(crate::iam::IamCommand::IssueToken {
+                token_id: "tok-2".into(),
+                principal: Some("node/n-1".into()),
+                secret_sha256: [2; 32],
+                policies: vec!["NodeAgent".into()],
+                expires_at: None,
+            }),
+        )
+        .unwrap_or_else(|r| panic!("{state:?}: {r:?}"));
+        assert!(
+            matches!(d.events[..], [DomainEvent::TokenIssued(_)]),
+            "{state:?}"
+        );
+    }
 }
 
 #[test]

@@ -262,6 +262,8 @@ pub async fn execute(state: &AppState, req: CommandRequest) -> Response {
 
 pub fn reply_response(reply: CommandReply) -> Response {
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
+    let refusal: Option<serde_json::Value> = (status == StatusCode::SERVICE_UNAVAILABLE)
+        .then(|| serde_json::from_str(&reply.body).unwrap_or_default());
     let mut res = (
         status,
         [(
@@ -271,11 +273,8 @@ pub fn reply_response(reply: CommandReply) -> Response {
         reply.body,
     )
         .into_response();
-    if status == StatusCode::SERVICE_UNAVAILABLE {
-        res.headers_mut().insert(
-            header::RETRY_AFTER,
-            HeaderValue::from(crate::error::RETRY_AFTER_SECS),
-        );
+    if let Some(body) = refusal {
+        crate::error::set_retry_after(&mut res, &body);
     }
     if let Some(v) = reply.etag {
         set_etag(&mut res, v);

@@ -246,3 +246,141 @@ async fn release_keys_from_a_file_verify_registrations() {
     assert_eq!(refused.status(), 400);
     assert!(refused.text().await.unwrap().contains("signature"));
 }
+
+/// During the write freeze of a long upgrade, an operator or node token
+/// can still be made (through the API and with `stratum token create` on
+/// the host) and revoked, and refused writers are told to come back when
+/// the upgrade may have moved, not every 2 s.
+#[tokio::test]
+async fn tokens_are_made_and_revoked_during_the_write_freeze_and_retry_after_fits_the_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let keys = stratum_domain::testing::release_keys_spec();
+    let server = start(d, &[("STRATUM_RELEASE_KEYS", keys)]).await;
+    for v in ["1.0.0", "1.1.0"] {
+        let (status, body) = server
+            .post(
+                "/v1/admin/releases",
+                stratum_domain::testing::manifest(v, "13.1", None),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let (status, body) = server
+        .call(
+            server
+                .http
+                .put(server.url("/v1/admin/cluster/release"))
+                .json(&json!({"version": "1.0.0"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    server.admit("n-1", "192.0.2.11").await;
+    server.member_post("n-1", "join-complete", json!({})).await;
+    let (_, m) = server.get("/v1/admin/cluster/membership").await;
+    server
+        .member_post(
+            "n-1",
+            "applied-generation",
+            json!({"generation": m["generation"]}),
+        )
+        .await;
+    let (status, u) = server
+        .post(
+            "/v1/admin/upgrades",
+            json!({"targetRelease": "1.1.0", "backup": {"location": "node"}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{u}");
+    let id = u["id"].as_str().unwrap().to_owned();
+    let state = |want: &'static str| {
+        let id = id.clone();
+        let server = &server;
+        async move {
+            server
+                .eventually(&format!("the upgrade {want}"), || async {
+                    let (_, u) = server.get(&format!("/v1/admin/upgrades/{id}")).await;
+                    (u["state"] == want).then_some(())
+                })
+                .await
+        }
+    };
+    state("fetching").await;
+    let (status, body) = server
+        .post(
+            &format!("/v1/admin/upgrades/{id}/nodes/n-1/report"),
+            json!({"phase": "fetch", "state": "done"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    state("backing_up").await;
+
+    // A member change waits, told to come back in a minute (the upgrade
+    // waits for the backup report).
+    let res = server
+        .http
+        .post(server.url(MEMBERS))
+        .bearer_auth(ADMIN)
+        .json(&json!({"nodeId": "n-2", "role": "hybrid", "mgmtIp": "192.0.2.12"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 503);
+    assert_eq!(res.headers()["retry-after"], "60");
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["code"], "UPGRADE_IN_PROGRESS");
+    assert!(
+        body["message"].as_str().unwrap().contains("backup report"),
+        "{body}"
+    );
+
+    // A node token through the API, and an operator token on the host.
+    let (status, token) = server
+        .post(
+            "/v1/admin/iam/tokens",
+            json!({"principal": "node/n-1", "policies": ["NodeAgent"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{token}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+        .args([
+            "token",
+            "create",
+            "--principal",
+            "user/oncall",
+            "--policy",
+            "ClusterOperator",
+        ])
+        .env(
+            "STRATUM_DATABASE_URL",
+            format!("sqlite://{}", d.join("stratum.db").display()),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let secret = created["token"].as_str().unwrap();
+    let whoami = server
+        .http
+        .get(server.url("/v1/admin/cluster/members"))
+        .bearer_auth(secret)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(whoami.status(), 200, "the new operator token works at once");
+    let (status, body) = server
+        .post(
+            &format!(
+                "/v1/admin/iam/tokens/{}/revoke",
+                token["id"].as_str().unwrap()
+            ),
+            json!({}),
+        )
+        .await;
+    assert!(status == 200 || status == 204, "{status}: {body}");
+}

@@ -152,7 +152,10 @@ async fn a_three_node_upgrade_runs_from_planned_to_done_on_node_reports_alone() 
         assert_error_shape(&r, StatusCode::SERVICE_UNAVAILABLE, "UPGRADE_IN_PROGRESS");
         assert_eq!(r.body["details"]["upgradeId"], id.as_str());
         assert_eq!(r.body["details"]["state"], "backing_up");
-        assert!(r.headers.contains_key("retry-after"));
+        assert_eq!(
+            r.headers["retry-after"], "60",
+            "waiting for the backup report"
+        );
         assert_eq!(
             app.get("/v1/admin/cluster/members").await.status,
             StatusCode::OK

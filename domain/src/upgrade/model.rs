@@ -437,6 +437,10 @@ pub fn facts_stream(node_id: &str) -> String {
     format!("facts/{node_id}")
 }
 
+/// The bounds of [`Upgrade::retry_after`], in seconds.
+pub const RETRY_AFTER_MIN: u64 = 5;
+pub const RETRY_AFTER_MAX: u64 = 600;
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Upgrade {
     pub id: String,
@@ -488,6 +492,19 @@ impl Upgrade {
 
     pub(super) fn not_finished(&self, phase: Phase) -> Vec<&UpgradeNode> {
         self.nodes.iter().filter(|n| !n.finished(phase)).collect()
+    }
+
+    /// How long a writer the freeze refused should wait before it asks
+    /// again, in seconds: until the settling ends when the upgrade waits on
+    /// the clock, a minute when it waits on a report (a backup, a node's
+    /// restart or verify); never under 5 s nor over 10 min.
+    pub fn retry_after(&self, now: DateTime<Utc>) -> u64 {
+        const REPORT: u64 = 60;
+        let secs = match self.settled_at() {
+            Some(t) if t > now => (t - now).num_seconds().max(0) as u64 + 1,
+            _ => REPORT,
+        };
+        secs.clamp(RETRY_AFTER_MIN, RETRY_AFTER_MAX)
     }
 
     /// What the upgrade is doing or waiting for, in a sentence.
