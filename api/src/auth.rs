@@ -1,7 +1,12 @@
 //! Bearer authentication and the authorization gate every route passes.
 //!
-//! Tokens are looked up by the SHA-256 of the presented secret; the secret
-//! itself is never stored, logged or answered after its creation.
+//! A generated token (256 random bits) is looked up by the SHA-256 of the
+//! presented secret. A token whose secret an operator chose (the bootstrap
+//! token) is kept only as a salted Argon2id hash, checked one by one when
+//! no generated token matches; a secret verified so is remembered, in
+//! memory only, so its next requests cost no Argon2id. The secret itself is
+//! never stored, logged or answered after its creation. See
+//! `docs/architecture.md`, "Token secrets".
 
 use axum::extract::{RawPathParams, Request, State};
 use axum::http::{header, HeaderMap};
@@ -36,6 +41,91 @@ pub fn secret_hash(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
 }
 
+/// Argon2id of a secret an operator chose, as a PHC string: a fresh random
+/// salt, the parameters OWASP recommends (19 MiB, 2 passes, 1 lane).
+pub fn slow_hash(secret: &str) -> String {
+    use argon2::password_hash::{PasswordHasher, SaltString};
+    let mut salt = [0u8; 16];
+    rand::thread_rng().fill_bytes(&mut salt);
+    let salt = SaltString::encode_b64(&salt).expect("16 bytes make a salt");
+    argon2::Argon2::default()
+        .hash_password(secret.as_bytes(), &salt)
+        .expect("Argon2id with its default parameters hashes any secret")
+        .to_string()
+}
+
+/// Whether `secret` is the one `phc` (an Argon2id PHC string) was made of.
+pub fn slow_verify(secret: &str, phc: &str) -> bool {
+    use argon2::password_hash::{PasswordHash, PasswordVerifier};
+    PasswordHash::new(phc).is_ok_and(|h| {
+        argon2::Argon2::default()
+            .verify_password(secret.as_bytes(), &h)
+            .is_ok()
+    })
+}
+
+/// Whether a secret has the shape of one [`new_secret`] makes: those are
+/// found by their SHA-256 alone, never by a slow hash.
+fn is_generated(secret: &str) -> bool {
+    secret.strip_prefix("stt_").is_some_and(|b| {
+        b.len() == 43
+            && b.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+    })
+}
+
+/// The chosen secrets this process verified, by the SHA-256 of the
+/// presented secret (in memory only, never stored), and the one lane the
+/// slow checks take, so unauthenticated guesses cost this process one core
+/// at most and never delay a generated token.
+#[derive(Default)]
+pub struct ChosenSecrets {
+    verified: std::sync::Mutex<std::collections::HashMap<[u8; 32], String>>,
+    slow: tokio::sync::Mutex<()>,
+}
+
+impl ChosenSecrets {
+    fn verified(&self, presented: &[u8; 32]) -> Option<String> {
+        self.verified
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(presented)
+            .cloned()
+    }
+
+    /// The token among `candidates` whose Argon2id hash `secret` matches.
+    async fn find(
+        &self,
+        secret: &str,
+        presented: [u8; 32],
+        candidates: Vec<crate::store::TokenAuth>,
+    ) -> Option<crate::store::TokenAuth> {
+        if let Some(id) = self.verified(&presented) {
+            return candidates.into_iter().find(|t| t.token_id == id);
+        }
+        let _lane = self.slow.lock().await;
+        if let Some(id) = self.verified(&presented) {
+            return candidates.into_iter().find(|t| t.token_id == id);
+        }
+        let secret = secret.to_owned();
+        let found = tokio::task::spawn_blocking(move || {
+            candidates.into_iter().find(|t| {
+                t.secret_argon2id
+                    .as_deref()
+                    .is_some_and(|phc| slow_verify(&secret, phc))
+            })
+        })
+        .await
+        .ok()
+        .flatten()?;
+        self.verified
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(presented, found.token_id.clone());
+        Some(found)
+    }
+}
+
 /// A new random token secret: 256 bits, URL-safe base64, with a prefix that
 /// secret scanners can recognize.
 pub fn new_secret() -> String {
@@ -58,7 +148,11 @@ pub fn new_id(prefix: &str) -> String {
     format!("{prefix}-{tail}")
 }
 
-pub async fn authenticate(store: &dyn EventStore, headers: &HeaderMap) -> Result<Caller, ApiError> {
+pub async fn authenticate(
+    store: &dyn EventStore,
+    chosen: &ChosenSecrets,
+    headers: &HeaderMap,
+) -> Result<Caller, ApiError> {
     let secret = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -67,18 +161,29 @@ pub async fn authenticate(store: &dyn EventStore, headers: &HeaderMap) -> Result
         .filter(|s| !s.is_empty())
         .ok_or_else(ApiError::unauthenticated)?;
     let presented = secret_hash(secret);
-    let token = store
-        .token_by_secret(&presented)
-        .await?
-        .ok_or_else(ApiError::unauthenticated)?;
-    // The row was found by its hash; compare the whole hash again in
-    // constant time, so no answer depends on how much of it matched.
-    if !bool::from(subtle::ConstantTimeEq::ct_eq(
-        token.secret_sha256.as_slice(),
-        presented.as_slice(),
-    )) {
-        return Err(ApiError::unauthenticated());
-    }
+    let token = match store.token_by_secret(&presented).await? {
+        // The row was found by its hash; compare the whole hash again in
+        // constant time, so no answer depends on how much of it matched.
+        Some(t)
+            if t.secret_sha256.as_deref().is_some_and(|h| {
+                bool::from(subtle::ConstantTimeEq::ct_eq(h, presented.as_slice()))
+            }) =>
+        {
+            t
+        }
+        Some(_) => return Err(ApiError::unauthenticated()),
+        None if is_generated(secret) => return Err(ApiError::unauthenticated()),
+        None => {
+            let candidates = store.argon2id_tokens().await?;
+            if candidates.is_empty() {
+                return Err(ApiError::unauthenticated());
+            }
+            chosen
+                .find(secret, presented, candidates)
+                .await
+                .ok_or_else(ApiError::unauthenticated)?
+        }
+    };
     let expires_at = token.expires_at.map(stratum_domain::log::micros_to_time);
     if !token_valid_at(token.revoked_at.is_some(), expires_at, Utc::now()) {
         return Err(ApiError::unauthenticated());
@@ -154,7 +259,7 @@ pub async fn gate(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let mut caller = match authenticate(&*app.store, req.headers()).await {
+    let mut caller = match authenticate(&*app.store, &app.chosen_secrets, req.headers()).await {
         Ok(c) => c,
         Err(e) => return e.into_response(),
     };

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use stratum_domain::iam::{IamCommand, SERVICE_PRINCIPAL};
+use stratum_domain::iam::{IamCommand, SecretVerifier, SERVICE_PRINCIPAL};
 use stratum_domain::Command;
 use tokio::task::JoinHandle;
 
@@ -35,6 +35,8 @@ pub struct AppState {
     pub limits: Arc<RequestLimits>,
     /// One permit per open event stream or waiting long-poll.
     pub watchers: Arc<tokio::sync::Semaphore>,
+    /// The chosen token secrets this process verified, in memory only.
+    pub chosen_secrets: Arc<crate::auth::ChosenSecrets>,
 }
 
 impl AppState {
@@ -100,6 +102,7 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         shutdown: Default::default(),
         watchers: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_watchers)),
         limits: Arc::new(cfg.limits.clone()),
+        chosen_secrets: Default::default(),
     };
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];
@@ -137,11 +140,24 @@ async fn bootstrap(state: &AppState, given: Option<String>) -> Result<Option<Str
         return Ok(None);
     }
     let generated = given.is_none();
-    let secret = given.unwrap_or_else(new_secret);
+    // A generated secret has 256 random bits: its SHA-256 finds it. One an
+    // operator chose may be guessable: only a salted Argon2id hash of it is
+    // kept, in the log and everywhere else.
+    let (secret, verifier) = match given {
+        None => {
+            let s = new_secret();
+            let v = SecretVerifier::Sha256(secret_hash(&s));
+            (s, v)
+        }
+        Some(s) => {
+            let v = SecretVerifier::Argon2id(crate::auth::slow_hash(&s));
+            (s, v)
+        }
+    };
     let req = CommandRequest::new(
         Command::Iam(IamCommand::Bootstrap {
             token_id: new_id("tok"),
-            secret_sha256: secret_hash(&secret),
+            verifier,
         }),
         SERVICE_PRINCIPAL,
     );

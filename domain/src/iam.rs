@@ -258,12 +258,53 @@ impl Action {
     }
 }
 
+/// How a token's secret is recognized; the secret itself is never kept.
+///
+/// A secret the service generates has 256 random bits: its SHA-256 is the
+/// key a presented secret is looked up by, and no guess of it can be tested
+/// in any useful time. A secret an operator chose (the bootstrap token) may
+/// be guessable, so it is kept only as a salted Argon2id hash: a guess costs
+/// what Argon2id costs, for anyone holding the log, an export or the
+/// database.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub enum SecretVerifier {
+    /// SHA-256 of a generated secret.
+    #[serde(
+        rename = "secretSha256",
+        serialize_with = "hex_bytes",
+        deserialize_with = "hex_bytes_de"
+    )]
+    Sha256([u8; 32]),
+    /// The PHC string of Argon2id over a chosen secret, salt and
+    /// parameters included (`$argon2id$v=19$m=...`).
+    #[serde(rename = "secretArgon2id")]
+    Argon2id(String),
+}
+
+impl SecretVerifier {
+    /// The SHA-256 a generated secret is looked up by, if it is one.
+    pub fn sha256(&self) -> Option<&[u8; 32]> {
+        match self {
+            SecretVerifier::Sha256(h) => Some(h),
+            SecretVerifier::Argon2id(_) => None,
+        }
+    }
+
+    /// The Argon2id PHC string of a chosen secret, if it is one.
+    pub fn argon2id(&self) -> Option<&str> {
+        match self {
+            SecretVerifier::Sha256(_) => None,
+            SecretVerifier::Argon2id(phc) => Some(phc),
+        }
+    }
+}
+
 /// A token, as the log knows it: never its secret.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Token {
     pub token_id: String,
     pub principal: String,
-    pub secret_sha256: [u8; 32],
+    pub verifier: SecretVerifier,
     pub policies: Vec<String>,
     pub expires_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
@@ -329,12 +370,12 @@ pub enum IamCommand {
     /// `AdministratorAccess`. On a log with any event it does nothing.
     Bootstrap {
         token_id: String,
-        secret_sha256: [u8; 32],
+        verifier: SecretVerifier,
     },
     IssueToken {
         token_id: String,
         principal: Option<String>,
-        secret_sha256: [u8; 32],
+        verifier: SecretVerifier,
         policies: Vec<String>,
         expires_at: Option<DateTime<Utc>>,
     },
@@ -478,10 +519,7 @@ impl Iam {
         let now = ctx.now;
         let log_is_empty = state.position == 0;
         match cmd {
-            IamCommand::Bootstrap {
-                token_id,
-                secret_sha256,
-            } => {
+            IamCommand::Bootstrap { token_id, verifier } => {
                 if !log_is_empty {
                     return Ok(Decision::none(Subject::Token(token_id.clone())));
                 }
@@ -490,7 +528,7 @@ impl Iam {
                     &IamCommand::IssueToken {
                         token_id: token_id.clone(),
                         principal: Some(BOOTSTRAP_PRINCIPAL.to_owned()),
-                        secret_sha256: *secret_sha256,
+                        verifier: verifier.clone(),
                         policies: vec![ADMINISTRATOR_ACCESS.to_owned()],
                         expires_at: None,
                     },
@@ -500,7 +538,7 @@ impl Iam {
             IamCommand::IssueToken {
                 token_id,
                 principal,
-                secret_sha256,
+                verifier,
                 policies,
                 expires_at,
             } => {
@@ -521,10 +559,7 @@ impl Iam {
                 f.into_result()?;
                 self.check_grant(ctx, Action::CreateToken, policies)?;
                 if self.tokens.contains_key(token_id)
-                    || self
-                        .tokens
-                        .values()
-                        .any(|t| t.secret_sha256 == *secret_sha256)
+                    || self.tokens.values().any(|t| t.verifier == *verifier)
                 {
                     return Err(Refusal::new(
                         ErrorCode::VersionConflict,
@@ -535,7 +570,7 @@ impl Iam {
                     events: vec![DomainEvent::TokenIssued(TokenIssued {
                         token_id: token_id.clone(),
                         principal: principal.clone().unwrap_or_default(),
-                        secret_sha256: *secret_sha256,
+                        verifier: verifier.clone(),
                         policies: policies.clone(),
                         expires_at: *expires_at,
                     })],
@@ -718,7 +753,7 @@ impl Iam {
                 Token {
                     token_id: t.token_id.clone(),
                     principal: t.principal.clone(),
-                    secret_sha256: t.secret_sha256,
+                    verifier: t.verifier.clone(),
                     policies: t.policies.clone(),
                     expires_at: t.expires_at,
                     created_at: ctx.occurred_at,
@@ -736,8 +771,9 @@ impl Iam {
 pub struct TokenIssued {
     pub token_id: String,
     pub principal: String,
-    #[serde(serialize_with = "hex_bytes")]
-    pub secret_sha256: [u8; 32],
+    /// `secretSha256` or `secretArgon2id` in JSON, as before v2.
+    #[serde(flatten)]
+    pub verifier: SecretVerifier,
     pub policies: Vec<String>,
     pub expires_at: Option<DateTime<Utc>>,
 }
@@ -791,6 +827,13 @@ fn hex_bytes<S: serde::Serializer>(b: &[u8; 32], s: S) -> Result<S::Ok, S::Error
     s.serialize_str(&hex::encode(b))
 }
 
+fn hex_bytes_de<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(d)?;
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(&text, &mut out).map_err(serde::de::Error::custom)?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -805,7 +848,7 @@ mod tests {
                 &whole,
                 &IamCommand::Bootstrap {
                     token_id: "tok-1".into(),
-                    secret_sha256: [1; 32],
+                    verifier: SecretVerifier::Sha256([1; 32]),
                 },
                 &CommandContext {
                     now: crate::testing::t0(),

@@ -84,7 +84,7 @@ fn issue(
     IamCommand::IssueToken {
         token_id: token_id.into(),
         principal: Some(principal.into()),
-        secret_sha256: [secret; 32],
+        verifier: crate::iam::SecretVerifier::Sha256([secret; 32]),
         policies: policies.iter().map(|p| (*p).to_owned()).collect(),
         expires_at,
     }
@@ -1052,7 +1052,7 @@ fn issuing_a_token_appends_token_issued() {
         vec![DomainEvent::TokenIssued(TokenIssued {
             token_id: "tok-1".into(),
             principal: ALICE.into(),
-            secret_sha256: [1; 32],
+            verifier: crate::iam::SecretVerifier::Sha256([1; 32]),
             policies: vec!["ReadOnly".into()],
             expires_at: Some(expires),
         })]
@@ -1107,7 +1107,7 @@ fn a_token_needs_a_valid_principal() {
         IamCommand::IssueToken {
             token_id: "tok-1".into(),
             principal: None,
-            secret_sha256: [1; 32],
+            verifier: crate::iam::SecretVerifier::Sha256([1; 32]),
             policies: vec!["ReadOnly".into()],
             expires_at: None,
         },
@@ -1373,7 +1373,7 @@ fn nobody_grants_a_policy_they_do_not_hold() {
             cmd(IamCommand::IssueToken {
                 token_id: "tok-9".into(),
                 principal: Some(BOB.into()),
-                secret_sha256: [9; 32],
+                verifier: crate::iam::SecretVerifier::Sha256([9; 32]),
                 policies: policies.iter().map(|p| (*p).to_owned()).collect(),
                 expires_at: None,
             }),

@@ -178,7 +178,7 @@ pub fn one_of_each() -> Vec<DomainEvent> {
         DomainEvent::TokenIssued(crate::iam::TokenIssued {
             token_id: "tok-0000000001".into(),
             principal: "user/admin".into(),
-            secret_sha256: [7; 32],
+            verifier: crate::iam::SecretVerifier::Sha256([7; 32]),
             policies: vec!["AdministratorAccess".into()],
             expires_at: Some(t0() + chrono::Duration::days(30)),
         }),

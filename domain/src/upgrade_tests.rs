@@ -2147,7 +2147,7 @@ fn a_token_can_be_revoked_during_the_write_freeze() {
     let issued = DomainEvent::TokenIssued(crate::iam::TokenIssued {
         token_id: "tok-1".into(),
         principal: "user/alice".into(),
-        secret_sha256: [1; 32],
+        verifier: crate::iam::SecretVerifier::Sha256([1; 32]),
         policies: vec!["ReadOnly".into()],
         expires_at: None,
     });
@@ -2192,7 +2192,7 @@ fn a_token_can_be_issued_during_the_write_freeze() {
             Command::Iam(crate::iam::IamCommand::IssueToken {
                 token_id: "tok-2".into(),
                 principal: Some("node/n-1".into()),
-                secret_sha256: [2; 32],
+                verifier: crate::iam::SecretVerifier::Sha256([2; 32]),
                 policies: vec!["NodeAgent".into()],
                 expires_at: None,
             }),

@@ -57,11 +57,13 @@ pub struct JoinRequestRow {
 }
 
 /// One row of the `rm_tokens` table: what authentication looks up. The
-/// secret itself is never known here, only its SHA-256.
+/// secret itself is never known here: a generated one's SHA-256 (the
+/// lookup key), or a chosen one's Argon2id hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenRow {
     pub token_id: String,
-    pub secret_sha256: [u8; 32],
+    pub secret_sha256: Option<[u8; 32]>,
+    pub secret_argon2id: Option<String>,
     pub principal: String,
     /// The policy names, as a JSON array.
     pub policies: String,
@@ -481,7 +483,8 @@ pub fn token_record(t: &stratum_domain::iam::Token) -> TokenRecord {
 fn token_row(t: &stratum_domain::iam::Token) -> TokenRow {
     TokenRow {
         token_id: t.token_id.clone(),
-        secret_sha256: t.secret_sha256,
+        secret_sha256: t.verifier.sha256().copied(),
+        secret_argon2id: t.verifier.argon2id().map(str::to_owned),
         principal: t.principal.clone(),
         policies: serde_json::to_string(&t.policies).expect("strings serialize"),
         expires_at: t.expires_at.map(|e| e.timestamp_micros()),

@@ -137,7 +137,7 @@ pub async fn create_token(
     let cmd = IamCommand::IssueToken {
         token_id: new_id("tok"),
         principal: b.principal.into_option(),
-        secret_sha256: secret_hash(&secret),
+        verifier: stratum_domain::iam::SecretVerifier::Sha256(secret_hash(&secret)),
         policies: b.policies.into_option().unwrap_or_default(),
         expires_at: b.expires_at.into_option().map(|t| t.0),
     };

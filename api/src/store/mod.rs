@@ -108,8 +108,11 @@ pub struct TokenAuth {
     pub policies: Vec<String>,
     pub expires_at: Option<i64>,
     pub revoked_at: Option<i64>,
-    /// The stored SHA-256, compared again in constant time.
-    pub secret_sha256: Vec<u8>,
+    /// The stored SHA-256 of a generated secret, compared again in
+    /// constant time.
+    pub secret_sha256: Option<Vec<u8>>,
+    /// The Argon2id PHC string of a chosen secret.
+    pub secret_argon2id: Option<String>,
 }
 
 /// One listed document and where it sorts.
@@ -227,6 +230,9 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// The token whose secret has this SHA-256, for authentication.
     async fn token_by_secret(&self, secret_sha256: &[u8; 32]) -> StoreResult<Option<TokenAuth>>;
+    /// The unrevoked tokens recognized by an Argon2id hash (chosen
+    /// secrets: the bootstrap token); few, and checked one by one.
+    async fn argon2id_tokens(&self) -> StoreResult<Vec<TokenAuth>>;
 
     /// Token documents (never secrets), by id.
     async fn token_docs(&self) -> StoreResult<Vec<(String, String)>>;
@@ -576,7 +582,8 @@ where
     usize: ColumnIndex<R>,
     String: Decode<'r, R::Database> + Type<R::Database>,
     Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
-    Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
+    Option<Vec<u8>>: Decode<'r, R::Database> + Type<R::Database>,
+    Option<String>: Decode<'r, R::Database> + Type<R::Database>,
 {
     let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
     let policies: String = row.try_get(2).map_err(corrupt)?;
@@ -588,6 +595,7 @@ where
         expires_at: row.try_get(3).map_err(corrupt)?,
         revoked_at: row.try_get(4).map_err(corrupt)?,
         secret_sha256: row.try_get(5).map_err(corrupt)?,
+        secret_argon2id: row.try_get(6).map_err(corrupt)?,
     })
 }
 

@@ -341,6 +341,15 @@ impl EventStore for PgStore {
             .transpose()
     }
 
+    async fn argon2id_tokens(&self) -> StoreResult<Vec<TokenAuth>> {
+        sqlx::query(sql::SELECT_ARGON2ID_TOKENS)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(token_from_row)
+            .collect()
+    }
+
     async fn token_docs(&self) -> StoreResult<Vec<(String, String)>> {
         Ok(sqlx::query(sql::ALL_TOKENS)
             .fetch_all(&self.pool)

@@ -31,7 +31,8 @@ pub(crate) const ALL_MEMBERS: &str = "SELECT node_id, doc FROM rm_members ORDER 
 pub(crate) const ALL_JOIN_REQUESTS: &str =
     "SELECT request_id, doc FROM rm_join_requests ORDER BY request_id";
 pub(crate) const ALL_TOKENS: &str = "SELECT token_id, doc FROM rm_tokens ORDER BY token_id";
-pub(crate) const SELECT_TOKEN_BY_SECRET: &str = "SELECT token_id, principal, policies, expires_at, revoked_at, secret_sha256 FROM rm_tokens WHERE secret_sha256 = $1";
+pub(crate) const SELECT_TOKEN_BY_SECRET: &str = "SELECT token_id, principal, policies, expires_at, revoked_at, secret_sha256, secret_argon2id FROM rm_tokens WHERE secret_sha256 = $1";
+pub(crate) const SELECT_ARGON2ID_TOKENS: &str = "SELECT token_id, principal, policies, expires_at, revoked_at, secret_sha256, secret_argon2id FROM rm_tokens WHERE secret_argon2id IS NOT NULL AND revoked_at IS NULL ORDER BY token_id";
 pub(crate) const SELECT_DOC: &str = "SELECT doc FROM rm_docs WHERE kind = $1 AND id = $2";
 pub(crate) const SELECT_DOCS: &str = "SELECT sort_key, id, doc FROM rm_docs WHERE kind = $1 AND (sort_key > $2 OR (sort_key = $2 AND id > $3)) ORDER BY sort_key, id LIMIT $4";
 pub(crate) const ALL_DOCS: &str = "SELECT kind || '/' || id, doc FROM rm_docs ORDER BY kind, id";
@@ -180,14 +181,16 @@ where
     DB: Database,
     Option<i64>: Encode<'a, DB> + Type<DB>,
     &'a str: Encode<'a, DB> + Type<DB>,
-    &'a [u8]: Encode<'a, DB> + Type<DB>,
+    Option<&'a str>: Encode<'a, DB> + Type<DB>,
+    Option<&'a [u8]>: Encode<'a, DB> + Type<DB>,
 {
     let mut qb = QueryBuilder::new(
-        "INSERT INTO rm_tokens (token_id, secret_sha256, principal, policies, expires_at, revoked_at, doc) ",
+        "INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, principal, policies, expires_at, revoked_at, doc) ",
     );
     qb.push_values(rows, |mut b, r| {
         b.push_bind(r.token_id.as_str())
-            .push_bind(r.secret_sha256.as_slice())
+            .push_bind(r.secret_sha256.as_ref().map(|h| h.as_slice()))
+            .push_bind(r.secret_argon2id.as_deref())
             .push_bind(r.principal.as_str())
             .push_bind(r.policies.as_str())
             .push_bind(r.expires_at)

@@ -288,6 +288,15 @@ impl EventStore for SqliteStore {
             .transpose()
     }
 
+    async fn argon2id_tokens(&self) -> StoreResult<Vec<TokenAuth>> {
+        sqlx::query(sql::SELECT_ARGON2ID_TOKENS)
+            .fetch_all(&self.read)
+            .await?
+            .iter()
+            .map(token_from_row)
+            .collect()
+    }
+
     async fn token_docs(&self) -> StoreResult<Vec<(String, String)>> {
         Ok(sqlx::query(sql::ALL_TOKENS)
             .fetch_all(&self.read)

@@ -574,7 +574,7 @@ async fn auditor_tools_read_a_read_only_copy_and_name_a_newer_schema() {
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
             assert!(
-                err.contains("schema is version 9999, newer than this stratum's (3)"),
+                err.contains("schema is version 9999, newer than this stratum's (4)"),
                 "{}: {args:?} names both versions: {err}",
                 db.backend
             );

@@ -1,6 +1,6 @@
 //! Request edges, through the built binary: request ids, numbers out of
-//! range, repeated JSON keys, and a node agent filing a join request for
-//! another node.
+//! range, repeated JSON keys, a node agent filing a join request for
+//! another node, and how a chosen token secret is kept.
 
 use serde_json::{json, Value};
 
@@ -139,4 +139,82 @@ async fn a_node_agent_files_a_join_request_only_for_its_own_node() {
     assert_eq!(body["code"], "ACCESS_DENIED", "{body}");
     let own = file("n-x").await.unwrap();
     assert_eq!(own.status(), 201, "{}", own.text().await.unwrap());
+}
+
+/// An operator-chosen bootstrap token is kept as a salted Argon2id hash
+/// only: neither the log, nor its export, nor the database file holds its
+/// SHA-256, and it authenticates (again and again) all the same.
+#[tokio::test]
+async fn a_chosen_bootstrap_token_is_kept_only_as_a_salted_slow_hash() {
+    use sha2::Digest;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]).await;
+    let fast = hex::encode(sha2::Sha256::digest(ADMIN.as_bytes()));
+    let all = events(&server).await;
+    let issued = of_type(&all, "TokenIssued");
+    assert_eq!(issued.len(), 1);
+    let payload = &issued[0]["payload"];
+    let phc = payload["secretArgon2id"].as_str().unwrap();
+    assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{phc}");
+    assert!(payload.get("secretSha256").is_none(), "{payload}");
+    for _ in 0..3 {
+        let (status, _) = server.get("/v1/admin/cluster/members").await;
+        assert_eq!(status, 200);
+    }
+    // A wrong guess is refused.
+    let wrong = server
+        .http
+        .get(server.url("/v1/admin/cluster/members"))
+        .bearer_auth(format!("{ADMIN}x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    // A generated token is still found by its hash and works.
+    let (status, token) = server
+        .post(
+            "/v1/admin/iam/tokens",
+            json!({"principal": "user/ro", "policies": ["ReadOnly"]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{token}");
+    let ok = server
+        .http
+        .get(server.url("/v1/admin/cluster/members"))
+        .bearer_auth(token["token"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+
+    let export = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+        .args(["events", "export"])
+        .env(
+            "STRATUM_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("stratum.db").display()),
+        )
+        .output()
+        .unwrap();
+    assert!(export.status.success());
+    let text = String::from_utf8_lossy(&export.stdout);
+    assert!(text.contains("secretArgon2id"), "{text}");
+    assert!(
+        !text.contains(&fast),
+        "the export holds the token's SHA-256"
+    );
+    let raw_fast = sha2::Sha256::digest(ADMIN.as_bytes());
+    for file in std::fs::read_dir(dir.path()).unwrap() {
+        let path = file.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            !bytes.windows(32).any(|w| w == raw_fast.as_slice()),
+            "{} holds the token's SHA-256",
+            path.display()
+        );
+        assert!(
+            !bytes.windows(ADMIN.len()).any(|w| w == ADMIN.as_bytes()),
+            "{} holds the token itself",
+            path.display()
+        );
+    }
 }

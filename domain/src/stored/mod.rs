@@ -154,10 +154,10 @@ pub fn encode(event: &DomainEvent) -> Encoded {
             request_id: request_id.clone(),
             reason: reason.clone(),
         }),
-        DomainEvent::TokenIssued(t) => bytes(&TokenIssuedV1 {
+        DomainEvent::TokenIssued(t) => bytes(&TokenIssuedV2 {
             token_id: t.token_id.clone(),
             principal: t.principal.clone(),
-            secret_sha256: t.secret_sha256,
+            verifier: (&t.verifier).into(),
             policies: t.policies.clone(),
             expires_at: t.expires_at.map(|e| e.timestamp_micros()),
         }),
@@ -197,7 +197,8 @@ pub fn schema_version(event: &DomainEvent) -> u16 {
         | DomainEvent::RaftPeerRemoved { .. }
         | DomainEvent::ReleaseRegistered(_)
         | DomainEvent::UpgradePlanned(_)
-        | DomainEvent::UpgradeNodeReported(_) => 2,
+        | DomainEvent::UpgradeNodeReported(_)
+        | DomainEvent::TokenIssued(_) => 2,
         _ => 1,
     }
 }
@@ -328,12 +329,16 @@ pub fn decode(
                 reason: e.reason,
             }
         }
-        ("TokenIssued", 1) => {
-            let e: TokenIssuedV1 = de(t, v, payload)?;
+        ("TokenIssued", 1 | 2) => {
+            let e: TokenIssuedV2 = if v == 1 {
+                upcast::token_issued_v1_to_v2(de(t, v, payload)?)
+            } else {
+                de(t, v, payload)?
+            };
             DomainEvent::TokenIssued(TokenIssued {
                 token_id: e.token_id,
                 principal: e.principal,
-                secret_sha256: e.secret_sha256,
+                verifier: e.verifier.into(),
                 policies: e.policies,
                 expires_at: e.expires_at.map(crate::log::micros_to_time),
             })
@@ -707,5 +712,40 @@ mod tests {
         ];
         let golden: &[u8] = include_bytes!("../../../replay-tests/fixtures/enums/NodeStatusV1.bin");
         assert_eq!(bytes(&v1_all), golden);
+    }
+
+    #[test]
+    fn a_token_of_a_chosen_secret_keeps_only_its_argon2id_hash() {
+        use crate::iam::SecretVerifier;
+        let phc = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA".to_owned();
+        let e = DomainEvent::TokenIssued(TokenIssued {
+            token_id: "tok-boot".into(),
+            principal: "user/admin".into(),
+            verifier: SecretVerifier::Argon2id(phc.clone()),
+            policies: vec!["AdministratorAccess".into()],
+            expires_at: None,
+        });
+        let enc = encode(&e);
+        assert_eq!((enc.event_type, enc.schema_version), ("TokenIssued", 2));
+        assert_eq!(decode("TokenIssued", 2, &enc.payload).unwrap(), e);
+        // What auditors read: the slow hash, and no fast one.
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["secretArgon2id"], phc.as_str(), "{json}");
+        assert!(json.get("secretSha256").is_none(), "{json}");
+        // A v1 token reads as one recognized by its SHA-256, and shows as
+        // v1 events always showed.
+        let v1 = bytes(&TokenIssuedV1 {
+            token_id: "tok-1".into(),
+            principal: "user/alice".into(),
+            secret_sha256: [7; 32],
+            policies: vec![],
+            expires_at: None,
+        });
+        let DomainEvent::TokenIssued(old) = decode("TokenIssued", 1, &v1).unwrap() else {
+            panic!()
+        };
+        assert_eq!(old.verifier, SecretVerifier::Sha256([7; 32]));
+        let json = serde_json::to_value(DomainEvent::TokenIssued(old)).unwrap();
+        assert_eq!(json["secretSha256"], hex::encode([7; 32]), "{json}");
     }
 }

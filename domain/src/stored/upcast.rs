@@ -45,6 +45,17 @@ pub fn decode_exported(
     })
 }
 
+/// v1 tokens were all recognized by the SHA-256 of their secret.
+pub fn token_issued_v1_to_v2(e: v1::TokenIssuedV1) -> v2::TokenIssuedV2 {
+    v2::TokenIssuedV2 {
+        token_id: e.token_id,
+        principal: e.principal,
+        verifier: v2::SecretVerifierV2::Sha256(e.secret_sha256),
+        policies: e.policies,
+        expires_at: e.expires_at,
+    }
+}
+
 /// v1 releases were all registered over the API, as signed manifests.
 pub fn release_registered_v1_to_v2(e: v1::ReleaseRegisteredV1) -> v2::ReleaseRegisteredV2 {
     v2::ReleaseRegisteredV2 {

@@ -432,3 +432,42 @@ impl From<UpgradeNodeReportedV2> for UpgradeNodeReported {
         }
     }
 }
+
+/// `TokenIssued` v2 says how the secret is recognized: by its SHA-256 (a
+/// generated secret) or by a salted Argon2id hash (a secret an operator
+/// chose, which could be guessed from a fast hash). v1 kept only a SHA-256.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenIssuedV2 {
+    pub token_id: String,
+    pub principal: String,
+    pub verifier: SecretVerifierV2,
+    pub policies: Vec<String>,
+    /// Microseconds since the epoch.
+    pub expires_at: Option<i64>,
+}
+
+/// Frozen: a variant may only ever be appended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SecretVerifierV2 {
+    Sha256([u8; 32]),
+    /// The PHC string (`$argon2id$v=19$m=...,t=...,p=...$salt$hash`).
+    Argon2id(String),
+}
+
+impl From<&crate::iam::SecretVerifier> for SecretVerifierV2 {
+    fn from(v: &crate::iam::SecretVerifier) -> Self {
+        match v {
+            crate::iam::SecretVerifier::Sha256(h) => SecretVerifierV2::Sha256(*h),
+            crate::iam::SecretVerifier::Argon2id(p) => SecretVerifierV2::Argon2id(p.clone()),
+        }
+    }
+}
+
+impl From<SecretVerifierV2> for crate::iam::SecretVerifier {
+    fn from(v: SecretVerifierV2) -> Self {
+        match v {
+            SecretVerifierV2::Sha256(h) => crate::iam::SecretVerifier::Sha256(h),
+            SecretVerifierV2::Argon2id(p) => crate::iam::SecretVerifier::Argon2id(p),
+        }
+    }
+}
