@@ -682,71 +682,13 @@ fn export_lines(
     Ok(std::io::BufReader::new(f).lines().enumerate())
 }
 
-/// Parses one export line and checks that its decoded payload is what its
-/// stored bytes say (the chain covers the bytes; people read the JSON).
-fn parse_line(n: usize, line: &str) -> Result<stratum_domain::log::Recorded, String> {
-    let parsed: stratum_domain::log::LogLine =
-        serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
-    let e = parsed
-        .to_recorded()
-        .map_err(|e| format!("line {}: {e}", n + 1))?;
-    let decoded = stratum_domain::stored::decode(&e.event_type, e.schema_version, &e.payload)
-        .map_err(|err| format!("line {}: {err}", n + 1))?;
-    // The export shows the payload as the service decoded it then: today's
-    // shape, or, for an export made before an upcast, the shape of the
-    // version it was stored at, read through the same upcasters.
-    let decoded = serde_json::to_value(&decoded).ok();
-    let then = stratum_domain::stored::upcast::decode_exported(
-        &e.event_type,
-        e.schema_version,
-        &parsed.payload,
-    )
-    .and_then(|d| serde_json::to_value(d).ok());
-    if decoded.as_ref() != Some(&parsed.payload) && (then.is_none() || then != decoded) {
-        return Err(format!(
-            "line {}: the decoded payload is not what payloadPostcard holds",
-            n + 1
-        ));
-    }
-    Ok(e)
-}
-
-/// Verifies an export offline: it holds events, every line parses, its
-/// payload matches its bytes, the chain holds from position 1, and it
-/// reaches the recorded head if one is given.
+/// Verifies an export offline (see [`stratum_domain::export::verify`]).
 pub fn verify_file(
     path: &std::path::Path,
     recorded: Option<stratum_domain::log::RecordedHead>,
 ) -> anyhow_like::Result<Verification> {
-    let mut v = stratum_domain::log::ChainVerifier::expecting(recorded);
-    for (n, line) in export_lines(path)? {
-        let line = line?;
-        let e = match parse_line(n, &line) {
-            Ok(e) => e,
-            Err(reason) => {
-                return Ok(Verification::Broken {
-                    position: v.position + 1,
-                    reason,
-                })
-            }
-        };
-        if let Err(b) = v.check(&e) {
-            return Ok(Verification::Broken {
-                position: b.position(),
-                reason: format!("line {}: {b}", n + 1),
-            });
-        }
-    }
-    if let Err(b) = v.finish() {
-        return Ok(Verification::Broken {
-            position: b.position(),
-            reason: b.to_string(),
-        });
-    }
-    Ok(Verification::Intact {
-        position: v.position,
-        hash: v.hash,
-    })
+    let lines = export_lines(path)?.map(|(_, line)| line);
+    Ok(stratum_domain::export::verify(lines, recorded)?)
 }
 
 /// Replays an export (up to `until`) into read models, without a database.
@@ -758,7 +700,7 @@ pub fn replay_file(
     rm.set_tracking(false);
     let mut v = stratum_domain::log::ChainVerifier::default();
     for (n, line) in export_lines(path)? {
-        let e = parse_line(n, &line?).map_err(anyhow_like::Error)?;
+        let e = stratum_domain::export::parse_line(n, &line?).map_err(anyhow_like::Error)?;
         if until.is_some_and(|u| e.position > u) {
             break;
         }
@@ -785,7 +727,7 @@ pub async fn import(
     let mut chunk = Vec::with_capacity(READ_CHUNK as usize);
     let mut lines = export_lines(path)?.peekable();
     while let Some((n, line)) = lines.next() {
-        let e = parse_line(n, &line?).map_err(anyhow_like::Error)?;
+        let e = stratum_domain::export::parse_line(n, &line?).map_err(anyhow_like::Error)?;
         v.check(&e)
             .map_err(|b| anyhow_like::Error(format!("line {}: the chain breaks: {b}", n + 1)))?;
         chunk.push(e);

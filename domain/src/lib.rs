@@ -8,6 +8,7 @@
 
 pub mod error;
 pub mod event;
+pub mod export;
 pub mod iam;
 #[cfg(test)]
 mod iam_tests;

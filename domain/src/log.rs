@@ -111,6 +111,15 @@ pub fn log_precision(t: DateTime<Utc>) -> DateTime<Utc> {
     micros_to_time(t.timestamp_micros())
 }
 
+/// The result of verifying a chain: a log's or an export's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verification {
+    /// Every event verifies; the head.
+    Intact { position: u64, hash: [u8; 32] },
+    /// The first position that does not verify, and why.
+    Broken { position: u64, reason: String },
+}
+
 /// Where a chain stops verifying.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ChainBreak {

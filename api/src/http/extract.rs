@@ -433,7 +433,7 @@ impl<S: Send + Sync, T: BodyFields> FromRequest<S> for JsonBody<T> {
     }
 }
 
-fn parse<T: BodyFields>(bytes: &[u8], raw: Bytes) -> Result<JsonBody<T>, ApiError> {
+pub(crate) fn parse<T: BodyFields>(bytes: &[u8], raw: Bytes) -> Result<JsonBody<T>, ApiError> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         ApiError::invalid(vec![FieldError::new("", format!("is not valid JSON: {e}"))])
     })?;

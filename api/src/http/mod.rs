@@ -325,5 +325,43 @@ pub fn command_request(
     req
 }
 
+/// Reads `bytes` as every JSON request body the API takes, the way its
+/// handlers read them; answers how many read without a finding. The
+/// request-body fuzzer (`fuzz/fuzz_targets/request_bodies.rs`) drives it:
+/// whatever arrives, reading it never panics.
+#[doc(hidden)]
+pub fn read_as_every_body(bytes: &[u8]) -> usize {
+    fn read<T: extract::BodyFields>(bytes: &[u8]) -> usize {
+        let raw = bytes::Bytes::copy_from_slice(bytes);
+        match extract::parse::<T>(bytes, raw) {
+            Ok(b) => usize::from(b.errors.is_empty()),
+            Err(e) => {
+                // A refusal is a sentence, in the one error shape.
+                assert!(!e.message.is_empty());
+                0
+            }
+        }
+    }
+    read::<iam::CreateTokenBody>(bytes)
+        + read::<iam::CreatePolicyBody>(bytes)
+        + read::<iam::PrincipalPoliciesBody>(bytes)
+        + read::<iam::ResourcePolicyBody>(bytes)
+        + read::<members::AdmitBody>(bytes)
+        + read::<members::UpdateMemberBody>(bytes)
+        + read::<members::JoinProgressBody>(bytes)
+        + read::<members::JoinFailedBody>(bytes)
+        + read::<members::DecommissionBody>(bytes)
+        + read::<members::AppliedGenerationBody>(bytes)
+        + read::<members::JoinRequestBody>(bytes)
+        + read::<members::ApproveBody>(bytes)
+        + read::<members::RejectBody>(bytes)
+        + read::<upgrades::RunningReleaseBody>(bytes)
+        + read::<upgrades::CreateUpgradeBody>(bytes)
+        + read::<upgrades::RollbackBody>(bytes)
+        + read::<upgrades::BackupReportBody>(bytes)
+        + read::<upgrades::NodeReportBody>(bytes)
+        + read::<upgrades::FactsBody>(bytes)
+}
+
 /// How long a long-poll may hold a request at most.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);

@@ -2,19 +2,11 @@
 //! chain recomputed up to the head (SPEC §3, tamper evidence). It lives
 //! beside the log, for the API's `/events/verify` and the CLI alike.
 
+pub use stratum_domain::log::Verification;
 use stratum_domain::log::{ChainVerifier, RecordedHead};
 
 use super::{EventStore, StoreError};
 use crate::command::READ_CHUNK;
-
-/// The result of verifying the chain.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verification {
-    /// Every event verifies; the head.
-    Intact { position: u64, hash: [u8; 32] },
-    /// The first position that does not verify, and why.
-    Broken { position: u64, reason: String },
-}
 
 /// Recomputes the whole chain, reading the log in chunks; with a head
 /// recorded earlier, the log must still reach it with the same hash.

@@ -190,6 +190,52 @@ pub fn encode(event: &DomainEvent) -> Encoded {
     }
 }
 
+/// Every (event type, schema version) ever written: what [`decode`] reads.
+/// A test holds it to the golden bytes in `replay-tests/fixtures/events`.
+pub const STORED_VERSIONS: &[(&str, u16)] = &[
+    ("AlarmCleared", 1),
+    ("AlarmRaised", 1),
+    ("AppliedGenerationReported", 1),
+    ("JoinProgressReported", 1),
+    ("JoinRequestApproved", 1),
+    ("JoinRequestRejected", 1),
+    ("JoinRequested", 1),
+    ("MemberAdmitted", 1),
+    ("MemberDecommissioned", 1),
+    ("MemberJoinCompleted", 1),
+    ("MemberJoinFailed", 1),
+    ("MemberJoinFailed", 2),
+    ("MemberJoinRetried", 1),
+    ("MemberRemovalStarted", 1),
+    ("MemberUpdated", 1),
+    ("NodeFactsReported", 1),
+    ("PolicyCreated", 1),
+    ("PrincipalPoliciesSet", 1),
+    ("RaftCleanupCompleted", 1),
+    ("RaftPeerRemoved", 1),
+    ("RaftPeerRemoved", 2),
+    ("ReleaseRegistered", 1),
+    ("ReleaseRegistered", 2),
+    ("ResourcePolicySet", 1),
+    ("RunningReleaseSet", 1),
+    ("TokenIssued", 1),
+    ("TokenIssued", 2),
+    ("TokenRevoked", 1),
+    ("UpgradeAcknowledged", 1),
+    ("UpgradeBackupReported", 1),
+    ("UpgradeCanceled", 1),
+    ("UpgradeCompleted", 1),
+    ("UpgradeFailed", 1),
+    ("UpgradeNodeReported", 1),
+    ("UpgradeNodeReported", 2),
+    ("UpgradeNodeTurnStarted", 1),
+    ("UpgradePlanned", 1),
+    ("UpgradePlanned", 2),
+    ("UpgradePrechecked", 1),
+    ("UpgradeRolledBack", 1),
+    ("UpgradeStateChanged", 1),
+];
+
 /// The version `encode` writes of an event's type: the newest.
 pub fn schema_version(event: &DomainEvent) -> u16 {
     match event {
@@ -747,5 +793,26 @@ mod tests {
         assert_eq!(old.verifier, SecretVerifier::Sha256([7; 32]));
         let json = serde_json::to_value(DomainEvent::TokenIssued(old)).unwrap();
         assert_eq!(json["secretSha256"], hex::encode([7; 32]), "{json}");
+    }
+
+    #[test]
+    fn the_stored_versions_are_those_with_golden_bytes() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../replay-tests/fixtures/events");
+        let mut golden: Vec<(String, u16)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                let stem = name.strip_suffix(".bin").unwrap().to_owned();
+                let (t, v) = stem.rsplit_once(".v").unwrap();
+                (t.to_owned(), v.parse().unwrap())
+            })
+            .collect();
+        golden.sort();
+        let listed: Vec<(String, u16)> = STORED_VERSIONS
+            .iter()
+            .map(|(t, v)| ((*t).to_owned(), *v))
+            .collect();
+        assert_eq!(listed, golden);
     }
 }
