@@ -14,6 +14,10 @@ use crate::store::StoreError;
 /// dependency.
 pub const RETRY_AFTER_SECS: u64 = 2;
 
+/// Seconds a client waits before retrying a write the full disk refused:
+/// space is made by a person, not in a moment.
+pub const DISK_FULL_RETRY_SECS: u64 = 30;
+
 tokio::task_local! {
     /// The request id of the request being answered.
     pub static REQUEST_ID: String;
@@ -176,6 +180,16 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Unavailable(_) | StoreError::Conflict(_) => ApiError::unavailable(e),
+            StoreError::Full(_) => {
+                tracing::error!(error = %e, "a write cannot be stored: the database's disk is full");
+                Self {
+                    details: Some(json!({ "retryAfterSeconds": DISK_FULL_RETRY_SECS })),
+                    ..Self::new(
+                        ErrorCode::Unavailable,
+                        "The database's disk is full: nothing of this request was stored. Retry once space is made.",
+                    )
+                }
+            }
             StoreError::Corrupt(_) | StoreError::Schema(_) => ApiError::internal(e),
         }
     }

@@ -33,6 +33,9 @@ pub enum StoreError {
     /// What the database holds is not what stratum wrote.
     #[error("corrupt store: {0}")]
     Corrupt(String),
+    /// The database cannot grow: its disk (or its size limit) is full.
+    #[error("the database is full: {0}")]
+    Full(String),
     /// The database's schema is not the one this build reads.
     #[error("{0}")]
     Schema(String),
@@ -43,6 +46,10 @@ impl From<sqlx::Error> for StoreError {
         if let sqlx::Error::Database(db) = &e {
             if db.is_unique_violation() {
                 return StoreError::Conflict(db.message().to_owned());
+            }
+            // SQLITE_FULL (13) and PostgreSQL's disk_full (53100).
+            if matches!(db.code().as_deref(), Some("13" | "53100")) {
+                return StoreError::Full(db.message().to_owned());
             }
         }
         StoreError::Unavailable(e.to_string())

@@ -56,6 +56,15 @@ pub(crate) fn serve_command_under(
 ) -> Command {
     let bin = env!("CARGO_BIN_EXE_stratum");
     let mut cmd = match prelude {
+        // A prelude that mounts runs in a mount namespace of its own, as an
+        // unprivileged user may make one.
+        Some(prelude) if prelude.starts_with("mount ") => {
+            let mut c = Command::new("unshare");
+            c.args(["--user", "--map-root-user", "--mount", "sh", "-c"])
+                .arg(format!("{prelude} && exec \"$0\" serve \"$@\""))
+                .arg(bin);
+            c
+        }
         Some(prelude) => {
             let mut c = Command::new("sh");
             c.arg("-c")

@@ -6,6 +6,7 @@ mod binary;
 mod cli;
 mod connections;
 mod contract;
+mod disk_full;
 mod edges;
 mod errors;
 mod iam;
