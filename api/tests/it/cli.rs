@@ -580,6 +580,20 @@ async fn auditor_tools_read_a_read_only_copy_and_name_a_newer_schema() {
             );
         }
         exec(&db.url, "DELETE FROM _sqlx_migrations WHERE version = 9999").await;
+        // One an older stratum left: read-only tools do not migrate it.
+        exec(&db.url, "DELETE FROM _sqlx_migrations WHERE version = 4").await;
+        let out = Command::new(env!("CARGO_BIN_EXE_stratum"))
+            .args(["events", "verify"])
+            .env("STRATUM_DATABASE_URL", &db.url)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("schema is version 3, older than this stratum's (4)"),
+            "{}: {err}",
+            db.backend
+        );
     }
 
     // An empty log proves nothing unless it is said to be fine.
