@@ -46,13 +46,13 @@ use crate::raft::config::{duration, ConfigError};
 pub struct ConnArgs {
     /// Connections the kernel queues before they are accepted (the kernel
     /// caps it at `net.core.somaxconn`).
-    #[arg(long, env = "STRATUM_LISTEN_BACKLOG", default_value_t = 4096)]
-    pub listen_backlog: u32,
+    #[arg(long, env = "STRATUM_LISTEN_BACKLOG", default_value = "4096")]
+    pub listen_backlog: String,
     /// Open connections at most. At the limit, the connection idle longest
     /// is closed to admit a new one. It is lowered to what the process's
     /// open-file limit allows.
-    #[arg(long, env = "STRATUM_MAX_CONNECTIONS", default_value_t = 10_000)]
-    pub max_connections: usize,
+    #[arg(long, env = "STRATUM_MAX_CONNECTIONS", default_value = "10000")]
+    pub max_connections: String,
     /// How long a client may take to send a request's line and headers,
     /// from its first byte.
     #[arg(long, env = "STRATUM_HEADER_READ_TIMEOUT", default_value = "10s")]
@@ -66,8 +66,8 @@ pub struct ConnArgs {
     pub request_timeout: String,
     /// Event streams and long-polls open at once, at most; beyond it a
     /// watcher is answered 503 with `Retry-After`.
-    #[arg(long, env = "STRATUM_MAX_WATCHERS", default_value_t = 4096)]
-    pub max_watchers: usize,
+    #[arg(long, env = "STRATUM_MAX_WATCHERS", default_value = "4096")]
+    pub max_watchers: String,
     /// How long a stop waits for requests in flight after it ended the
     /// event streams and long-polls.
     #[arg(long, env = "STRATUM_SHUTDOWN_GRACE", default_value = "10s")]
@@ -102,17 +102,18 @@ impl Default for RequestLimits {
 
 impl ConnArgs {
     pub fn config(&self) -> Result<(ListenerConfig, RequestLimits), ConfigError> {
-        let positive = |var: &str, v: usize| {
-            if v == 0 {
-                Err(ConfigError(format!("{var} must be above zero")))
-            } else {
-                Ok(v)
-            }
+        let positive = |var: &str, v: &str| match v.trim().parse::<u32>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(ConfigError(format!(
+                "{var} must be a whole number from 1 to {}, not `{v}`",
+                u32::MAX
+            ))),
         };
         Ok((
             ListenerConfig {
-                backlog: positive("STRATUM_LISTEN_BACKLOG", self.listen_backlog as usize)? as u32,
-                max_connections: positive("STRATUM_MAX_CONNECTIONS", self.max_connections)?,
+                backlog: positive("STRATUM_LISTEN_BACKLOG", &self.listen_backlog)?,
+                max_connections: positive("STRATUM_MAX_CONNECTIONS", &self.max_connections)?
+                    as usize,
                 header_read_timeout: duration(
                     "STRATUM_HEADER_READ_TIMEOUT",
                     &self.header_read_timeout,
@@ -122,7 +123,7 @@ impl ConnArgs {
             },
             RequestLimits {
                 request_timeout: duration("STRATUM_REQUEST_TIMEOUT", &self.request_timeout)?,
-                max_watchers: positive("STRATUM_MAX_WATCHERS", self.max_watchers)?,
+                max_watchers: positive("STRATUM_MAX_WATCHERS", &self.max_watchers)? as usize,
             },
         ))
     }

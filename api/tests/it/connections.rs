@@ -368,3 +368,76 @@ async fn sigterm_finishes_a_request_in_flight() {
         stopping.elapsed()
     );
 }
+
+/// The settings come from the environment too: the backlog the kernel
+/// holds for the socket is the one set, a connection limit of 4 still
+/// admits `/healthz` past four idle sockets (closing the oldest), and a
+/// malformed setting stops the start naming its variable.
+#[tokio::test]
+async fn connection_settings_from_the_environment_take_effect_or_stop_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = crate::binary::start(
+        dir.path(),
+        &[
+            ("STRATUM_LISTEN_BACKLOG", "77".to_owned()),
+            ("STRATUM_MAX_CONNECTIONS", "4".to_owned()),
+        ],
+    )
+    .await;
+    let port = server.addr().rsplit(':').next().unwrap().to_owned();
+    let ss = std::process::Command::new("ss")
+        .args(["-ltnH", &format!("sport = :{port}")])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&ss.stdout);
+    // LISTEN  Recv-Q  Send-Q(backlog)  local  peer
+    let backlog: Vec<&str> = listing.split_whitespace().collect();
+    assert_eq!(backlog.get(2), Some(&"77"), "{listing}");
+
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        idle.push(TcpStream::connect(server.addr()).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let res = server
+        .http
+        .get(server.url("/healthz"))
+        .timeout(Duration::from_secs(3))
+        .send()
+        .await
+        .expect("healthz past the limit");
+    assert_eq!(res.status(), 200);
+    assert!(
+        closed_within(&mut idle[0], Duration::from_secs(2))
+            .await
+            .is_some(),
+        "the connection idle longest made room"
+    );
+
+    for (key, value) in [
+        ("STRATUM_IDLE_TIMEOUT", "forever"),
+        ("STRATUM_HEADER_READ_TIMEOUT", "0s"),
+        ("STRATUM_REQUEST_TIMEOUT", "-1"),
+        ("STRATUM_SHUTDOWN_GRACE", "soon"),
+        ("STRATUM_MAX_WATCHERS", "0"),
+        ("STRATUM_MAX_CONNECTIONS", "0"),
+        ("STRATUM_LISTEN_BACKLOG", "lots"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = timeout(
+            Duration::from_secs(20),
+            crate::binary::serve_command(
+                dir.path(),
+                crate::binary::free_port(),
+                &[(key, value.to_owned())],
+            )
+            .output(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{key}={value}: {stderr}");
+        assert!(stderr.contains(key), "{key}={value} is named: {stderr}");
+    }
+}
