@@ -65,8 +65,9 @@ pub fn slow_verify(secret: &str, phc: &str) -> bool {
 }
 
 /// Whether a secret has the shape of one [`new_secret`] makes: those are
-/// found by their SHA-256 alone, never by a slow hash.
-fn is_generated(secret: &str) -> bool {
+/// found by their SHA-256 alone, never by a slow hash (so a chosen secret
+/// may not have this shape).
+pub fn is_generated(secret: &str) -> bool {
     secret.strip_prefix("stt_").is_some_and(|b| {
         b.len() == 43
             && b.bytes()
@@ -75,14 +76,29 @@ fn is_generated(secret: &str) -> bool {
 }
 
 /// The chosen secrets this process verified, by the SHA-256 of the
-/// presented secret (in memory only, never stored), and the one lane the
-/// slow checks take, so unauthenticated guesses cost this process one core
-/// at most and never delay a generated token.
+/// presented secret (in memory only, never stored); the wrong ones it saw
+/// lately, refused at once; and the one lane the slow checks take, with a
+/// short queue. A guess beyond the queue is answered 503 at once, so
+/// unauthenticated guesses cost this process one core at most, hold no
+/// connection for long, and never touch a generated token's path.
 #[derive(Default)]
 pub struct ChosenSecrets {
     verified: std::sync::Mutex<std::collections::HashMap<[u8; 32], String>>,
-    slow: tokio::sync::Mutex<()>,
+    refused: std::sync::Mutex<std::collections::HashMap<[u8; 32], std::time::Instant>>,
+    lane: std::sync::Arc<tokio::sync::Mutex<()>>,
+    waiting: std::sync::atomic::AtomicUsize,
 }
+
+/// Slow checks that may wait for the lane; one more is answered 503.
+const MAX_WAITING: usize = 8;
+/// How long a wrong secret is refused without a slow check.
+const REFUSED_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+/// The most wrong secrets remembered; the memory is cleared when full.
+const REFUSED_KEPT: usize = 10_000;
+
+/// Too many secrets are waiting for the slow check.
+#[derive(Debug)]
+pub struct Busy;
 
 impl ChosenSecrets {
     fn verified(&self, presented: &[u8; 32]) -> Option<String> {
@@ -93,22 +109,53 @@ impl ChosenSecrets {
             .cloned()
     }
 
+    fn refused_lately(&self, presented: &[u8; 32]) -> bool {
+        self.refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(presented)
+            .is_some_and(|at| at.elapsed() < REFUSED_FOR)
+    }
+
+    fn refuse(&self, presented: [u8; 32]) {
+        let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        if refused.len() >= REFUSED_KEPT {
+            refused.clear();
+        }
+        refused.insert(presented, std::time::Instant::now());
+    }
+
     /// The token among `candidates` whose Argon2id hash `secret` matches.
     async fn find(
         &self,
         secret: &str,
         presented: [u8; 32],
         candidates: Vec<crate::store::TokenAuth>,
-    ) -> Option<crate::store::TokenAuth> {
+    ) -> Result<Option<crate::store::TokenAuth>, Busy> {
+        use std::sync::atomic::Ordering;
+        let known = |id: String, candidates: Vec<crate::store::TokenAuth>| {
+            candidates.into_iter().find(|t| t.token_id == id)
+        };
         if let Some(id) = self.verified(&presented) {
-            return candidates.into_iter().find(|t| t.token_id == id);
+            return Ok(known(id, candidates));
         }
-        let _lane = self.slow.lock().await;
+        if self.refused_lately(&presented) {
+            return Ok(None);
+        }
+        if self.waiting.fetch_add(1, Ordering::SeqCst) >= MAX_WAITING {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            return Err(Busy);
+        }
+        let lane = self.lane.clone().lock_owned().await;
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
         if let Some(id) = self.verified(&presented) {
-            return candidates.into_iter().find(|t| t.token_id == id);
+            return Ok(known(id, candidates));
         }
         let secret = secret.to_owned();
+        // The lane is held until the hash is done, even when the request
+        // that asked for it is gone.
         let found = tokio::task::spawn_blocking(move || {
+            let _lane = lane;
             candidates.into_iter().find(|t| {
                 t.secret_argon2id
                     .as_deref()
@@ -117,12 +164,17 @@ impl ChosenSecrets {
         })
         .await
         .ok()
-        .flatten()?;
-        self.verified
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(presented, found.token_id.clone());
-        Some(found)
+        .flatten();
+        match &found {
+            Some(t) => {
+                self.verified
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(presented, t.token_id.clone());
+            }
+            None => self.refuse(presented),
+        }
+        Ok(found)
     }
 }
 
@@ -181,6 +233,12 @@ pub async fn authenticate(
             chosen
                 .find(secret, presented, candidates)
                 .await
+                .map_err(|Busy| {
+                    ApiError::new(
+                        stratum_domain::ErrorCode::Unavailable,
+                        "Too many unrecognized secrets are being checked right now; retry shortly.",
+                    )
+                })?
                 .ok_or_else(ApiError::unauthenticated)?
         }
     };

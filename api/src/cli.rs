@@ -424,22 +424,25 @@ async fn serve(
     // the start, naming its variable.
     let adapters = raft.adapters()?;
     let backoff = raft.backoff()?;
-    let (mut listener_cfg, limits) = conn.config()?;
+    let (mut listener_cfg, mut limits) = conn.config()?;
     let cfg = ServiceConfig {
         bootstrap_token: bootstrap_token_from_env()?,
         release_keys: release_keys_from_env()?,
         adapters,
         backoff,
         upgrade: upgrade.config()?,
-        limits,
         ..Default::default()
     };
-    cfg.adapters.log();
-    listener_cfg.max_connections = listener::connection_limit(listener_cfg.max_connections);
-    // The address is taken before the database is opened, so a busy port
-    // stops the start before a bootstrap token is issued and shown.
+    // The address is taken before anything is printed or the database is
+    // opened, so a busy port stops the start before a bootstrap token is
+    // issued and shown.
     let socket = listener::bind(listen, listener_cfg.backlog)
         .map_err(|e| anyhow_like::Error(format!("cannot listen on {listen}: {e}")))?;
+    cfg.adapters.log();
+    listener_cfg.max_connections = listener::connection_limit(listener_cfg.max_connections);
+    limits.max_watchers =
+        listener::watcher_limit(limits.max_watchers, listener_cfg.max_connections);
+    let cfg = ServiceConfig { limits, ..cfg };
     let store = open(db).await?;
     let svc = service::start(store, cfg).await?;
     if let Some(token) = &svc.generated_token {
@@ -488,6 +491,11 @@ fn bootstrap_token_from_env() -> anyhow_like::Result<Option<String>> {
             "STRATUM_BOOTSTRAP_TOKEN must be at least {MIN_BOOTSTRAP_TOKEN} characters; \
              leave it unset and a random token is generated and printed once"
         ))),
+        Ok(t) if crate::auth::is_generated(&t) => Err(anyhow_like::Error(
+            "STRATUM_BOOTSTRAP_TOKEN must not look like a token stratum generates \
+             (stt_ and 43 characters): those are found by a fast hash, a chosen one by a slow one"
+                .into(),
+        )),
         Ok(t) => Ok(Some(t)),
         Err(_) => Ok(None),
     }

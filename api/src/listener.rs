@@ -175,6 +175,23 @@ pub fn connection_limit(wanted: usize) -> usize {
     }
 }
 
+/// Lowers the watcher bound to half the connections, so watchers, which
+/// hold their connections busy, always leave room for other requests.
+pub fn watcher_limit(wanted: usize, max_connections: usize) -> usize {
+    let allowed = (max_connections / 2).max(1);
+    if wanted > allowed {
+        tracing::warn!(
+            wanted,
+            allowed,
+            max_connections,
+            "STRATUM_MAX_WATCHERS lowered to half the connection limit"
+        );
+        allowed
+    } else {
+        wanted
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Phase {
     /// Waiting for a request since then.
@@ -454,8 +471,9 @@ impl hyper::body::Body for Held {
 }
 
 /// A connection's socket, which ends reads past the phase's deadline and
-/// gives the heads HTTP/1.1 refuses before any request is dispatched an
-/// error body in the spec's shape.
+/// gives the heads HTTP/1.1 itself refuses (never handed to the
+/// application, so without its `x-request-id`) an error body in the
+/// spec's shape.
 struct Watched {
     io: TcpStream,
     conn: Arc<Conn>,
@@ -476,10 +494,22 @@ impl Watched {
         }
     }
 
-    /// Whether the bytes about to be written are HTTP/1.1's own refusal
-    /// of a head no request was dispatched for.
-    fn refuses(&self, first: &[u8]) -> bool {
-        matches!(self.conn.phase(), Phase::Head(_)) && first.starts_with(b"HTTP/1.")
+    /// Whether the bytes about to be written are HTTP/1.1's own refusal of
+    /// a head it could not read: a response head without the
+    /// `x-request-id` every answer of the application carries.
+    fn refuses(first: &[u8]) -> bool {
+        // `100 Continue` is hyper's too, and must pass.
+        if !first.starts_with(b"HTTP/1.") || !matches!(first.get(9), Some(b'4' | b'5')) {
+            return false;
+        }
+        let head = first
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(first, |end| &first[..end]);
+        !head
+            .to_ascii_lowercase()
+            .windows(15)
+            .any(|w| w == b"\r\nx-request-id:")
     }
 
     /// Writes the replacement answer; `Ready` once all of it is written.
@@ -573,7 +603,7 @@ impl AsyncWrite for Watched {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.refusal.is_none() && this.refuses(buf) {
+        if this.refusal.is_none() && Self::refuses(buf) {
             this.refusal = Some((refusal(buf), 0));
         }
         if this.refusal.is_some() {
@@ -590,7 +620,7 @@ impl AsyncWrite for Watched {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| b);
-        if this.refusal.is_none() && this.refuses(first) {
+        if this.refusal.is_none() && Self::refuses(first) {
             this.refusal = Some((refusal(first), 0));
         }
         if this.refusal.is_some() {
@@ -614,5 +644,28 @@ impl AsyncWrite for Watched {
         let this = self.get_mut();
         std::task::ready!(this.poll_refusal(cx))?;
         Pin::new(&mut this.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Watched;
+
+    #[test]
+    fn only_heads_without_the_applications_request_id_are_rewritten() {
+        assert!(Watched::refuses(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\ndate: x\r\n\r\n"
+        ));
+        assert!(Watched::refuses(b"HTTP/1.1 400 Bad Request\r\n\r\n"));
+        // An answer of the application, pipelined or not, passes as it is.
+        assert!(!Watched::refuses(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: 0190\r\n\r\n{}"
+        ));
+        assert!(!Watched::refuses(
+            b"HTTP/1.1 400 Bad Request\r\nX-Request-Id: 0190\r\n\r\n"
+        ));
+        assert!(!Watched::refuses(b"HTTP/1.1 100 Continue\r\n\r\n"));
+        // A body's bytes are not a head.
+        assert!(!Watched::refuses(b"{\"code\": \"HTTP/1.1\"}"));
     }
 }

@@ -75,18 +75,26 @@ impl SqliteStore {
                 .synchronous(SqliteSynchronous::Full);
         }
         let (mut writer, found) = match connect_reading_schema(&opts).await {
-            // A WAL database whose directory nobody may write: its shared
-            // memory file cannot be made, so no writer can be at work on
-            // it either, and it is read as the immutable file it is.
+            // A WAL database in a directory this user may not write: its
+            // shared-memory file cannot be made. With no `-wal` or `-shm`
+            // beside it, no service has it open, and it is read as the
+            // immutable file it is.
             Err(sqlx::Error::Database(e))
                 if read_only && e.code().as_deref() == Some(SQLITE_READONLY_DIRECTORY) =>
             {
-                let wal = format!("{}-wal", opts.get_filename().display());
-                if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+                // A service that has the file open keeps its `-wal` and
+                // `-shm` beside it; a copy of a stopped one has neither.
+                let file = opts.get_filename().display().to_string();
+                if let Some(beside) = ["-wal", "-shm"]
+                    .iter()
+                    .map(|s| format!("{file}{s}"))
+                    .find(|p| std::path::Path::new(p).exists())
+                {
                     return Err(StoreError::Schema(format!(
-                        "{wal} holds writes not yet in the database file, and its directory \
-                         cannot be written to apply them: copy both files to a directory \
-                         that can be written, or copy the database from a stopped service"
+                        "{beside} is beside the database: it may be in use, or hold writes not yet \
+                         in the file, and its directory cannot be written to read it safely; \
+                         copy the files to a directory that can be written, or copy the \
+                         database of a stopped service"
                     )));
                 }
                 opts = opts.immutable(true);

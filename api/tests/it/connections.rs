@@ -176,6 +176,42 @@ async fn heads_too_long_for_http_get_the_error_shape() {
     let garbage = raw(&server, b"NOT HTTP AT ALL\r\n\r\n").await;
     assert!(garbage.0.starts_with("HTTP/1.1 400"), "{}", garbage.0);
     assert_eq!(garbage.1["code"], "INVALID_INPUT", "{}", garbage.1);
+    // `Expect: 100-continue`, as curl sends for larger bodies, is answered
+    // with HTTP/1.1's own interim answer, untouched.
+    let body = r#"{"nodeId": "n-1", "role": "hybrid", "mgmtIp": "192.0.2.11"}"#;
+    let mut socket = TcpStream::connect(server.addr()).await.unwrap();
+    socket
+        .write_all(
+            format!(
+                "POST /v1/admin/cluster/members HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN}\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut interim = [0u8; 64];
+    let n = timeout(Duration::from_secs(5), socket.read(&mut interim))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        interim[..n].starts_with(b"HTTP/1.1 100 Continue"),
+        "{}",
+        String::from_utf8_lossy(&interim[..n])
+    );
+    socket.write_all(body.as_bytes()).await.unwrap();
+    let mut answer = [0u8; 2048];
+    let n = timeout(Duration::from_secs(5), socket.read(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        answer[..n].starts_with(b"HTTP/1.1 201"),
+        "{}",
+        String::from_utf8_lossy(&answer[..n])
+    );
     // The server still answers.
     let (status, _) = server.get("/v1/admin/cluster/members").await;
     assert_eq!(status, 200);

@@ -218,3 +218,78 @@ async fn a_chosen_bootstrap_token_is_kept_only_as_a_salted_slow_hash() {
         );
     }
 }
+
+/// Wrong guesses at a chosen secret take one lane with a short queue: a
+/// flood of them is answered 401 or 503 at once, a generated token is not
+/// slowed, and a bootstrap token that looks generated is refused at start.
+#[tokio::test]
+async fn guesses_at_a_chosen_secret_are_bounded_and_a_generated_token_is_not_slowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]).await;
+    let (_, token) = server
+        .post(
+            "/v1/admin/iam/tokens",
+            json!({"principal": "user/ro", "policies": ["ReadOnly"]}),
+        )
+        .await;
+    let generated = token["token"].as_str().unwrap().to_owned();
+    let flood: Vec<_> = (0..48)
+        .map(|i| {
+            server
+                .http
+                .get(server.url("/v1/admin/cluster/members"))
+                .bearer_auth(format!("a-guess-at-the-bootstrap-token-{i:04}"))
+                .send()
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let during = server
+        .http
+        .get(server.url("/v1/admin/cluster/members"))
+        .bearer_auth(&generated)
+        .send();
+    let (answers, during) = tokio::join!(futures::future::join_all(flood), during);
+    assert_eq!(during.unwrap().status(), 200);
+    let statuses: Vec<u16> = answers
+        .into_iter()
+        .map(|r| r.unwrap().status().as_u16())
+        .collect();
+    assert!(
+        statuses.iter().all(|s| *s == 401 || *s == 503),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.contains(&503),
+        "the queue is bounded: {statuses:?}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    // A guess is refused again, promptly (from memory when seen lately).
+    let again = std::time::Instant::now();
+    let res = server
+        .http
+        .get(server.url("/v1/admin/cluster/members"))
+        .bearer_auth("a-guess-at-the-bootstrap-token-0000")
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status() == 401, "{}", res.status());
+    assert!(again.elapsed() < std::time::Duration::from_millis(500));
+
+    let dir = tempfile::tempdir().unwrap();
+    let looks_generated = format!("stt_{}", "A".repeat(43));
+    let out = crate::binary::serve_command(
+        dir.path(),
+        crate::binary::free_port(),
+        &[("STRATUM_BOOTSTRAP_TOKEN", looks_generated)],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("must not look like a token stratum generates"));
+}
