@@ -24,8 +24,12 @@ pub struct EventMeta {
     pub request_id: Option<String>,
     /// The global position of the event that caused it (process managers).
     pub causation: Option<u64>,
-    /// A correlation id shared by everything one operation caused.
+    /// A correlation id shared by everything one operation caused (the
+    /// upgrade driver's steps carry their upgrade's id).
     pub correlation: Option<String>,
+    /// The caller's own `X-Request-Id`, as it sent it (validated): several
+    /// requests may share one, so it is kept apart from `request_id`.
+    pub client_request_id: Option<String>,
 }
 
 /// One event as the log stores it.
@@ -43,6 +47,10 @@ pub struct Recorded {
     pub prev_hash: [u8; 32],
     pub hash: [u8; 32],
 }
+
+/// What follows the canonical fields when the caller's request id is
+/// covered too.
+const CLIENT_REQUEST_ID_TAG: u8 = 1;
 
 /// The fields the chain covers, in a fixed order. Changing this struct
 /// changes every hash ever written: it must never change.
@@ -63,7 +71,10 @@ struct Canonical<'a> {
 }
 
 impl Recorded {
-    /// The canonical bytes of the event: postcard of the covered fields.
+    /// The canonical bytes of the event: postcard of the covered fields,
+    /// then, only for an event that has one, the caller's request id after
+    /// a tag byte. An event without one has the bytes it always had, so
+    /// every hash written before the field existed still verifies.
     pub fn canonical_bytes(&self) -> Vec<u8> {
         let c = Canonical {
             position: self.position,
@@ -79,7 +90,12 @@ impl Recorded {
             correlation: self.meta.correlation.as_deref(),
             payload: &self.payload,
         };
-        postcard::to_allocvec(&c).expect("postcard encodes plain data")
+        let mut bytes = postcard::to_allocvec(&c).expect("postcard encodes plain data");
+        if let Some(id) = &self.meta.client_request_id {
+            bytes.push(CLIENT_REQUEST_ID_TAG);
+            bytes.extend(postcard::to_allocvec(id.as_str()).expect("postcard encodes a string"));
+        }
+        bytes
     }
 
     /// `SHA-256(prev_hash ‖ canonical bytes)`.
@@ -370,6 +386,36 @@ mod tests {
     fn the_first_prev_hash_is_zero() {
         assert_eq!(chain(1)[0].prev_hash, [0u8; 32]);
     }
+
+    #[test]
+    fn a_callers_request_id_is_chained_and_kept_by_both_log_forms() {
+        let mut plain = event(1, b"x");
+        plain.seal([0; 32]);
+        let mut with_id = event(1, b"x");
+        with_id.meta.client_request_id = Some("deploy-42".into());
+        with_id.seal([0; 32]);
+        // Without one, the bytes (and so every old hash) are as before;
+        // with one, it is covered.
+        assert_ne!(plain.hash, with_id.hash);
+        assert!(with_id
+            .canonical_bytes()
+            .starts_with(&plain.canonical_bytes()));
+        let mut forged = with_id.clone();
+        forged.meta.client_request_id = Some("deploy-43".into());
+        assert_ne!(forged.compute_hash(&[0; 32]), with_id.hash);
+        // A recorded log keeps it; one without keeps its version 1 bytes.
+        let v1 = encode_log(std::slice::from_ref(&plain));
+        assert!(!v1.starts_with(RECORDED_V2_MAGIC));
+        assert_eq!(decode_log(&v1).unwrap(), vec![plain.clone()]);
+        let v2 = encode_log(&[plain.clone(), with_id.clone()]);
+        assert_eq!(decode_log(&v2).unwrap(), vec![plain, with_id.clone()]);
+        // And so does an export line.
+        let line = LogLine::new(&with_id, serde_json::json!({}));
+        let text = serde_json::to_string(&line).unwrap();
+        assert!(text.contains("\"clientRequestId\":\"deploy-42\""), "{text}");
+        let back: LogLine = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.to_recorded().unwrap(), with_id);
+    }
 }
 
 /// One event as a line of an export (JSON lines): every envelope field, the
@@ -391,6 +437,9 @@ pub struct LogLine {
     pub request_id: Option<String>,
     pub causation: Option<u64>,
     pub correlation: Option<String>,
+    /// Only in lines of events that have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_request_id: Option<String>,
     /// The payload decoded, for reading; not what the chain covers.
     pub payload: serde_json::Value,
     /// The stored payload (postcard), standard base64.
@@ -430,6 +479,7 @@ impl LogLine {
             request_id: e.meta.request_id.clone(),
             causation: e.meta.causation,
             correlation: e.meta.correlation.clone(),
+            client_request_id: e.meta.client_request_id.clone(),
             payload,
             payload_postcard: base64::engine::general_purpose::STANDARD.encode(&e.payload),
             prev_hash: hex::encode(e.prev_hash),
@@ -455,6 +505,7 @@ impl LogLine {
                 request_id: self.request_id.clone(),
                 causation: self.causation,
                 correlation: self.correlation.clone(),
+                client_request_id: self.client_request_id.clone(),
             },
             payload: base64::engine::general_purpose::STANDARD
                 .decode(&self.payload_postcard)
@@ -485,52 +536,88 @@ struct RecordedV1 {
     hash: [u8; 32],
 }
 
+/// Version 2 of the recorded-log form: version 1 and the caller's request
+/// id. Written behind [`RECORDED_V2_MAGIC`], only for a log where an event
+/// has one; a log without keeps the version 1 bytes it always had.
+#[derive(Serialize, Deserialize)]
+struct RecordedV2 {
+    v1: RecordedV1,
+    client_request_id: Option<String>,
+}
+
+/// What a version 2 recorded log starts with (a version 1 log starts with
+/// its length, a varint, never these bytes).
+const RECORDED_V2_MAGIC: &[u8; 8] = b"\xffSTRLOG2";
+
+fn recorded_v1(e: &Recorded) -> RecordedV1 {
+    RecordedV1 {
+        position: e.position,
+        stream_id: e.stream_id.clone(),
+        stream_version: e.stream_version,
+        event_type: e.event_type.clone(),
+        schema_version: e.schema_version,
+        event_id: *e.event_id.as_bytes(),
+        occurred_at_micros: e.occurred_at.timestamp_micros(),
+        principal: e.meta.principal.clone(),
+        request_id: e.meta.request_id.clone(),
+        causation: e.meta.causation,
+        correlation: e.meta.correlation.clone(),
+        payload: e.payload.clone(),
+        prev_hash: e.prev_hash,
+        hash: e.hash,
+    }
+}
+
+fn from_recorded_v1(e: RecordedV1, client_request_id: Option<String>) -> Recorded {
+    Recorded {
+        position: e.position,
+        stream_id: e.stream_id,
+        stream_version: e.stream_version,
+        event_type: e.event_type,
+        schema_version: e.schema_version,
+        event_id: Uuid::from_bytes(e.event_id),
+        occurred_at: micros_to_time(e.occurred_at_micros),
+        meta: EventMeta {
+            principal: e.principal,
+            request_id: e.request_id,
+            causation: e.causation,
+            correlation: e.correlation,
+            client_request_id,
+        },
+        payload: e.payload,
+        prev_hash: e.prev_hash,
+        hash: e.hash,
+    }
+}
+
 /// Encodes a log in its postcard form.
 pub fn encode_log(events: &[Recorded]) -> Vec<u8> {
-    let v: Vec<RecordedV1> = events
-        .iter()
-        .map(|e| RecordedV1 {
-            position: e.position,
-            stream_id: e.stream_id.clone(),
-            stream_version: e.stream_version,
-            event_type: e.event_type.clone(),
-            schema_version: e.schema_version,
-            event_id: *e.event_id.as_bytes(),
-            occurred_at_micros: e.occurred_at.timestamp_micros(),
-            principal: e.meta.principal.clone(),
-            request_id: e.meta.request_id.clone(),
-            causation: e.meta.causation,
-            correlation: e.meta.correlation.clone(),
-            payload: e.payload.clone(),
-            prev_hash: e.prev_hash,
-            hash: e.hash,
-        })
-        .collect();
+    if events.iter().any(|e| e.meta.client_request_id.is_some()) {
+        let v: Vec<RecordedV2> = events
+            .iter()
+            .map(|e| RecordedV2 {
+                v1: recorded_v1(e),
+                client_request_id: e.meta.client_request_id.clone(),
+            })
+            .collect();
+        let mut out = RECORDED_V2_MAGIC.to_vec();
+        out.extend(postcard::to_allocvec(&v).expect("postcard encodes plain data"));
+        return out;
+    }
+    let v: Vec<RecordedV1> = events.iter().map(recorded_v1).collect();
     postcard::to_allocvec(&v).expect("postcard encodes plain data")
 }
 
-/// Decodes a log in its postcard form.
+/// Decodes a log in its postcard form (either version).
 pub fn decode_log(bytes: &[u8]) -> Result<Vec<Recorded>, LogFormatError> {
-    let v: Vec<RecordedV1> =
-        postcard::from_bytes(bytes).map_err(|e| LogFormatError(format!("postcard log: {e}")))?;
-    Ok(v.into_iter()
-        .map(|e| Recorded {
-            position: e.position,
-            stream_id: e.stream_id,
-            stream_version: e.stream_version,
-            event_type: e.event_type,
-            schema_version: e.schema_version,
-            event_id: Uuid::from_bytes(e.event_id),
-            occurred_at: micros_to_time(e.occurred_at_micros),
-            meta: EventMeta {
-                principal: e.principal,
-                request_id: e.request_id,
-                causation: e.causation,
-                correlation: e.correlation,
-            },
-            payload: e.payload,
-            prev_hash: e.prev_hash,
-            hash: e.hash,
-        })
-        .collect())
+    let bad = |e: postcard::Error| LogFormatError(format!("postcard log: {e}"));
+    if let Some(rest) = bytes.strip_prefix(RECORDED_V2_MAGIC.as_slice()) {
+        let v: Vec<RecordedV2> = postcard::from_bytes(rest).map_err(bad)?;
+        return Ok(v
+            .into_iter()
+            .map(|e| from_recorded_v1(e.v1, e.client_request_id))
+            .collect());
+    }
+    let v: Vec<RecordedV1> = postcard::from_bytes(bytes).map_err(bad)?;
+    Ok(v.into_iter().map(|e| from_recorded_v1(e, None)).collect())
 }

@@ -161,6 +161,7 @@ pub fn event_json(e: &Recorded) -> Result<Value, ApiError> {
         "requestId": e.meta.request_id,
         "causation": e.meta.causation,
         "correlation": e.meta.correlation,
+        "clientRequestId": e.meta.client_request_id,
         "payload": payload,
         "prevHash": hex::encode(e.prev_hash),
         "hash": hex::encode(e.hash),

@@ -149,8 +149,8 @@ async fn method_not_allowed() -> ApiError {
 /// Gives every request the server's own id (unique, so no two requests'
 /// events share one), a span carrying it, and echoes it on the response. A
 /// caller's `X-Request-Id` must be 1 to 64 letters, digits, `-`, `_` or
-/// `.`; it is kept apart, as the `correlation` of the events the request
-/// causes.
+/// `.`; it is kept apart, as the `clientRequestId` of the events the
+/// request causes.
 async fn request_context(req: Request, next: Next) -> Response {
     let id = uuid::Uuid::now_v7().to_string();
     let client = match req.headers().get(REQUEST_ID_HEADER) {
@@ -319,7 +319,7 @@ pub fn command_request(
 ) -> CommandRequest {
     let mut req = CommandRequest::new(command, caller.principal.clone());
     req.meta.request_id = Some(crate::error::current_request_id());
-    req.meta.correlation = CLIENT_REQUEST_ID.try_with(Clone::clone).ok().flatten();
+    req.meta.client_request_id = CLIENT_REQUEST_ID.try_with(Clone::clone).ok().flatten();
     req.input_errors = input_errors;
     req.held_policies = Some(caller.policies.clone());
     req

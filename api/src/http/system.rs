@@ -85,10 +85,15 @@ pub struct EventDoc {
     occurred_at: String,
     /// The acting principal.
     principal: String,
+    /// The server's own id of the request that caused it.
     request_id: Option<String>,
     /// The position of the event that caused it (process managers).
     causation: Option<u64>,
+    /// What one operation's events share (the upgrade driver's steps: the
+    /// upgrade's id).
     correlation: Option<String>,
+    /// The caller's own `X-Request-Id`, when it sent one.
+    client_request_id: Option<String>,
     /// The payload, decoded.
     #[schema(value_type = Object)]
     payload: serde_json::Value,

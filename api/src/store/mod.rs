@@ -481,7 +481,7 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-pub(crate) const EVENT_COLUMNS: &str = "position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash";
+pub(crate) const EVENT_COLUMNS: &str = "position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id";
 
 fn hash32(v: Vec<u8>, what: &str) -> StoreResult<[u8; 32]> {
     v.try_into()
@@ -520,6 +520,7 @@ where
                 .map_err(corrupt)?
                 .map(|c| c as u64),
             correlation: row.try_get(10).map_err(corrupt)?,
+            client_request_id: row.try_get(14).map_err(corrupt)?,
         },
         payload: row.try_get(11).map_err(corrupt)?,
         prev_hash: hash32(row.try_get(12).map_err(corrupt)?, "prev_hash")?,

@@ -132,15 +132,15 @@ impl Drop for PgTx {
 
 /// Inserts events as arrays: one statement text, prepared once, whatever
 /// the batch size (a multi-row VALUES list is a new statement per size and
-/// binds fourteen parameters a row).
+/// binds fifteen parameters a row).
 async fn insert_events_unnest(c: &mut PgConnection, events: &[Recorded]) -> StoreResult<()> {
     let col = |f: fn(&Recorded) -> i64| events.iter().map(f).collect::<Vec<i64>>();
     let text = |f: fn(&Recorded) -> String| events.iter().map(f).collect::<Vec<String>>();
     let opt = |f: fn(&Recorded) -> Option<String>| events.iter().map(f).collect::<Vec<_>>();
     let bytes = |f: fn(&Recorded) -> Vec<u8>| events.iter().map(f).collect::<Vec<Vec<u8>>>();
     sqlx::query(
-        "INSERT INTO events (position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash) \
-         SELECT * FROM UNNEST($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::text[], $7::int8[], $8::text[], $9::text[], $10::int8[], $11::text[], $12::bytea[], $13::bytea[], $14::bytea[])",
+        "INSERT INTO events (position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id) \
+         SELECT * FROM UNNEST($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::text[], $7::int8[], $8::text[], $9::text[], $10::int8[], $11::text[], $12::bytea[], $13::bytea[], $14::bytea[], $15::text[])",
     )
     .bind(col(|e| e.position as i64))
     .bind(text(|e| e.stream_id.clone()))
@@ -156,6 +156,7 @@ async fn insert_events_unnest(c: &mut PgConnection, events: &[Recorded]) -> Stor
     .bind(bytes(|e| e.payload.clone()))
     .bind(bytes(|e| e.prev_hash.to_vec()))
     .bind(bytes(|e| e.hash.to_vec()))
+    .bind(opt(|e| e.meta.client_request_id.clone()))
     .execute(c)
     .await?;
     Ok(())

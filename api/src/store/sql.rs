@@ -10,12 +10,12 @@ use super::{IdempotencyRecord, EVENT_COLUMNS};
 /// Rows per multi-row statement, well inside SQLite's variable limit.
 pub(crate) const CHUNK: usize = 500;
 
-pub(crate) const SELECT_AFTER: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash FROM events WHERE position > $1 ORDER BY position LIMIT $2";
+pub(crate) const SELECT_AFTER: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events WHERE position > $1 ORDER BY position LIMIT $2";
 pub(crate) const SELECT_FOR_REPLAY: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, occurred_at, principal, payload FROM events WHERE position > $1 ORDER BY position LIMIT $2";
 pub(crate) const PUT_SNAPSHOT: &str = "INSERT INTO rm_snapshots (position, state) VALUES ($1, $2) ON CONFLICT (position) DO UPDATE SET state = excluded.state";
 pub(crate) const SELECT_SNAPSHOT: &str =
     "SELECT position, state FROM rm_snapshots WHERE position <= $1 ORDER BY position DESC LIMIT 1";
-pub(crate) const SELECT_STREAM: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash FROM events WHERE stream_id = $1 ORDER BY stream_version";
+pub(crate) const SELECT_STREAM: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events WHERE stream_id = $1 ORDER BY stream_version";
 pub(crate) const STREAM_VERSION: &str =
     "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = $1";
 pub(crate) const SELECT_HEAD: &str = "SELECT position, hash FROM log_head WHERE id = 1";
@@ -101,7 +101,8 @@ where
             .push_bind(e.meta.correlation.as_deref())
             .push_bind(e.payload.as_slice())
             .push_bind(e.prev_hash.as_slice())
-            .push_bind(e.hash.as_slice());
+            .push_bind(e.hash.as_slice())
+            .push_bind(e.meta.client_request_id.as_deref());
     });
     qb
 }

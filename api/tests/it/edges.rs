@@ -13,7 +13,7 @@ async fn events(server: &Server) -> Vec<Value> {
 }
 
 #[tokio::test]
-async fn events_carry_the_servers_request_id_and_the_callers_as_correlation() {
+async fn events_carry_the_servers_request_id_and_the_callers_in_a_field_of_its_own() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path(), &[]).await;
     let mut answered = Vec::new();
@@ -36,7 +36,8 @@ async fn events_carry_the_servers_request_id_and_the_callers_as_correlation() {
     assert_eq!(admitted.len(), 2);
     for (e, id) in admitted.iter().zip(&answered) {
         assert_eq!(e["requestId"], id.as_str(), "{e}");
-        assert_eq!(e["correlation"], "deploy-42", "{e}");
+        assert_eq!(e["clientRequestId"], "deploy-42", "{e}");
+        assert_eq!(e["correlation"], Value::Null, "{e}");
     }
     // An id the server would not record is refused before anything runs.
     let res = server
