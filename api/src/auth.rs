@@ -77,19 +77,25 @@ pub fn is_generated(secret: &str) -> bool {
 
 /// The chosen secrets this process verified, by the SHA-256 of the
 /// presented secret (in memory only, never stored); the wrong ones it saw
-/// lately, refused at once; and the one lane the slow checks take, with a
-/// short queue. A guess beyond the queue is answered 503 at once, so
-/// unauthenticated guesses cost this process one core at most, hold no
-/// connection for long, and never touch a generated token's path.
+/// lately, refused at once; and the one lane the slow checks take. The
+/// requests that present one secret at once share one check, and at most
+/// a few distinct secrets wait for the lane: one more is answered 503 at
+/// once. So unauthenticated guesses cost this process one core at most,
+/// hold no connection for long, and never touch a generated token's path,
+/// while a burst of requests with the bootstrap token costs one check.
 #[derive(Default)]
 pub struct ChosenSecrets {
     verified: std::sync::Mutex<std::collections::HashMap<[u8; 32], String>>,
     refused: std::sync::Mutex<std::collections::HashMap<[u8; 32], std::time::Instant>>,
+    pending: std::sync::Mutex<std::collections::HashMap<[u8; 32], Check>>,
     lane: std::sync::Arc<tokio::sync::Mutex<()>>,
-    waiting: std::sync::atomic::AtomicUsize,
 }
 
-/// Slow checks that may wait for the lane; one more is answered 503.
+/// One slow check, shared by the requests presenting the same secret: the
+/// id of the token it matched, if any.
+type Check = std::sync::Arc<tokio::sync::OnceCell<Option<String>>>;
+
+/// Distinct secrets that may wait for the lane; one more is answered 503.
 const MAX_WAITING: usize = 8;
 /// How long a wrong secret is refused without a slow check.
 const REFUSED_FOR: std::time::Duration = std::time::Duration::from_secs(60);
@@ -132,49 +138,69 @@ impl ChosenSecrets {
         presented: [u8; 32],
         candidates: Vec<crate::store::TokenAuth>,
     ) -> Result<Option<crate::store::TokenAuth>, Busy> {
-        use std::sync::atomic::Ordering;
-        let known = |id: String, candidates: Vec<crate::store::TokenAuth>| {
-            candidates.into_iter().find(|t| t.token_id == id)
+        let known = |id: Option<String>, candidates: Vec<crate::store::TokenAuth>| {
+            id.and_then(|id| candidates.into_iter().find(|t| t.token_id == id))
         };
         if let Some(id) = self.verified(&presented) {
-            return Ok(known(id, candidates));
+            return Ok(known(Some(id), candidates));
         }
         if self.refused_lately(&presented) {
             return Ok(None);
         }
-        if self.waiting.fetch_add(1, Ordering::SeqCst) >= MAX_WAITING {
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
-            return Err(Busy);
-        }
-        let lane = self.lane.clone().lock_owned().await;
-        self.waiting.fetch_sub(1, Ordering::SeqCst);
-        if let Some(id) = self.verified(&presented) {
-            return Ok(known(id, candidates));
-        }
-        let secret = secret.to_owned();
-        // The lane is held until the hash is done, even when the request
-        // that asked for it is gone.
-        let found = tokio::task::spawn_blocking(move || {
-            let _lane = lane;
-            candidates.into_iter().find(|t| {
-                t.secret_argon2id
-                    .as_deref()
-                    .is_some_and(|phc| slow_verify(&secret, phc))
-            })
-        })
-        .await
-        .ok()
-        .flatten();
-        match &found {
-            Some(t) => {
-                self.verified
+        let check = {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            match pending.get(&presented) {
+                Some(c) => c.clone(),
+                None if pending.len() >= MAX_WAITING => return Err(Busy),
+                None => pending.entry(presented).or_default().clone(),
+            }
+        };
+        // Whether the check ends or its request is gone, its place in the
+        // queue is given back.
+        struct Leave<'a>(&'a ChosenSecrets, [u8; 32]);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                self.0
+                    .pending
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .insert(presented, t.token_id.clone());
+                    .remove(&self.1);
             }
-            None => self.refuse(presented),
         }
-        Ok(found)
+        let _leave = Leave(self, presented);
+        let phcs: Vec<(String, String)> = candidates
+            .iter()
+            .filter_map(|t| Some((t.token_id.clone(), t.secret_argon2id.clone()?)))
+            .collect();
+        let matched = check
+            .get_or_init(|| async {
+                let lane = self.lane.clone().lock_owned().await;
+                let secret = secret.to_owned();
+                // The lane is held until the hash is done, even when the
+                // request that asked for it is gone.
+                let matched = tokio::task::spawn_blocking(move || {
+                    let _lane = lane;
+                    phcs.into_iter()
+                        .find(|(_, phc)| slow_verify(&secret, phc))
+                        .map(|(id, _)| id)
+                })
+                .await
+                .ok()
+                .flatten();
+                match &matched {
+                    Some(id) => {
+                        self.verified
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(presented, id.clone());
+                    }
+                    None => self.refuse(presented),
+                }
+                matched
+            })
+            .await
+            .clone();
+        Ok(known(matched, candidates))
     }
 }
 

@@ -409,10 +409,36 @@ async fn a_recorded_head_catches_a_cut_tail_and_an_empty_export_fails() {
             db.backend
         );
 
+        // The database's own tail cut, consistently (the head row moved
+        // back with it): the chain holds, the recorded head catches it.
+        let (_, export_before) = stratum(&["events", "export"], &db.url);
+        exec(&db.url, &format!("DELETE FROM events WHERE position = {n}")).await;
+        exec(
+            &db.url,
+            &format!(
+                "UPDATE log_head SET position = {}, hash = (SELECT hash FROM events WHERE position = {})",
+                n - 1,
+                n - 1
+            ),
+        )
+        .await;
+        let (code, out) = stratum(&["events", "verify"], &db.url);
+        assert_eq!(
+            code, 0,
+            "{}: a cut log chains on its own: {out}",
+            db.backend
+        );
+        let (code, out) = stratum(&["events", "verify", "--expect-head", &head], &db.url);
+        assert_eq!(code, 1, "{}: {out}", db.backend);
+        assert!(
+            out.contains(&format!("broken at position {n}")) && out.contains("its tail was cut"),
+            "{}: {out}",
+            db.backend
+        );
+
         // The export without its last event still chains on its own, but
         // not against the head written down before.
-        let (_, export) = stratum(&["events", "export"], &db.url);
-        let lines: Vec<&str> = export.lines().collect();
+        let lines: Vec<&str> = export_before.lines().collect();
         let cut = dir.path().join(format!("cut-{}.jsonl", db.backend));
         std::fs::write(&cut, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
         let cut = cut.display().to_string();
@@ -492,8 +518,48 @@ async fn auditor_tools_read_a_read_only_copy_and_name_a_newer_schema() {
         let app = spawn_app(&db).await;
         scenario(&app).await;
         drop(app);
-        let (code, out) = stratum(&["events", "verify"], &db.url);
-        assert_eq!(code, 0, "{out}");
+        let (code, verified) = stratum(&["events", "verify"], &db.url);
+        assert_eq!(code, 0, "{verified}");
+        let (_, tokens) = stratum(&["token", "list"], &db.url);
+        assert!(tokens.contains("tok-"), "{tokens}");
+
+        if db.backend == "postgres" {
+            // An auditor's role that may only read: the tools neither
+            // migrate nor write, so they work under it.
+            let role = format!("auditor_{}", std::process::id());
+            exec(&db.url, &format!("CREATE ROLE {role} LOGIN")).await;
+            exec(
+                &db.url,
+                &format!("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"),
+            )
+            .await;
+            let url = db
+                .url
+                .replacen("postgres://postgres@", &format!("postgres://{role}@"), 1);
+            assert_ne!(url, db.url, "the test URL names its user");
+            for args in [
+                &["events", "verify"][..],
+                &["events", "export"],
+                &["replay", "--check"],
+                &["replay", "--digest"],
+                &["token", "list"],
+            ] {
+                let (code, out) = stratum(args, &url);
+                assert_eq!(code, 0, "{args:?} as a reading role: {out}");
+                if args == ["events", "verify"] {
+                    assert_eq!(out, verified);
+                }
+            }
+            // A write is the server's refusal.
+            let (code, _) = stratum(&["token", "revoke", "tok-none"], &url);
+            assert_eq!(code, 2);
+            exec(
+                &db.url,
+                &format!("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}"),
+            )
+            .await;
+            exec(&db.url, &format!("DROP ROLE {role}")).await;
+        }
 
         if db.backend == "sqlite" {
             // A copy, as an auditor is handed one: a file and a directory
@@ -535,6 +601,11 @@ async fn auditor_tools_read_a_read_only_copy_and_name_a_newer_schema() {
             ] {
                 let (code, out, err) = stratum_as_reader(args, &url);
                 assert_eq!(code, 0, "{args:?} on a read-only copy: {out}{err}");
+                match args {
+                    ["events", "verify"] => assert_eq!(out, verified, "the copy's head"),
+                    ["token", "list"] => assert_eq!(out, tokens),
+                    _ => assert!(!out.trim().is_empty(), "{args:?} answered nothing"),
+                }
             }
             // A write on it fails as the database's own refusal, not by
             // half-creating anything.
