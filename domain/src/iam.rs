@@ -431,6 +431,9 @@ pub fn resource_policy_stream(key: &str) -> String {
     format!("iam/resource-policy/{key}")
 }
 
+/// [`valid_policy_name`] as a regular expression, for the API's schema.
+pub const POLICY_NAME_PATTERN: &str = "^[A-Za-z0-9+=,.@_-]{1,128}$";
+
 /// A custom policy name: 1 to 128 of letters, digits and `+=,.@_-`.
 pub fn valid_policy_name(n: &str) -> bool {
     !n.is_empty()
@@ -807,6 +810,10 @@ pub struct ResourcePolicySet {
     pub resource: String,
     pub document: String,
 }
+
+/// [`valid_principal`] as a regular expression, for the API's schema.
+pub const PRINCIPAL_PATTERN: &str =
+    "^(user/[A-Za-z0-9._-]{1,63}|node/[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?|stratum-installer)$";
 
 /// `user/<name>`, `node/<nodeId>` or `stratum-installer`.
 pub fn valid_principal(p: &str) -> bool {

@@ -346,6 +346,9 @@ pub fn join_request_stream(request_id: &str) -> String {
     format!("joinrequest/{request_id}")
 }
 
+/// [`valid_node_id`] as a regular expression, for the API's schema.
+pub const NODE_ID_PATTERN: &str = "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$";
+
 /// A node id is a DNS label: lowercase letters, digits and inner hyphens.
 pub fn valid_node_id(id: &str) -> bool {
     let b = id.as_bytes();
@@ -358,11 +361,14 @@ pub fn valid_node_id(id: &str) -> bool {
 }
 
 /// A join step is a progress phase name: `join/<name>`.
+/// [`valid_step`] as a regular expression, for the API's schema.
+pub const STEP_PATTERN: &str = "^join/[a-z0-9][a-z0-9-]*$";
+
 pub fn valid_step(step: &str) -> bool {
     step.len() <= 128
         && step.strip_prefix("join/").is_some_and(|name| {
             !name.is_empty()
-                && name.as_bytes()[0].is_ascii_alphanumeric()
+                && name.as_bytes()[0] != b'-'
                 && name
                     .bytes()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')

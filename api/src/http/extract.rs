@@ -202,14 +202,14 @@ pub mod shape {
 
     /// A node id: a DNS label.
     pub fn node_id(_: RefOr<Schema>) -> RefOr<Schema> {
-        text(Some("^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"), 1, 63)
+        text(Some(membership::NODE_ID_PATTERN), 1, 63)
             .examples([serde_json::json!("n-msst0002")])
             .into()
     }
 
     /// A join step: `join/<name>`.
     pub fn join_step(_: RefOr<Schema>) -> RefOr<Schema> {
-        text(Some("^join/[a-z0-9][a-z0-9-]*$"), 6, 128)
+        text(Some(membership::STEP_PATTERN), 6, 128)
             .examples([serde_json::json!("join/raft-openbao")])
             .into()
     }
@@ -245,18 +245,14 @@ pub mod shape {
 
     /// A principal: `user/<name>`, `node/<nodeId>` or `stratum-installer`.
     pub fn principal(_: RefOr<Schema>) -> RefOr<Schema> {
-        text(
-            Some("^(user/[A-Za-z0-9._-]{1,63}|node/[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?|stratum-installer)$"),
-            1,
-            80,
-        )
-        .examples([serde_json::json!("node/n-msst0002")])
-        .into()
+        text(Some(stratum_domain::iam::PRINCIPAL_PATTERN), 1, 80)
+            .examples([serde_json::json!("node/n-msst0002")])
+            .into()
     }
 
     /// A policy name.
     pub fn policy_name(_: RefOr<Schema>) -> RefOr<Schema> {
-        text(Some("^[A-Za-z0-9+=,.@_-]{1,128}$"), 1, 128).into()
+        text(Some(stratum_domain::iam::POLICY_NAME_PATTERN), 1, 128).into()
     }
 
     /// Bindings: an address per traffic class (storage, overlay).
@@ -771,6 +767,32 @@ pub fn parse_doc(doc: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::first_duplicate_key;
+    use proptest::prelude::*;
+
+    /// The schema's patterns are the domain's rules: a string matches one
+    /// exactly when the domain accepts it.
+    fn agree(pattern: &str, rule: fn(&str) -> bool, s: &str) -> Result<(), TestCaseError> {
+        let re = regex::Regex::new(pattern).unwrap();
+        prop_assert_eq!(re.is_match(s), rule(s), "{:?} against {}", s, pattern);
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn the_schemas_patterns_are_the_domains_rules(
+            id in "[a-z0-9-]{0,66}",
+            tail in "[a-zA-Z0-9_./-]{0,70}",
+            prefix in prop::sample::select(vec!["", "user/", "node/", "join/", "stratum-installer"]),
+        ) {
+            let s = format!("{prefix}{id}");
+            agree(stratum_domain::membership::NODE_ID_PATTERN, stratum_domain::membership::valid_node_id, &id)?;
+            agree(stratum_domain::membership::NODE_ID_PATTERN, stratum_domain::membership::valid_node_id, &tail)?;
+            agree(stratum_domain::membership::STEP_PATTERN, stratum_domain::membership::valid_step, &s)?;
+            agree(stratum_domain::iam::PRINCIPAL_PATTERN, stratum_domain::iam::valid_principal, &s)?;
+            agree(stratum_domain::iam::POLICY_NAME_PATTERN, stratum_domain::iam::valid_policy_name, &id)?;
+            agree(stratum_domain::iam::POLICY_NAME_PATTERN, stratum_domain::iam::valid_policy_name, &s)?;
+        }
+    }
 
     #[test]
     fn a_repeated_key_is_found_at_any_depth_with_its_path() {
