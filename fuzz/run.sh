@@ -38,7 +38,7 @@ for t in "${targets[@]}"; do
         verdict="CRASH (see fuzz/artifacts/$t/)"
         status=1
     fi
-    runs=$(grep -Eo '#[0-9]+' "$log" | tail -n1 | tr -d '#')
+    runs=$(grep -Eo "Done [0-9]+ runs" "$log" | grep -Eo "[0-9]+" | tail -n1)
     echo "fuzz: $t: ${runs:-0} runs in ${seconds}s, corpus $(ls "corpus/$t" | wc -l) inputs, $verdict"
 done
 exit $status

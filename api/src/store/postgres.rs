@@ -26,6 +26,10 @@ use super::{
 /// The channel every commit notifies with its last position.
 pub const NOTIFY_CHANNEL: &str = "stratum_events";
 
+/// How long the first connection may take before the start names the
+/// server that does not answer (a filtered port never refuses).
+const FIRST_CONNECT: Duration = Duration::from_secs(2);
+
 pub struct PgStore {
     pool: PgPool,
     /// The connection this process writes through. Writes are serialized by
@@ -50,13 +54,21 @@ impl PgStore {
         // named with its error at once, not as a pool timeout 10 s later.
         {
             use sqlx::Connection;
-            let first = sqlx::PgConnection::connect_with(&opts).await.map_err(|e| {
-                super::StoreError::Unavailable(format!(
-                    "cannot connect to PostgreSQL at {}:{}: {e}",
-                    opts.get_host(),
-                    opts.get_port()
-                ))
-            })?;
+            let at = format!("{}:{}", opts.get_host(), opts.get_port());
+            let first =
+                tokio::time::timeout(FIRST_CONNECT, sqlx::PgConnection::connect_with(&opts))
+                    .await
+                    .map_err(|_| {
+                        super::StoreError::Unavailable(format!(
+                            "cannot connect to PostgreSQL at {at}: no answer within {}",
+                            humantime::format_duration(FIRST_CONNECT)
+                        ))
+                    })?
+                    .map_err(|e| {
+                        super::StoreError::Unavailable(format!(
+                            "cannot connect to PostgreSQL at {at}: {e}"
+                        ))
+                    })?;
             first.close().await.ok();
         }
         let pool = PgPoolOptions::new()
