@@ -57,14 +57,5 @@ pub fn verify<E>(
             });
         }
     }
-    if let Err(b) = v.finish() {
-        return Ok(Verification::Broken {
-            position: b.position(),
-            reason: b.to_string(),
-        });
-    }
-    Ok(Verification::Intact {
-        position: v.position,
-        hash: v.hash,
-    })
+    Ok(v.verdict())
 }

@@ -136,6 +136,15 @@ pub enum Verification {
     Broken { position: u64, reason: String },
 }
 
+impl From<ChainBreak> for Verification {
+    fn from(b: ChainBreak) -> Self {
+        Verification::Broken {
+            position: b.position(),
+            reason: b.to_string(),
+        }
+    }
+}
+
 /// Where a chain stops verifying.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ChainBreak {
@@ -227,6 +236,18 @@ impl ChainVerifier {
                 recorded: r.position,
             }),
             _ => Ok(()),
+        }
+    }
+
+    /// The verdict after the last event: intact up to here, or short of
+    /// the recorded head.
+    pub fn verdict(&self) -> Verification {
+        match self.finish() {
+            Ok(()) => Verification::Intact {
+                position: self.position,
+                hash: self.hash,
+            },
+            Err(b) => b.into(),
         }
     }
 

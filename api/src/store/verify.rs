@@ -25,10 +25,7 @@ pub async fn verify_chain(
         }
         for e in chunk.iter().take_while(|e| e.position <= head.position) {
             if let Err(b) = v.check(e) {
-                return Ok(Verification::Broken {
-                    position: b.position(),
-                    reason: b.to_string(),
-                });
+                return Ok(b.into());
             }
         }
     }
@@ -41,14 +38,5 @@ pub async fn verify_chain(
             ),
         });
     }
-    if let Err(b) = v.finish() {
-        return Ok(Verification::Broken {
-            position: b.position(),
-            reason: b.to_string(),
-        });
-    }
-    Ok(Verification::Intact {
-        position: v.position,
-        hash: v.hash,
-    })
+    Ok(v.verdict())
 }

@@ -100,6 +100,30 @@ pub(crate) fn serve_command_under(
     cmd
 }
 
+/// `stratum <args>` on the host, against the SQLite database of a server
+/// started in `dir`.
+pub(crate) fn host(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+        .args(args)
+        .env(
+            "STRATUM_DATABASE_URL",
+            format!("sqlite://{}", dir.join("stratum.db").display()),
+        )
+        .output()
+        .unwrap()
+}
+
+/// [`host`], which must succeed; its standard output as JSON.
+pub(crate) fn host_json(dir: &Path, args: &[&str]) -> Value {
+    let out = host(dir, args);
+    assert!(
+        out.status.success(),
+        "stratum {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// An executable bash script `name` in `dir`.
 pub(crate) fn program(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);

@@ -39,6 +39,15 @@ async fn closed_within(socket: &mut TcpStream, within: Duration) -> Option<Durat
     }
 }
 
+/// The head of an admin's `POST /v1/admin/cluster/members` whose body has
+/// `len` bytes, with `extra` header lines.
+fn admit_head(len: usize, extra: &str) -> String {
+    format!(
+        "POST /v1/admin/cluster/members HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN}\r\n\
+         Content-Type: application/json\r\nContent-Length: {len}\r\n{extra}\r\n"
+    )
+}
+
 /// A raw request and the status line and body of its answer.
 async fn raw(server: &Server, request: &[u8]) -> (String, Value) {
     let mut socket = TcpStream::connect(server.addr()).await.unwrap();
@@ -181,14 +190,7 @@ async fn heads_too_long_for_http_get_the_error_shape() {
     let body = r#"{"nodeId": "n-1", "role": "hybrid", "mgmtIp": "192.0.2.11"}"#;
     let mut socket = TcpStream::connect(server.addr()).await.unwrap();
     socket
-        .write_all(
-            format!(
-                "POST /v1/admin/cluster/members HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN}\r\n\
-                 Content-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
-                body.len()
-            )
-            .as_bytes(),
-        )
+        .write_all(admit_head(body.len(), "Expect: 100-continue\r\n").as_bytes())
         .await
         .unwrap();
     let mut interim = [0u8; 64];
@@ -230,11 +232,7 @@ async fn a_request_past_its_timeout_is_answered_503_and_watchers_are_bounded() {
     let started = Instant::now();
     let (head, body) = raw(
         &server,
-        format!(
-            "POST /v1/admin/cluster/members HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN}\r\n\
-             Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"nodeId\":"
-        )
-        .as_bytes(),
+        format!("{}{{\"nodeId\":", admit_head(100, "")).as_bytes(),
     )
     .await;
     assert!(head.starts_with("HTTP/1.1 503"), "{head}");
@@ -319,13 +317,7 @@ async fn sigterm_ends_watchers_and_waits_for_requests_in_flight_within_the_grace
     // A request whose body is still arriving is in flight.
     let mut upload = TcpStream::connect(server.addr()).await.unwrap();
     upload
-        .write_all(
-            format!(
-                "POST /v1/admin/cluster/members HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN}\r\n\
-                 Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
-            )
-            .as_bytes(),
-        )
+        .write_all(format!("{}{{", admit_head(100, "")).as_bytes())
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -370,15 +362,7 @@ async fn sigterm_finishes_a_request_in_flight() {
     let mut upload = TcpStream::connect(server.addr()).await.unwrap();
     let body = r#"{"nodeId": "n-1", "role": "hybrid", "mgmtIp": "192.0.2.11"}"#;
     upload
-        .write_all(
-            format!(
-                "POST /v1/admin/cluster/members HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN}\r\n\
-                 Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
-                body.len(),
-                &body[..10]
-            )
-            .as_bytes(),
-        )
+        .write_all(format!("{}{}", admit_head(body.len(), ""), &body[..10]).as_bytes())
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;

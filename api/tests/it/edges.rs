@@ -188,14 +188,7 @@ async fn a_chosen_bootstrap_token_is_kept_only_as_a_salted_slow_hash() {
         .unwrap();
     assert_eq!(ok.status(), 200);
 
-    let export = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
-        .args(["events", "export"])
-        .env(
-            "STRATUM_DATABASE_URL",
-            format!("sqlite://{}", dir.path().join("stratum.db").display()),
-        )
-        .output()
-        .unwrap();
+    let export = crate::binary::host(dir.path(), &["events", "export"]);
     assert!(export.status.success());
     let text = String::from_utf8_lossy(&export.stdout);
     assert!(text.contains("secretArgon2id"), "{text}");

@@ -319,19 +319,26 @@ async fn a_busy_address_stops_the_start_before_a_token_is_shown() {
 #[tokio::test]
 async fn an_unreachable_postgres_is_named_at_once() {
     let dir = tempfile::tempdir().unwrap();
+    // `stratum serve` on `port`: what it said, and how long it took to stop.
+    let start_on = |port: u16| {
+        let mut cmd = serve_command(dir.path(), free_port(), &[]);
+        cmd.env(
+            "STRATUM_DATABASE_URL",
+            format!("postgres://postgres@127.0.0.1:{port}/test"),
+        );
+        async move {
+            let started = std::time::Instant::now();
+            let out = tokio::time::timeout(Duration::from_secs(20), cmd.output())
+                .await
+                .expect("stratum serve exits")
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(out.status.code(), Some(2), "{stderr}");
+            (stderr, started.elapsed())
+        }
+    };
     let closed = free_port();
-    let mut cmd = serve_command(dir.path(), free_port(), &[]);
-    cmd.env(
-        "STRATUM_DATABASE_URL",
-        format!("postgres://postgres@127.0.0.1:{closed}/test"),
-    );
-    let started = std::time::Instant::now();
-    let out = tokio::time::timeout(Duration::from_secs(20), cmd.output())
-        .await
-        .expect("stratum serve exits")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let (stderr, took) = start_on(closed).await;
     assert!(
         stderr.contains(&format!(
             "cannot connect to PostgreSQL at 127.0.0.1:{closed}"
@@ -340,39 +347,20 @@ async fn an_unreachable_postgres_is_named_at_once() {
     );
     // The pool's acquire timeout is 10 s; the first connection's answer
     // comes long before it.
-    assert!(
-        started.elapsed() < Duration::from_secs(4),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(took < Duration::from_secs(4), "{took:?}");
 
     // A server that takes the connection and never answers (a silent
     // proxy, a hung host) is named within 2 s too.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = silent.local_addr().unwrap().port();
-    let mut cmd = serve_command(dir.path(), free_port(), &[]);
-    cmd.env(
-        "STRATUM_DATABASE_URL",
-        format!("postgres://postgres@127.0.0.1:{port}/test"),
-    );
-    let started = std::time::Instant::now();
-    let out = tokio::time::timeout(Duration::from_secs(20), cmd.output())
-        .await
-        .expect("stratum serve exits")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let (stderr, took) = start_on(port).await;
     assert!(
         stderr.contains(&format!(
             "cannot connect to PostgreSQL at 127.0.0.1:{port}: no answer within 2s"
         )),
         "{stderr}"
     );
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
     drop(silent);
 }
 
@@ -569,27 +557,17 @@ async fn serve_takes_the_raft_settings_as_flags_and_a_node_token_from_the_host_c
 
     // The host's operator makes a node agent token with the CLI, while the
     // server runs; the node's listener then asks about its failed peer.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
-        .args([
+    let created = host_json(
+        d,
+        &[
             "token",
             "create",
             "--principal",
             "node/n-1",
             "--policy",
             "NodeAgent",
-        ])
-        .env(
-            "STRATUM_DATABASE_URL",
-            format!("sqlite://{}", d.join("stratum.db").display()),
-        )
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
-    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
     let token = created["token"].as_str().unwrap();
     let res = server
         .http

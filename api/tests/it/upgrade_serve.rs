@@ -8,6 +8,30 @@ use serde_json::{json, Value};
 
 use crate::binary::*;
 
+/// Release `version` running and one active node, `n-1`, that applied the
+/// generation: what an upgrade can be planned on.
+async fn one_node_running(version: &str, server: &Server) {
+    let (status, body) = server
+        .call(
+            server
+                .http
+                .put(server.url("/v1/admin/cluster/release"))
+                .json(&json!({ "version": version })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    server.admit("n-1", "192.0.2.11").await;
+    server.member_post("n-1", "join-complete", json!({})).await;
+    let (_, m) = server.get("/v1/admin/cluster/membership").await;
+    server
+        .member_post(
+            "n-1",
+            "applied-generation",
+            json!({"generation": m["generation"]}),
+        )
+        .await;
+}
+
 /// The settings an upgrade is planned with, and releases imported from
 /// media by the host CLI while the server runs.
 #[tokio::test]
@@ -68,25 +92,7 @@ async fn upgrades_plan_with_the_configured_backup_target_settling_and_media_rele
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("signature"));
 
-    let (status, body) = server
-        .call(
-            server
-                .http
-                .put(server.url("/v1/admin/cluster/release"))
-                .json(&json!({"version": "1.0.0"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    server.admit("n-1", "192.0.2.11").await;
-    server.member_post("n-1", "join-complete", json!({})).await;
-    let (_, m) = server.get("/v1/admin/cluster/membership").await;
-    server
-        .member_post(
-            "n-1",
-            "applied-generation",
-            json!({"generation": m["generation"]}),
-        )
-        .await;
+    one_node_running("1.0.0", &server).await;
 
     let (status, u) = server
         .post("/v1/admin/upgrades", json!({"targetRelease": "1.1.0"}))
@@ -266,25 +272,7 @@ async fn tokens_are_made_and_revoked_during_the_write_freeze_and_retry_after_fit
             .await;
         assert_eq!(status, 201, "{body}");
     }
-    let (status, body) = server
-        .call(
-            server
-                .http
-                .put(server.url("/v1/admin/cluster/release"))
-                .json(&json!({"version": "1.0.0"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    server.admit("n-1", "192.0.2.11").await;
-    server.member_post("n-1", "join-complete", json!({})).await;
-    let (_, m) = server.get("/v1/admin/cluster/membership").await;
-    server
-        .member_post(
-            "n-1",
-            "applied-generation",
-            json!({"generation": m["generation"]}),
-        )
-        .await;
+    one_node_running("1.0.0", &server).await;
     let (status, u) = server
         .post(
             "/v1/admin/upgrades",
@@ -342,27 +330,17 @@ async fn tokens_are_made_and_revoked_during_the_write_freeze_and_retry_after_fit
         )
         .await;
     assert_eq!(status, 201, "{token}");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
-        .args([
+    let created = host_json(
+        d,
+        &[
             "token",
             "create",
             "--principal",
             "user/oncall",
             "--policy",
             "ClusterOperator",
-        ])
-        .env(
-            "STRATUM_DATABASE_URL",
-            format!("sqlite://{}", d.join("stratum.db").display()),
-        )
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
-    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
     let secret = created["token"].as_str().unwrap();
     let whoami = server
         .http
