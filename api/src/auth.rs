@@ -15,16 +15,13 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
-use std::borrow::Cow;
 
-use stratum_domain::iam::{token_valid_at, Action};
-use stratum_domain::policy::{evaluate, managed_policy, read_recorded, PolicyDocument, Verdict};
-use stratum_projections::doc_kind;
-use stratum_projections::iam::{PolicyRecord, PrincipalRecord};
+use stratum_domain::iam::Action;
+use stratum_projections::ReadModels;
 
 use crate::error::ApiError;
 use crate::http::AppState;
-use crate::store::EventStore;
+use crate::reads::View;
 
 /// The authenticated principal of a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,17 +129,19 @@ impl ChosenSecrets {
     }
 
     /// The token among `candidates` whose Argon2id hash `secret` matches.
+    /// The id of the token among `candidates` (id, Argon2id PHC) whose
+    /// hash `secret` matches.
     async fn find(
         &self,
         secret: &str,
         presented: [u8; 32],
-        candidates: Vec<crate::store::TokenAuth>,
-    ) -> Result<Option<crate::store::TokenAuth>, Busy> {
-        let known = |id: Option<String>, candidates: Vec<crate::store::TokenAuth>| {
-            id.and_then(|id| candidates.into_iter().find(|t| t.token_id == id))
+        candidates: Vec<(String, String)>,
+    ) -> Result<Option<String>, Busy> {
+        let known = |id: Option<String>, candidates: &[(String, String)]| {
+            id.filter(|id| candidates.iter().any(|(c, _)| c == id))
         };
         if let Some(id) = self.verified(&presented) {
-            return Ok(known(Some(id), candidates));
+            return Ok(known(Some(id), &candidates));
         }
         if self.refused_lately(&presented) {
             return Ok(None);
@@ -168,10 +167,7 @@ impl ChosenSecrets {
             }
         }
         let _leave = Leave(self, presented);
-        let phcs: Vec<(String, String)> = candidates
-            .iter()
-            .filter_map(|t| Some((t.token_id.clone(), t.secret_argon2id.clone()?)))
-            .collect();
+        let phcs = candidates.clone();
         let matched = check
             .get_or_init(|| async {
                 let lane = self.lane.clone().lock_owned().await;
@@ -200,7 +196,7 @@ impl ChosenSecrets {
             })
             .await
             .clone();
-        Ok(known(matched, candidates))
+        Ok(known(matched, &candidates))
     }
 }
 
@@ -226,8 +222,10 @@ pub fn new_id(prefix: &str) -> String {
     format!("{prefix}-{tail}")
 }
 
+/// Finds the caller of a request in the read models: a generated token by
+/// the SHA-256 of the presented secret, a chosen one by its Argon2id hash.
 pub async fn authenticate(
-    store: &dyn EventStore,
+    view: &ReadModels,
     chosen: &ChosenSecrets,
     headers: &HeaderMap,
 ) -> Result<Caller, ApiError> {
@@ -237,26 +235,32 @@ pub async fn authenticate(
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .ok_or_else(ApiError::unauthenticated)?;
+        .ok_or_else(|| refused("no bearer token"))?;
     let presented = secret_hash(secret);
-    let token = match store.token_by_secret(&presented).await? {
-        // The row was found by its hash; compare the whole hash again in
+    let token = match view.token_by_secret(&presented) {
+        // The token was found by its hash; compare the whole hash again in
         // constant time, so no answer depends on how much of it matched.
         Some(t)
-            if t.secret_sha256.as_deref().is_some_and(|h| {
-                bool::from(subtle::ConstantTimeEq::ct_eq(h, presented.as_slice()))
+            if t.verifier.sha256().is_some_and(|h| {
+                bool::from(subtle::ConstantTimeEq::ct_eq(
+                    h.as_slice(),
+                    presented.as_slice(),
+                ))
             }) =>
         {
             t
         }
-        Some(_) => return Err(ApiError::unauthenticated()),
-        None if is_generated(secret) => return Err(ApiError::unauthenticated()),
+        Some(_) => return Err(refused("unknown token")),
+        None if is_generated(secret) => return Err(refused("unknown token")),
         None => {
-            let candidates = store.argon2id_tokens().await?;
+            let candidates: Vec<(String, String)> = view
+                .argon2id_tokens()
+                .filter_map(|t| Some((t.token_id.clone(), t.verifier.argon2id()?.to_owned())))
+                .collect();
             if candidates.is_empty() {
-                return Err(ApiError::unauthenticated());
+                return Err(refused("unknown token"));
             }
-            chosen
+            let id = chosen
                 .find(secret, presented, candidates)
                 .await
                 .map_err(|Busy| {
@@ -265,74 +269,54 @@ pub async fn authenticate(
                         "Too many unrecognized secrets are being checked right now; retry shortly.",
                     )
                 })?
-                .ok_or_else(ApiError::unauthenticated)?
+                .ok_or_else(|| refused("unknown token"))?;
+            view.state
+                .iam
+                .tokens
+                .get(&id)
+                .ok_or_else(|| refused("unknown token"))?
         }
     };
-    let expires_at = token.expires_at.map(stratum_domain::log::micros_to_time);
-    if !token_valid_at(token.revoked_at.is_some(), expires_at, Utc::now()) {
-        return Err(ApiError::unauthenticated());
+    if token.revoked_at.is_some() {
+        return Err(refused("revoked token"));
+    }
+    if !token.valid_at(Utc::now()) {
+        return Err(refused("expired token"));
     }
     Ok(Caller {
-        principal: token.principal,
-        token_id: token.token_id,
-        policies: token.policies,
+        principal: token.principal.clone(),
+        token_id: token.token_id.clone(),
+        policies: token.policies.clone(),
     })
 }
 
-/// Decides whether `caller` may perform `action` on `resource`: every policy
-/// of the caller's token and principal, and the resource's own policy
-/// (`policy_key`), read from the read models of this request's moment, so a
+/// A 401, with why (never the secret) logged.
+fn refused(reason: &'static str) -> ApiError {
+    tracing::info!(reason, "authentication refused");
+    ApiError::unauthenticated()
+}
+
+/// Decides whether `caller` may perform `action` on `resource`, by the
+/// domain's one rule over the read models of this request's moment, so a
 /// change of policy takes effect on the next request, on every replica.
 /// Answers every policy name the caller holds.
-pub async fn authorize(
-    store: &dyn EventStore,
+pub fn authorize(
+    view: &ReadModels,
     caller: &Caller,
     action: Action,
     resource: &str,
-    policy_key: Option<String>,
+    policy_key: Option<&str>,
 ) -> Result<Vec<String>, ApiError> {
-    let corrupt = |what: &str, e: serde_json::Error| ApiError::internal(format!("{what}: {e}"));
-    let mut names = caller.policies.clone();
-    if let Some(doc) = store
-        .read_doc(doc_kind::PRINCIPAL, &caller.principal)
-        .await?
-    {
-        let attached: PrincipalRecord =
-            serde_json::from_str(&doc).map_err(|e| corrupt("principal document", e))?;
-        names.extend(attached.policies);
-    }
-    names.sort();
-    names.dedup();
-    let mut docs: Vec<Cow<'static, PolicyDocument>> = Vec::with_capacity(names.len() + 1);
-    // Validated when they were set; read as recorded since.
-    let parse = |doc: &str| -> Result<PolicyDocument, ApiError> {
-        let record: PolicyRecord =
-            serde_json::from_str(doc).map_err(|e| corrupt("policy document", e))?;
-        Ok(read_recorded(&record.document))
-    };
-    for name in &names {
-        if let Some(managed) = managed_policy(name) {
-            docs.push(Cow::Borrowed(managed));
-        } else if let Some(doc) = store.read_doc(doc_kind::POLICY, name).await? {
-            docs.push(Cow::Owned(parse(&doc)?));
-        }
-    }
-    if let Some(key) = policy_key {
-        if let Some(doc) = store.read_doc(doc_kind::RESOURCE_POLICY, &key).await? {
-            docs.push(Cow::Owned(parse(&doc)?));
-        }
-    }
-    match evaluate(
-        docs.iter().map(|d| d.as_ref()),
-        &caller.principal,
-        action,
-        resource,
-    ) {
-        Verdict::Allowed => Ok(names),
-        Verdict::Denied | Verdict::NotAllowed => {
-            Err(ApiError::access_denied(action.name(), resource))
-        }
-    }
+    view.state
+        .iam
+        .authorize(
+            &caller.principal,
+            &caller.policies,
+            action,
+            resource,
+            policy_key,
+        )
+        .map_err(|_| ApiError::access_denied(action.name(), resource))
 }
 
 /// The gate of one route: authenticates the caller and authorizes the
@@ -343,7 +327,11 @@ pub async fn gate(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let mut caller = match authenticate(&*app.store, &app.chosen_secrets, req.headers()).await {
+    let view = match app.reads.fresh(&app.bus).await {
+        Ok(v) => v,
+        Err(e) => return e.into_response(),
+    };
+    let mut caller = match authenticate(&view, &app.chosen_secrets, req.headers()).await {
         Ok(c) => c,
         Err(e) => return e.into_response(),
     };
@@ -351,10 +339,11 @@ pub async fn gate(
     let param = |k: &str| params.iter().find(|(n, _)| *n == k).map(|(_, v)| v);
     let resource = action.resource(param);
     let key = action.resource_policy_key(param);
-    match authorize(&*app.store, &caller, action, &resource, key).await {
+    match authorize(&view, &caller, action, &resource, key.as_deref()) {
         Ok(held) => caller.policies = held,
         Err(e) => return e.into_response(),
     }
     req.extensions_mut().insert(caller);
+    req.extensions_mut().insert(View(view));
     next.run(req).await
 }

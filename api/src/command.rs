@@ -25,7 +25,7 @@ use stratum_domain::{Command, CommandContext, ErrorCode, FieldError, Refusal};
 use stratum_projections::iam::{policy_record, principal_record};
 use stratum_projections::upgrades::{release_record, running_release_record, upgrade_record};
 use stratum_projections::{member_record, token_record, JoinRequestRecord, ReadModels};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -179,12 +179,16 @@ impl std::fmt::Debug for Clock {
     }
 }
 
-/// The handle every part of the service submits commands through.
+/// The handle every part of the service submits commands through, and
+/// where it reads the read models the writer published.
 #[derive(Clone)]
 pub struct CommandBus {
     jobs: mpsc::Sender<Job>,
     head: watch::Sender<u64>,
     upgrade_due: watch::Sender<UpgradeDue>,
+    published: watch::Receiver<Arc<ReadModels>>,
+    /// Asks the writer to fold in what other processes committed.
+    follow: Arc<Notify>,
     clock: Clock,
 }
 
@@ -201,6 +205,8 @@ impl CommandBus {
         let (head, _) = watch::channel(rm.state.position);
         let (upgrade_due, _) = watch::channel(UpgradeDue::of(&rm, clock.now()));
         let (jobs, rx) = mpsc::channel(4096);
+        let (publish, published) = watch::channel(Arc::new(rm.clone()));
+        let follow = Arc::new(Notify::new());
         let writer = Writer {
             store,
             clock,
@@ -208,14 +214,49 @@ impl CommandBus {
             reload: false,
             head: head.clone(),
             upgrade_due: upgrade_due.clone(),
+            publish,
+            follow: follow.clone(),
         };
         tokio::spawn(writer.run(rx).instrument(tracing::info_span!("writer")));
         Ok(Self {
             jobs,
             head,
             upgrade_due,
+            published,
+            follow,
             clock: writer_clock,
         })
+    }
+
+    /// The read models as the writer last published them: immutable, and
+    /// never ahead of the log (published after each commit, and after
+    /// folding in what other processes committed).
+    pub fn published(&self) -> Arc<ReadModels> {
+        self.published.borrow().clone()
+    }
+
+    /// The published read models once they include position `p`: the
+    /// writer is asked to fold in what other processes committed, and
+    /// this waits until it has.
+    pub async fn reached(&self, p: u64) -> Result<Arc<ReadModels>, ApiError> {
+        let mut rx = self.published.clone();
+        loop {
+            {
+                let rm = rx.borrow_and_update();
+                if rm.state.position >= p {
+                    return Ok(rm.clone());
+                }
+            }
+            self.follow.notify_one();
+            rx.changed()
+                .await
+                .map_err(|_| ApiError::unavailable("the writer has stopped"))?;
+        }
+    }
+
+    /// Every publication of the read models, for watchers.
+    pub fn publications(&self) -> watch::Receiver<Arc<ReadModels>> {
+        self.published.clone()
     }
 
     /// Decides and commits one command.
@@ -245,9 +286,13 @@ impl CommandBus {
         self.clock.now()
     }
 
-    /// Tells watchers the log reached `position` (another replica wrote).
+    /// Tells watchers the log reached `position` (another replica wrote),
+    /// and has the writer fold in what it has not seen.
     pub fn observe_head(&self, position: u64) {
         raise(&self.head, position);
+        if self.published.borrow().state.position < position {
+            self.follow.notify_one();
+        }
     }
 }
 
@@ -373,20 +418,87 @@ struct Writer {
     reload: bool,
     head: watch::Sender<u64>,
     upgrade_due: watch::Sender<UpgradeDue>,
+    publish: watch::Sender<Arc<ReadModels>>,
+    follow: Arc<Notify>,
 }
 
 impl Writer {
     async fn run(mut self, mut rx: mpsc::Receiver<Job>) {
-        while let Some(first) = rx.recv().await {
-            let mut jobs = vec![first];
-            while jobs.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(j) => jobs.push(j),
-                    Err(_) => break,
+        loop {
+            tokio::select! {
+                biased;
+                first = rx.recv() => {
+                    let Some(first) = first else { return };
+                    let mut jobs = vec![first];
+                    while jobs.len() < MAX_BATCH {
+                        match rx.try_recv() {
+                            Ok(j) => jobs.push(j),
+                            Err(_) => break,
+                        }
+                    }
+                    self.process(jobs).await;
+                }
+                () = self.follow.notified() => self.follow_log().await,
+            }
+        }
+    }
+
+    /// Folds in, without the write lock, what other processes committed
+    /// since this writer last saw the log, and publishes the result. Commit
+    /// order is position order, so what it reads has no gaps.
+    async fn follow_log(&mut self) {
+        let followed = async {
+            if self.reload {
+                self.rm = load(self.store.clone(), None).await?;
+                self.reload = false;
+            }
+            loop {
+                let events = self
+                    .store
+                    .read_after(self.rm.state.position, READ_CHUNK)
+                    .await?;
+                for e in &events {
+                    if let Err(err) = self.rm.apply_recorded(e) {
+                        self.reload = true;
+                        return Err(StoreError::Corrupt(format!(
+                            "position {}: {err}",
+                            e.position
+                        )));
+                    }
+                }
+                self.rm.discard_changes();
+                if events.len() < READ_CHUNK as usize {
+                    return Ok(());
                 }
             }
-            self.process(jobs).await;
         }
+        .await;
+        match followed {
+            Ok(()) => self.published_now(),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not follow the log; readers wait for the next try")
+            }
+        }
+    }
+
+    /// Publishes the read models as they stand (committed: never called
+    /// while the state may run ahead of the log), and tells watchers.
+    fn published_now(&self) {
+        let at = self.rm.state.position;
+        self.publish.send_if_modified(|p| {
+            let newer = p.state.position < at;
+            if newer {
+                *p = Arc::new(self.rm.clone());
+            }
+            newer
+        });
+        raise(&self.head, at);
+        let due = UpgradeDue::of(&self.rm, self.clock.now());
+        self.upgrade_due.send_if_modified(|d| {
+            let changed = *d != due;
+            *d = due;
+            changed
+        });
     }
 
     async fn process(&mut self, jobs: Vec<Job>) {
@@ -465,13 +577,9 @@ impl Writer {
             tx.commit().await?;
         }
         self.reload = false;
-        raise(&self.head, batch.position);
-        let due = UpgradeDue::of(&self.rm, self.clock.now());
-        self.upgrade_due.send_if_modified(|d| {
-            let changed = *d != due;
-            *d = due;
-            changed
-        });
+        // Published before any answer is sent: whoever saw the answer
+        // reads what it committed.
+        self.published_now();
         Ok(replies)
     }
 

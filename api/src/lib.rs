@@ -8,6 +8,7 @@ pub mod error;
 pub mod http;
 pub mod listener;
 pub mod raft;
+pub mod reads;
 pub mod service;
 pub mod store;
 #[doc(hidden)]

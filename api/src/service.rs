@@ -37,6 +37,10 @@ pub struct AppState {
     pub watchers: Arc<tokio::sync::Semaphore>,
     /// The chosen token secrets this process verified, in memory only.
     pub chosen_secrets: Arc<crate::auth::ChosenSecrets>,
+    /// The shared head check every read waits on (see [`crate::reads`]).
+    pub reads: Arc<crate::reads::Freshness>,
+    /// The peer lists, rendered once per position.
+    pub peers: Arc<crate::http::members::PeersMemo>,
 }
 
 impl AppState {
@@ -103,6 +107,8 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         watchers: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_watchers)),
         limits: Arc::new(cfg.limits.clone()),
         chosen_secrets: Default::default(),
+        reads: Arc::new(crate::reads::Freshness::new(store.clone())),
+        peers: Default::default(),
     };
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];

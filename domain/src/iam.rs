@@ -13,7 +13,9 @@ use serde::Serialize;
 
 use crate::error::{ErrorCode, Findings, Refusal};
 use crate::event::DomainEvent;
-use crate::policy::{managed_policy, read_recorded, validate_document, PolicyDocument};
+use crate::policy::{
+    evaluate, managed_policy, read_recorded, validate_document, PolicyDocument, Verdict,
+};
 use crate::state::{CommandContext, Decision, EventCtx, State, Subject};
 
 /// The managed policy that allows everything.
@@ -459,8 +461,44 @@ fn policy_rejected(issues: Vec<crate::policy::PolicyIssue>) -> Refusal {
     )
 }
 
+/// What the gate found for one request: every policy name the caller
+/// holds (its token's and its principal's), or the refusal's verdict.
+pub type Authorization = Result<Vec<String>, Verdict>;
+
 impl Iam {
-    /// `log_is_empty`: whether the log holds no event yet (for bootstrap).
+    /// The one rule of authorization: may `principal`, presenting a token
+    /// with `token_policies`, perform `action` on `resource`? Every policy of
+    /// the token and of the principal's attachment counts, and the
+    /// resource's own policy (`policy_key`); a Deny anywhere wins. Answers
+    /// the names of every policy the caller holds when allowed.
+    pub fn authorize(
+        &self,
+        principal: &str,
+        token_policies: &[String],
+        action: Action,
+        resource: &str,
+        policy_key: Option<&str>,
+    ) -> Authorization {
+        let mut names = token_policies.to_vec();
+        if let Some(attached) = self.principal_policies.get(principal) {
+            names.extend(attached.policies.iter().cloned());
+        }
+        names.sort();
+        names.dedup();
+        let docs = names
+            .iter()
+            .filter_map(|n| managed_policy(n).or_else(|| self.policies.get(n).map(|p| &p.document)))
+            .chain(
+                policy_key
+                    .and_then(|k| self.resource_policies.get(k))
+                    .map(|p| &p.document),
+            );
+        match evaluate(docs, principal, action, resource) {
+            Verdict::Allowed => Ok(names),
+            refused => Err(refused),
+        }
+    }
+
     /// Whether a policy name is a managed or a custom policy.
     pub fn knows_policy(&self, name: &str) -> bool {
         managed_policy(name).is_some() || self.policies.contains_key(name)

@@ -1424,3 +1424,72 @@ fn a_resource_pattern_names_a_resource_stratum_has() {
         assert_eq!(findings(&doc, None), vec![invalid(0)], "{bad}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// The gate's decision over the state (`Iam::authorize`)
+// ---------------------------------------------------------------------------
+
+fn gate(s: &State, principal: &str, token: &[&str], action: Action, node: &str) -> Authorization {
+    let token: Vec<String> = token.iter().map(|p| (*p).to_owned()).collect();
+    let resource = resource_for(action, node);
+    let key = action.resource_policy_key(|k| (k == "nodeId").then_some(node));
+    s.iam
+        .authorize(principal, &token, action, &resource, key.as_deref())
+}
+
+#[test]
+fn the_gate_counts_the_token_the_attachment_and_the_resource_policy() {
+    let mut s = with_member();
+    run(
+        &mut s,
+        create_policy(
+            "member-reader",
+            json!({"statements": [
+        {"effect": "Allow", "actions": ["cluster:GetMember"], "resources": ["*"]}]}),
+        ),
+    );
+    assert_eq!(
+        gate(&s, ALICE, &[], Action::GetMember, "n-a"),
+        Err(Verdict::NotAllowed)
+    );
+    run(&mut s, set_principal_policies(ALICE, &["member-reader"]));
+    assert_eq!(
+        gate(&s, ALICE, &["ReadOnly"], Action::GetMember, "n-a"),
+        Ok(vec!["ReadOnly".to_owned(), "member-reader".to_owned()]),
+        "every held name, sorted, once"
+    );
+    run(
+        &mut s,
+        set_member_policy(
+            "n-a",
+            json!({"statements": [
+        {"effect": "Deny", "actions": ["cluster:GetMember"], "principals": [ALICE]}]}),
+        ),
+    );
+    assert_eq!(
+        gate(&s, ALICE, &["ReadOnly"], Action::GetMember, "n-a"),
+        Err(Verdict::Denied),
+        "the member's own policy denies, and a Deny wins"
+    );
+    assert!(gate(&s, BOB, &["ReadOnly"], Action::GetMember, "n-a").is_ok());
+}
+
+#[test]
+fn a_detached_policy_no_longer_counts_at_the_gate() {
+    let mut s = with_member();
+    run(
+        &mut s,
+        create_policy(
+            "member-reader",
+            json!({"statements": [
+        {"effect": "Allow", "actions": ["cluster:GetMember"], "resources": ["*"]}]}),
+        ),
+    );
+    run(&mut s, set_principal_policies(ALICE, &["member-reader"]));
+    assert!(gate(&s, ALICE, &[], Action::GetMember, "n-a").is_ok());
+    run(&mut s, set_principal_policies(ALICE, &[]));
+    assert_eq!(
+        gate(&s, ALICE, &[], Action::GetMember, "n-a"),
+        Err(Verdict::NotAllowed)
+    );
+}

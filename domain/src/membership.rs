@@ -217,6 +217,16 @@ pub enum JoinRequestStatus {
     Rejected,
 }
 
+impl JoinRequestStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JoinRequestStatus::Pending => "pending",
+            JoinRequestStatus::Approved => "approved",
+            JoinRequestStatus::Rejected => "rejected",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JoinRequest {
     pub request_id: String,

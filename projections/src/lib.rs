@@ -11,7 +11,7 @@ pub mod iam;
 pub mod members;
 pub mod upgrades;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use stratum_domain::log::Recorded;
 use stratum_domain::state::{EventCtx, State};
@@ -134,6 +134,9 @@ pub struct ReadModels {
     dirty_tokens: BTreeSet<String>,
     dirty_docs: BTreeSet<(&'static str, String)>,
     generation_dirty: bool,
+    /// Generated tokens by the SHA-256 of their secret: how the gate finds
+    /// a presented token without a scan.
+    secrets: HashMap<[u8; 32], String>,
 }
 
 impl Default for ReadModels {
@@ -146,6 +149,7 @@ impl Default for ReadModels {
             dirty_tokens: BTreeSet::new(),
             dirty_docs: BTreeSet::new(),
             generation_dirty: false,
+            secrets: HashMap::new(),
         }
     }
 }
@@ -168,6 +172,9 @@ impl ReadModels {
     pub fn apply_at(&mut self, ctx: &EventCtx, stream_id: &str, event: &DomainEvent) {
         let before = self.state.membership.generation;
         self.state.evolve(ctx, stream_id, event);
+        if let DomainEvent::TokenIssued(t) = event {
+            self.index_token(&t.token_id);
+        }
         if !self.tracking {
             return;
         }
@@ -312,10 +319,45 @@ impl ReadModels {
     /// (a snapshot is only a cache: the caller replays instead).
     pub fn from_snapshot(bytes: &[u8]) -> Option<Self> {
         let s: Snapshot = postcard::from_bytes(bytes).ok()?;
-        (s.format == SNAPSHOT_FORMAT).then(|| Self {
-            state: s.state,
-            ..Self::default()
+        (s.format == SNAPSHOT_FORMAT).then(|| {
+            let mut rm = Self {
+                state: s.state,
+                ..Self::default()
+            };
+            let ids: Vec<String> = rm.state.iam.tokens.keys().cloned().collect();
+            for id in &ids {
+                rm.index_token(id);
+            }
+            rm
         })
+    }
+
+    fn index_token(&mut self, token_id: &str) {
+        if let Some(h) = self
+            .state
+            .iam
+            .tokens
+            .get(token_id)
+            .and_then(|t| t.verifier.sha256())
+        {
+            self.secrets.insert(*h, token_id.to_owned());
+        }
+    }
+
+    /// The token whose generated secret has this SHA-256, if any. The
+    /// caller compares the hash again in constant time.
+    pub fn token_by_secret(&self, sha256: &[u8; 32]) -> Option<&stratum_domain::iam::Token> {
+        self.state.iam.tokens.get(self.secrets.get(sha256)?)
+    }
+
+    /// The unrevoked tokens whose chosen secret only an Argon2id hash
+    /// recognizes (the bootstrap token): few, checked one by one.
+    pub fn argon2id_tokens(&self) -> impl Iterator<Item = &stratum_domain::iam::Token> {
+        self.state
+            .iam
+            .tokens
+            .values()
+            .filter(|t| t.revoked_at.is_none() && t.verifier.argon2id().is_some())
     }
 
     /// The digest of the membership read model as these rows are stored.
@@ -389,36 +431,54 @@ fn doc_row(state: &State, kind: &'static str, id: &str) -> Option<DocRow> {
     })
 }
 
-fn all_docs(state: &State) -> Vec<DocRow> {
+/// The ids of every document of one kind.
+fn doc_ids<'a>(state: &'a State, kind: &'static str) -> Box<dyn Iterator<Item = &'a str> + 'a> {
     let up = &state.upgrades;
-    let upgrades = up
-        .upgrades
-        .keys()
-        .map(|id| (doc_kind::UPGRADE, id.as_str()));
-    let releases = up.releases.keys().map(|v| (doc_kind::RELEASE, v.as_str()));
-    let running = std::iter::once((doc_kind::CLUSTER, doc_kind::RUNNING));
     let iam = &state.iam;
-    let policies = iam.policies.keys().map(|n| (doc_kind::POLICY, n.as_str()));
-    let principals = iam
-        .principal_policies
-        .keys()
-        .map(|p| (doc_kind::PRINCIPAL, p.as_str()));
-    let resource_policies = iam
-        .resource_policies
-        .keys()
-        .map(|r| (doc_kind::RESOURCE_POLICY, r.as_str()));
-    let alarms = up.alarms.keys().map(|k| (doc_kind::ALARM, k.as_str()));
-    let facts = up.facts.keys().map(|n| (doc_kind::FACTS, n.as_str()));
-    upgrades
-        .chain(releases)
-        .chain(alarms)
-        .chain(facts)
-        .chain(running)
-        .chain(policies)
-        .chain(principals)
-        .chain(resource_policies)
-        .filter_map(|(kind, id)| doc_row(state, kind, id))
-        .collect()
+    match kind {
+        doc_kind::UPGRADE => Box::new(up.upgrades.keys().map(String::as_str)),
+        doc_kind::RELEASE => Box::new(up.releases.keys().map(String::as_str)),
+        doc_kind::ALARM => Box::new(up.alarms.keys().map(String::as_str)),
+        doc_kind::FACTS => Box::new(up.facts.keys().map(String::as_str)),
+        doc_kind::CLUSTER => Box::new(std::iter::once(doc_kind::RUNNING)),
+        doc_kind::POLICY => Box::new(iam.policies.keys().map(String::as_str)),
+        doc_kind::PRINCIPAL => Box::new(iam.principal_policies.keys().map(String::as_str)),
+        doc_kind::RESOURCE_POLICY => Box::new(iam.resource_policies.keys().map(String::as_str)),
+        _ => Box::new(std::iter::empty()),
+    }
+}
+
+fn all_docs(state: &State) -> Vec<DocRow> {
+    [
+        doc_kind::UPGRADE,
+        doc_kind::RELEASE,
+        doc_kind::ALARM,
+        doc_kind::FACTS,
+        doc_kind::CLUSTER,
+        doc_kind::POLICY,
+        doc_kind::PRINCIPAL,
+        doc_kind::RESOURCE_POLICY,
+    ]
+    .into_iter()
+    .flat_map(|kind| doc_ids(state, kind).filter_map(move |id| doc_row(state, kind, id)))
+    .collect()
+}
+
+impl ReadModels {
+    /// One document, as its `rm_docs` row holds it.
+    pub fn doc(&self, kind: &'static str, id: &str) -> Option<DocRow> {
+        doc_row(&self.state, kind, id)
+    }
+
+    /// Every document of one kind, as `rm_docs` lists them: in (sort key,
+    /// id) order.
+    pub fn docs(&self, kind: &'static str) -> Vec<DocRow> {
+        let mut rows: Vec<DocRow> = doc_ids(&self.state, kind)
+            .filter_map(|id| doc_row(&self.state, kind, id))
+            .collect();
+        rows.sort_by(|a, b| (a.sort_key, &a.id).cmp(&(b.sort_key, &b.id)));
+        rows
+    }
 }
 
 fn json<T: serde::Serialize>(v: &T) -> String {
@@ -440,11 +500,7 @@ fn member_row(m: &stratum_domain::membership::Member) -> MemberRow {
 fn join_request_row(r: &stratum_domain::membership::JoinRequest) -> JoinRequestRow {
     JoinRequestRow {
         request_id: r.request_id.clone(),
-        status: match r.status {
-            stratum_domain::membership::JoinRequestStatus::Pending => "pending",
-            stratum_domain::membership::JoinRequestStatus::Approved => "approved",
-            stratum_domain::membership::JoinRequestStatus::Rejected => "rejected",
-        },
+        status: r.status.as_str(),
         version: r.version,
         doc: serde_json::to_string(&JoinRequestRecord::from(r)).expect("records serialize"),
     }

@@ -666,6 +666,65 @@ pub fn page(limit: Option<&str>, cursor: Option<&str>, errors: &mut Vec<FieldErr
     Page { limit, cursor }
 }
 
+/// One page of a list in key order: the items after the cursor's key, at
+/// most `limit`, and the next page's cursor (the last key, as `cursor`
+/// spells it) when this page is full. Every list pages through this.
+pub fn page_of<K: Ord, T: serde::Serialize>(
+    pg: &Page,
+    after: Option<&K>,
+    items: impl IntoIterator<Item = (K, T)>,
+    cursor: impl Fn(&K) -> String,
+) -> Value {
+    let items: Vec<(K, T)> = items
+        .into_iter()
+        .filter(|(k, _)| after.is_none_or(|a| k > a))
+        .take(pg.limit as usize)
+        .collect();
+    let next = (items.len() == pg.limit as usize)
+        .then(|| items.last().map(|(k, _)| encode_cursor(&cursor(k))))
+        .flatten();
+    let items: Vec<Value> = items
+        .iter()
+        .map(|(_, v)| serde_json::to_value(v).expect("records serialize"))
+        .collect();
+    serde_json::json!({ "items": items, "nextCursor": next })
+}
+
+/// The key of a document list's cursor: the last item's sort key and id.
+pub fn doc_cursor(pg: &Page, errors: &mut Vec<FieldError>) -> Option<(i64, String)> {
+    let c = pg.cursor.as_deref()?;
+    let parsed = c
+        .split_once(':')
+        .and_then(|(k, id)| Some((k.parse::<i64>().ok()?, id.to_owned())));
+    if parsed.is_none() {
+        errors.push(FieldError::new(
+            "cursor",
+            "is not a cursor this service answered",
+        ));
+    }
+    parsed
+}
+
+/// How a document list's cursor spells its key.
+pub fn doc_cursor_text(k: &(i64, String)) -> String {
+    format!("{}:{}", k.0, k.1)
+}
+
+/// The documents of one kind as a page, in (sort key, id) order.
+pub fn doc_page(
+    rows: Vec<stratum_projections::DocRow>,
+    pg: &Page,
+    after: Option<&(i64, String)>,
+) -> Value {
+    page_of(
+        pg,
+        after,
+        rows.into_iter()
+            .map(|d| ((d.sort_key, d.id), parse_doc(&d.doc))),
+        doc_cursor_text,
+    )
+}
+
 pub fn encode_cursor(key: &str) -> String {
     use base64::Engine;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key)
@@ -730,15 +789,17 @@ pub fn query<'a>(
 }
 
 /// `asOf`: the position a read answers as of, checked against the head.
-pub async fn as_of(
-    state: &super::AppState,
+pub fn as_of(
+    view: &crate::reads::View,
     raw: Option<&str>,
     errors: &mut Vec<FieldError>,
 ) -> crate::error::ApiResult<Option<u64>> {
     let Some(p) = number("asOf", raw, errors) else {
         return Ok(None);
     };
-    let head = state.store.head().await?.position;
+    // The view includes at least the log as it stood when the request
+    // arrived: a position beyond it was not in the log then.
+    let head = view.position();
     if p > head {
         // A well-formed position the log has not reached: the state "right
         // after P" does not exist yet. With other bad fields, say it among

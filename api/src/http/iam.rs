@@ -8,18 +8,21 @@ use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json};
-use serde_json::{json, Value};
+use serde_json::Value;
 use stratum_domain::iam::{resource_key, Action, IamCommand, ResourceType};
 use stratum_domain::policy::MANAGED_POLICIES;
 use stratum_domain::Command;
 use stratum_projections::doc_kind;
-use stratum_projections::iam::{managed_policy_record, PolicyRecord, PrincipalRecord};
-use stratum_projections::TokenRecord;
+use stratum_projections::iam::{
+    managed_policy_record, policy_record, PolicyRecord, PrincipalRecord,
+};
+use stratum_projections::{token_record, TokenRecord};
 
-use super::extract::{encode_cursor, finish, page, parse_doc, query, JsonBody, WriteHeaders};
+use super::extract::{finish, page, page_of, parse_doc, query, JsonBody, WriteHeaders};
 use super::{command_request, reply_response, run_command, AppState, Route};
 use crate::auth::{new_id, new_secret, secret_hash, Caller};
 use crate::error::{ApiError, ApiResult};
+use crate::reads::View;
 use crate::request_body;
 
 pub fn routes() -> Vec<Route> {
@@ -169,35 +172,30 @@ fn with_secret(body: &str, secret: &str) -> String {
     responses((status = 200, description = "A page of tokens by id, without secrets.", body = super::system::Page<TokenRecord>)),
     security(("bearer" = [])))]
 pub async fn list_tokens(
-    State(state): State<AppState>,
+    view: View,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
-    let tokens = state.store.token_docs().await?;
-    paged(
-        &q,
-        tokens.into_iter().map(|(id, doc)| (id, parse_doc(&doc))),
-    )
+    let tokens = view
+        .state
+        .iam
+        .tokens
+        .values()
+        .map(|t| (t.token_id.clone(), token_record(t)));
+    paged(&q, tokens)
 }
 
 /// A page of `(id, item)` in id order, by `limit` and the opaque `cursor`.
-fn paged(
+fn paged<T: serde::Serialize>(
     q: &HashMap<String, String>,
-    items: impl Iterator<Item = (String, Value)>,
+    items: impl Iterator<Item = (String, T)>,
 ) -> ApiResult<Json<Value>> {
     let mut errors = Vec::new();
     let get = query(q, &["limit", "cursor"], &mut errors);
     let pg = page(get("limit"), get("cursor"), &mut errors);
     finish(errors)?;
-    let mut items: Vec<(String, Value)> = items
-        .filter(|(id, _)| pg.cursor.as_deref().is_none_or(|c| id.as_str() > c))
-        .collect();
+    let mut items: Vec<(String, T)> = items.collect();
     items.sort_by(|a, b| a.0.cmp(&b.0));
-    items.truncate(pg.limit as usize);
-    let next = (items.len() == pg.limit as usize)
-        .then(|| items.last().map(|(id, _)| encode_cursor(id)))
-        .flatten();
-    let items: Vec<Value> = items.into_iter().map(|(_, v)| v).collect();
-    Ok(Json(json!({ "items": items, "nextCursor": next })))
+    Ok(Json(page_of(&pg, pg.cursor.as_ref(), items, String::clone)))
 }
 
 /// Revoke a token: it stops working on the next request.
@@ -266,33 +264,14 @@ pub async fn create_policy(
     responses((status = 200, description = "A page of policies by name, managed and custom.", body = super::system::Page<PolicyRecord>)),
     security(("bearer" = [])))]
 pub async fn list_policies(
-    State(state): State<AppState>,
+    view: View,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
-    let mut items: Vec<(String, Value)> = MANAGED_POLICIES
+    let managed = MANAGED_POLICIES
         .iter()
-        .filter_map(|n| managed_policy_record(n))
-        .map(|r| {
-            (
-                r.name.clone(),
-                serde_json::to_value(r).expect("records serialize"),
-            )
-        })
-        .collect();
-    let mut after = None;
-    loop {
-        let batch = state
-            .store
-            .list_docs(doc_kind::POLICY, after.clone(), 1000)
-            .await?;
-        let n = batch.len();
-        after = batch.last().map(|d| (d.sort_key, d.id.clone()));
-        items.extend(batch.into_iter().map(|d| (d.id, parse_doc(&d.doc))));
-        if n < 1000 {
-            break;
-        }
-    }
-    paged(&q, items.into_iter())
+        .filter_map(|n| managed_policy_record(n));
+    let custom = view.state.iam.policies.values().map(policy_record);
+    paged(&q, managed.chain(custom).map(|r| (r.name.clone(), r)))
 }
 
 #[utoipa::path(get, path = "/v1/admin/iam/policies/{name}", tag = "iam",
@@ -300,14 +279,11 @@ pub async fn list_policies(
     responses((status = 200, description = "The policy.", body = PolicyRecord),
               (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
-pub async fn get_policy(
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-) -> ApiResult<Json<Value>> {
+pub async fn get_policy(view: View, Path(name): Path<String>) -> ApiResult<Json<Value>> {
     if let Some(r) = managed_policy_record(&name) {
         return Ok(Json(serde_json::to_value(r).expect("records serialize")));
     }
-    doc(&state, doc_kind::POLICY, &name, || format!("Policy {name}")).await
+    doc(&view, doc_kind::POLICY, &name, || format!("Policy {name}"))
 }
 
 request_body! {
@@ -352,13 +328,12 @@ pub async fn set_principal_policies(
               (status = 404, description = "None attached.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_principal_policies(
-    State(state): State<AppState>,
+    view: View,
     Path(principal): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    doc(&state, doc_kind::PRINCIPAL, &principal, || {
+    doc(&view, doc_kind::PRINCIPAL, &principal, || {
         format!("Attached policies of {principal}")
     })
-    .await
 }
 
 request_body! {
@@ -423,15 +398,11 @@ pub async fn set_member_policy(
     responses((status = 200, description = "The resource policy.", body = PolicyRecord),
               (status = 404, description = "None attached.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
-pub async fn get_member_policy(
-    State(state): State<AppState>,
-    Path(node_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+pub async fn get_member_policy(view: View, Path(node_id): Path<String>) -> ApiResult<Json<Value>> {
     let key = resource_key(ResourceType::Member, &node_id);
-    doc(&state, doc_kind::RESOURCE_POLICY, &key, || {
+    doc(&view, doc_kind::RESOURCE_POLICY, &key, || {
         format!("A policy of member {node_id}")
     })
-    .await
 }
 
 /// Attach a resource policy to one upgrade (replacing any).
@@ -455,27 +426,21 @@ pub async fn set_upgrade_policy(
     responses((status = 200, description = "The resource policy.", body = PolicyRecord),
               (status = 404, description = "None attached.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
-pub async fn get_upgrade_policy(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+pub async fn get_upgrade_policy(view: View, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let key = resource_key(ResourceType::Upgrade, &id);
-    doc(&state, doc_kind::RESOURCE_POLICY, &key, || {
+    doc(&view, doc_kind::RESOURCE_POLICY, &key, || {
         format!("A policy of upgrade {id}")
     })
-    .await
 }
 
-async fn doc(
-    state: &AppState,
-    kind: &str,
+fn doc(
+    view: &View,
+    kind: &'static str,
     id: &str,
     what: impl FnOnce() -> String,
 ) -> ApiResult<Json<Value>> {
-    let d = state
-        .store
-        .read_doc(kind, id)
-        .await?
+    let d = view
+        .doc(kind, id)
         .ok_or_else(|| ApiError::not_found(what()))?;
-    Ok(Json(parse_doc(&d)))
+    Ok(Json(parse_doc(&d.doc)))
 }

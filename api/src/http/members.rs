@@ -13,20 +13,19 @@ use stratum_domain::event::StringMap;
 use stratum_domain::iam::Action;
 use stratum_domain::membership::{member_stream, MemberCommand, MemberState, Role};
 use stratum_domain::{Command, FieldError};
-use stratum_projections::members::{membership_digest, with_lagging, MembershipSummary, Peers};
+use stratum_projections::members::{MembershipSummary, Peers};
 use stratum_projections::{
-    member_records, membership_summary, peers, transport_admission, MemberRecord,
+    member_record, member_records, membership_summary, transport_admission, JoinRequestRecord,
+    MemberRecord,
 };
 
-use super::extract::{
-    as_of, encode_cursor, finish, number, page, parse_doc, query, JsonBody, WriteHeaders,
-};
+use super::extract::{as_of, finish, number, page, page_of, query, JsonBody, WriteHeaders};
 use super::{run_command, set_etag, AppState, Route, MAX_WAIT};
 use crate::auth::{new_id, Caller};
 use crate::error::{ApiError, ApiResult};
 use crate::http::events::event_json;
+use crate::reads::View;
 use crate::request_body;
-use crate::store::MemberFilter;
 
 /// The roles a member may have.
 const ROLES: &[&str] = &stratum_domain::membership::Role::NAMES;
@@ -456,17 +455,6 @@ pub async fn applied_generation(
     .await
 }
 
-/// The membership as it stood right after position `p`.
-async fn membership_at(
-    state: &AppState,
-    p: u64,
-) -> ApiResult<stratum_domain::membership::Membership> {
-    Ok(crate::command::state_at(state.store.clone(), p)
-        .await?
-        .state
-        .membership)
-}
-
 #[utoipa::path(get, path = "/v1/admin/cluster/members", tag = "membership",
     params(("state" = Option<String>, Query), ("role" = Option<String>, Query), ("rack" = Option<String>, Query),
            ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("asOf" = Option<u64>, Query)),
@@ -474,6 +462,7 @@ async fn membership_at(
     security(("bearer" = [])))]
 pub async fn list_members(
     State(state): State<AppState>,
+    view: View,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     let mut errors = Vec::new();
@@ -482,76 +471,52 @@ pub async fn list_members(
         &["state", "role", "rack", "limit", "cursor", "asOf"],
         &mut errors,
     );
-    if let Some(s) = get("state") {
-        if MemberState::parse(s).is_none() {
+    let wanted_state = get("state").and_then(|s| {
+        let parsed = MemberState::parse(s);
+        if parsed.is_none() {
             errors.push(FieldError::new(
                 "state",
                 "must be joining, active, failed, removing or decommissioned",
             ));
         }
-    }
-    if let Some(r) = get("role") {
-        if Role::parse(r).is_none() {
+        parsed
+    });
+    let wanted_role = get("role").and_then(|r| {
+        let parsed = Role::parse(r);
+        if parsed.is_none() {
             errors.push(FieldError::new(
                 "role",
                 "must be control, compute, storage or hybrid",
             ));
         }
-    }
+        parsed
+    });
+    let rack = get("rack");
     let pg = page(get("limit"), get("cursor"), &mut errors);
-    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    let at = as_of(&view, get("asOf"), &mut errors)?;
     finish(errors)?;
-    let filter = MemberFilter {
-        state: get("state").map(str::to_owned),
-        role: get("role").map(str::to_owned),
-        rack: get("rack").map(str::to_owned),
-        after: pg.cursor.clone(),
-        limit: pg.limit,
-    };
-    let items: Vec<Value> = match at {
-        Some(p) => {
-            let m = membership_at(&state, p).await?;
-            member_records(&m)
-                .into_iter()
-                .filter(|r| {
-                    filter
-                        .state
-                        .as_deref()
-                        .is_none_or(|s| r.state.as_str() == s)
-                        && filter.role.as_deref().is_none_or(|s| r.role.as_str() == s)
-                        && filter
-                            .rack
-                            .as_deref()
-                            .is_none_or(|s| r.rack.as_deref() == Some(s))
-                        && filter
-                            .after
-                            .as_deref()
-                            .is_none_or(|a| r.node_id.as_str() > a)
-                })
-                .take(pg.limit as usize)
-                .map(|r| serde_json::to_value(r).expect("records serialize"))
-                .collect()
-        }
-        None => {
-            let (generation, _) = state.store.cluster_row().await?;
-            state
-                .store
-                .member_docs(&filter)
-                .await?
-                .iter()
-                .map(|d| with_lagging(parse_doc(d), generation))
-                .collect()
-        }
-    };
-    let next = (items.len() == pg.limit as usize)
-        .then(|| {
-            items
-                .last()
-                .and_then(|i| i["nodeId"].as_str())
-                .map(encode_cursor)
+    let rm = view.at(&state, at).await?;
+    let m = &rm.state.membership;
+    let listed = m
+        .members
+        .values()
+        .filter(|member| {
+            wanted_state.is_none_or(|s| member.state == s)
+                && wanted_role.is_none_or(|r| member.role == r)
+                && rack.is_none_or(|r| member.rack() == Some(r))
         })
-        .flatten();
-    Ok(Json(json!({ "items": items, "nextCursor": next })))
+        .map(|member| {
+            (
+                member.node_id.as_str(),
+                member_record(member, Some(m.generation)),
+            )
+        });
+    Ok(Json(page_of(
+        &pg,
+        pg.cursor.as_deref().as_ref(),
+        listed,
+        |k| (*k).to_owned(),
+    )))
 }
 
 #[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}", tag = "membership",
@@ -561,39 +526,22 @@ pub async fn list_members(
     security(("bearer" = [])))]
 pub async fn get_member(
     State(state): State<AppState>,
+    view: View,
     Path(node_id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
     let mut errors = Vec::new();
     let get = query(&q, &["asOf"], &mut errors);
-    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    let at = as_of(&view, get("asOf"), &mut errors)?;
     finish(errors)?;
-    let record: Value = match at {
-        Some(p) => {
-            let m = membership_at(&state, p).await?;
-            let member = m
-                .members
-                .get(&node_id)
-                .ok_or_else(|| ApiError::not_found(format!("Member {node_id}")))?;
-            serde_json::to_value(stratum_projections::member_record(
-                member,
-                Some(m.generation),
-            ))
-            .expect("records serialize")
-        }
-        None => {
-            let doc = state
-                .store
-                .member_doc(&node_id)
-                .await?
-                .ok_or_else(|| ApiError::not_found(format!("Member {node_id}")))?;
-            let (generation, _) = state.store.cluster_row().await?;
-            with_lagging(parse_doc(&doc), generation)
-        }
-    };
-    let version = record["version"].as_u64().unwrap_or(0);
-    let mut res = Json(record).into_response();
-    set_etag(&mut res, version);
+    let rm = view.at(&state, at).await?;
+    let m = &rm.state.membership;
+    let member = m
+        .members
+        .get(&node_id)
+        .ok_or_else(|| ApiError::not_found(format!("Member {node_id}")))?;
+    let mut res = Json(member_record(member, Some(m.generation))).into_response();
+    set_etag(&mut res, member.version);
     Ok(res)
 }
 
@@ -613,81 +561,25 @@ pub async fn member_history(
     Ok(Json(json!({ "events": events })))
 }
 
-/// All member records now, from the read model tables.
-async fn all_records(state: &AppState, only_listed: bool) -> ApiResult<(u64, Vec<MemberRecord>)> {
-    let (generation, _) = state.store.cluster_row().await?;
-    let mut out = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let docs = state
-            .store
-            .member_docs(&MemberFilter {
-                after: after.clone(),
-                limit: 1000,
-                ..Default::default()
-            })
-            .await?;
-        let n = docs.len();
-        for d in docs {
-            let r: MemberRecord = serde_json::from_str(&d)
-                .map_err(|e| ApiError::internal(format!("member document: {e}")))?;
-            after = Some(r.node_id.clone());
-            if !only_listed || r.state.in_peer_lists() {
-                out.push(r);
-            }
-        }
-        if n < 1000 {
-            break;
-        }
-    }
-    Ok((generation, out))
-}
-
 #[utoipa::path(get, path = "/v1/admin/cluster/membership", tag = "membership",
     params(("asOf" = Option<u64>, Query)),
     responses((status = 200, description = "The membership generation, counts by state, lagging members, and the digest of the membership read model (`stratum replay --until P --digest` reproduces it from an export).", body = MembershipSummary)),
     security(("bearer" = [])))]
 pub async fn membership(
     State(state): State<AppState>,
+    view: View,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<MembershipSummary>> {
     let mut errors = Vec::new();
     let get = query(&q, &["asOf"], &mut errors);
-    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    let at = as_of(&view, get("asOf"), &mut errors)?;
     finish(errors)?;
-    let summary = match at {
-        Some(p) => {
-            let rm = crate::command::state_at(state.store.clone(), p).await?;
-            let m = &rm.state.membership;
-            MembershipSummary {
-                digest: Some(rm.membership_digest()),
-                ..membership_summary(m.generation, &member_records(m))
-            }
-        }
-        None => {
-            // One read of every stored row, so the digest and the summary
-            // describe the same state.
-            let stored = state.store.read_models().await?;
-            let records = stored
-                .members
-                .iter()
-                .map(|(_, doc)| serde_json::from_str::<MemberRecord>(doc))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| ApiError::internal(format!("member document: {e}")))?;
-            let digest = membership_digest(
-                stored.generation,
-                stored
-                    .members
-                    .iter()
-                    .map(|(id, doc)| (id.as_str(), doc.as_str())),
-            );
-            MembershipSummary {
-                digest: Some(digest),
-                ..membership_summary(stored.generation, &records)
-            }
-        }
-    };
-    Ok(Json(summary))
+    let rm = view.at(&state, at).await?;
+    let m = &rm.state.membership;
+    Ok(Json(MembershipSummary {
+        digest: Some(rm.membership_digest()),
+        ..membership_summary(m.generation, &member_records(m))
+    }))
 }
 
 #[utoipa::path(get, path = "/v1/admin/cluster/peers", tag = "membership",
@@ -698,8 +590,9 @@ pub async fn membership(
     security(("bearer" = [])))]
 pub async fn get_peers(
     State(state): State<AppState>,
+    view: View,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Peers>> {
+) -> ApiResult<Response> {
     let mut errors = Vec::new();
     let get = query(&q, &["after", "waitSeconds", "asOf"], &mut errors);
     let after = number("after", get("after"), &mut errors);
@@ -707,45 +600,41 @@ pub async fn get_peers(
     if wait.is_some_and(|w| w > MAX_WAIT.as_secs()) {
         errors.push(FieldError::new("waitSeconds", "must be at most 60"));
     }
-    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    let at = as_of(&view, get("asOf"), &mut errors)?;
     finish(errors)?;
-    if let Some(p) = at {
-        let m = membership_at(&state, p).await?;
-        let records = member_records(&m);
-        return Ok(Json(peers(m.generation, &records)));
-    }
-    if let (Some(after), Some(wait)) = (after, wait) {
-        wait_for_generation(&state, after, std::time::Duration::from_secs(wait)).await?;
-    }
-    let (generation, records) = all_records(&state, true).await?;
-    Ok(Json(peers(generation, &records)))
+    let rm = match (at, after, wait) {
+        (None, Some(after), Some(wait)) if view.state.membership.generation <= after => {
+            wait_for_generation(&state, after, std::time::Duration::from_secs(wait)).await?
+        }
+        _ => view.at(&state, at).await?,
+    };
+    Ok(state.peers.of(&rm))
 }
 
-/// Waits until the generation is above `after`, or `wait` passes. Holds no
-/// database connection while it waits: it sleeps on the head watch, which
-/// every commit of this process and every notification of another raises.
+/// Waits until the generation is above `after`, or `wait` passes, and
+/// answers the read models then. Holds no database connection while it
+/// waits: it sleeps on the writer's publications, which every commit of
+/// this process and every fold of another's raise.
 async fn wait_for_generation(
     state: &AppState,
     after: u64,
     wait: std::time::Duration,
-) -> ApiResult<()> {
+) -> ApiResult<std::sync::Arc<stratum_projections::ReadModels>> {
     let deadline = tokio::time::Instant::now() + wait;
     let _watcher = state.watcher()?;
-    let mut head = state.bus.head();
+    let mut published = state.bus.publications();
     loop {
-        // Mark the head seen before reading, so a commit in between wakes us.
-        head.borrow_and_update();
-        let (generation, _) = state.store.cluster_row().await?;
-        if generation > after {
-            return Ok(());
+        let rm = published.borrow_and_update().clone();
+        if rm.state.membership.generation > after {
+            return Ok(rm);
         }
         tokio::select! {
-            changed = tokio::time::timeout_at(deadline, head.changed()) => match changed {
+            changed = tokio::time::timeout_at(deadline, published.changed()) => match changed {
                 Ok(Ok(())) => continue,
-                _ => return Ok(()),
+                _ => return Ok(rm),
             },
             // Stopping: answer the generation as it stands.
-            _ = state.shutdown.cancelled() => return Ok(()),
+            _ = state.shutdown.cancelled() => return Ok(rm),
         }
     }
 }
@@ -754,20 +643,14 @@ async fn wait_for_generation(
     params(("nodeId" = String, Path)),
     responses((status = 200, description = "Whether the node transport may accept this peer.", body = stratum_projections::members::Admission)),
     security(("bearer" = [])))]
-pub async fn admission(
-    State(state): State<AppState>,
-    Path(node_id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    let (generation, _) = state.store.cluster_row().await?;
-    let record: Option<MemberRecord> = match state.store.member_doc(&node_id).await? {
-        Some(doc) => Some(
-            serde_json::from_str(&doc)
-                .map_err(|e| ApiError::internal(format!("member document: {e}")))?,
-        ),
-        None => None,
-    };
+pub async fn admission(view: View, Path(node_id): Path<String>) -> ApiResult<Json<Value>> {
+    let m = &view.state.membership;
+    let record = m
+        .members
+        .get(&node_id)
+        .map(|member| member_record(member, Some(m.generation)));
     Ok(Json(
-        serde_json::to_value(transport_admission(&node_id, record.as_ref(), generation))
+        serde_json::to_value(transport_admission(&node_id, record.as_ref(), m.generation))
             .expect("admissions serialize"),
     ))
 }
@@ -820,7 +703,7 @@ pub async fn request_join(
     responses((status = 200, description = "A page of join requests.", body = super::system::Page<stratum_projections::JoinRequestRecord>)),
     security(("bearer" = [])))]
 pub async fn list_join_requests(
-    State(state): State<AppState>,
+    view: View,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     let mut errors = Vec::new();
@@ -833,22 +716,20 @@ pub async fn list_join_requests(
     }
     let pg = page(get("limit"), get("cursor"), &mut errors);
     finish(errors)?;
-    let items: Vec<Value> = state
-        .store
-        .join_request_docs(get("status"), pg.cursor.as_deref(), pg.limit)
-        .await?
-        .iter()
-        .map(|d| parse_doc(d))
-        .collect();
-    let next = (items.len() == pg.limit as usize)
-        .then(|| {
-            items
-                .last()
-                .and_then(|i| i["id"].as_str())
-                .map(encode_cursor)
-        })
-        .flatten();
-    Ok(Json(json!({ "items": items, "nextCursor": next })))
+    let status = get("status");
+    let listed = view
+        .state
+        .membership
+        .join_requests
+        .values()
+        .filter(|r| status.is_none_or(|s| r.status.as_str() == s))
+        .map(|r| (r.request_id.as_str(), JoinRequestRecord::from(r)));
+    Ok(Json(page_of(
+        &pg,
+        pg.cursor.as_deref().as_ref(),
+        listed,
+        |k| (*k).to_owned(),
+    )))
 }
 
 request_body! {
@@ -923,4 +804,49 @@ pub async fn reject_join(
         200,
     )
     .await
+}
+
+/// The peer lists of the newest read models, rendered once per position:
+/// every node agent asks for the same lists after each change.
+#[derive(Default)]
+pub struct PeersMemo(std::sync::Mutex<Option<(u64, bytes::Bytes)>>);
+
+impl PeersMemo {
+    /// The peer lists of `rm` as a JSON answer.
+    pub fn of(&self, rm: &stratum_projections::ReadModels) -> Response {
+        let at = rm.state.position;
+        let kept = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|(p, _)| *p == at)
+            .map(|(_, b)| b.clone());
+        let body = kept.unwrap_or_else(|| {
+            let m = &rm.state.membership;
+            let records: Vec<MemberRecord> = m
+                .members
+                .values()
+                .filter(|member| member.state.in_peer_lists())
+                .map(|member| member_record(member, Some(m.generation)))
+                .collect();
+            let body = bytes::Bytes::from(
+                serde_json::to_vec(&stratum_projections::peers(m.generation, &records))
+                    .expect("peers serialize"),
+            );
+            let mut memo = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if memo.as_ref().is_none_or(|(p, _)| *p < at) {
+                *memo = Some((at, body.clone()));
+            }
+            body
+        });
+        (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response()
+    }
 }

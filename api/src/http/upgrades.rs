@@ -21,12 +21,13 @@ use stratum_projections::upgrades::{
 };
 
 use super::extract::{
-    as_of, encode_cursor, finish, page, parse_doc, query, BodyFields, JsonBody, WriteHeaders,
+    as_of, doc_cursor, doc_page, finish, page, parse_doc, query, BodyFields, JsonBody, WriteHeaders,
 };
 use super::{run_command, set_etag, AppState, Route};
 use crate::auth::{new_id, Caller};
 use crate::error::{ApiError, ApiResult};
 use crate::http::events::event_json;
+use crate::reads::View;
 use crate::request_body;
 
 pub fn routes() -> Vec<Route> {
@@ -348,10 +349,10 @@ pub async fn register_release(
     responses((status = 200, description = "A page of releases ordered by version text.", body = super::system::Page<super::system::ReleaseDoc>)),
     security(("bearer" = [])))]
 pub async fn list_releases(
-    State(state): State<AppState>,
+    view: View,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
-    list_docs(&state, doc_kind::RELEASE, &q).await
+    list_docs(&view, doc_kind::RELEASE, &q)
 }
 
 #[utoipa::path(get, path = "/v1/admin/releases/{version}", tag = "upgrades",
@@ -359,16 +360,11 @@ pub async fn list_releases(
     responses((status = 200, description = "The release's manifest as registered.", body = super::system::ReleaseDoc),
               (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
-pub async fn get_release(
-    State(state): State<AppState>,
-    Path(version): Path<String>,
-) -> ApiResult<Json<Value>> {
-    let doc = state
-        .store
-        .read_doc(doc_kind::RELEASE, &version)
-        .await?
+pub async fn get_release(view: View, Path(version): Path<String>) -> ApiResult<Json<Value>> {
+    let doc = view
+        .doc(doc_kind::RELEASE, &version)
         .ok_or_else(|| ApiError::not_found(format!("Release {version}")))?;
-    Ok(Json(parse_doc(&doc)))
+    Ok(Json(parse_doc(&doc.doc)))
 }
 
 request_body! {
@@ -411,28 +407,21 @@ pub async fn set_running_release(
     security(("bearer" = [])))]
 pub async fn get_running_release(
     State(state): State<AppState>,
+    view: View,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     let mut errors = Vec::new();
     let get = query(&q, &["asOf"], &mut errors);
-    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    let at = as_of(&view, get("asOf"), &mut errors)?;
     finish(errors)?;
-    let not_set = || ApiError::not_found("The running release (it is set at install)");
-    match at {
-        Some(p) => {
-            let rm = crate::command::state_at(state.store.clone(), p).await?;
-            let r = rm.state.upgrades.running.as_ref().ok_or_else(not_set)?;
-            Ok(Json(to_value(&running_release_record(r))))
-        }
-        None => {
-            let doc = state
-                .store
-                .read_doc(doc_kind::CLUSTER, doc_kind::RUNNING)
-                .await?
-                .ok_or_else(not_set)?;
-            Ok(Json(parse_doc(&doc)))
-        }
-    }
+    let rm = view.at(&state, at).await?;
+    let r = rm
+        .state
+        .upgrades
+        .running
+        .as_ref()
+        .ok_or_else(|| ApiError::not_found("The running release (it is set at install)"))?;
+    Ok(Json(to_value(&running_release_record(r))))
 }
 
 /// The backup an upgrade takes.
@@ -504,33 +493,21 @@ pub async fn create_upgrade(
     security(("bearer" = [])))]
 pub async fn list_upgrades(
     State(state): State<AppState>,
+    view: View,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
-    if !q.contains_key("asOf") {
-        return list_docs(&state, doc_kind::UPGRADE, &q).await;
-    }
     let mut errors = Vec::new();
     let get = query(&q, &["limit", "cursor", "asOf"], &mut errors);
     let pg = page(get("limit"), get("cursor"), &mut errors);
-    let at = as_of(&state, get("asOf"), &mut errors).await?;
-    let after = cursor_key(pg.cursor.as_deref(), &mut errors);
+    let at = as_of(&view, get("asOf"), &mut errors)?;
+    let after = doc_cursor(&pg, &mut errors);
     finish(errors)?;
-    let rm = crate::command::state_at(state.store.clone(), at.unwrap_or_default()).await?;
-    let mut all: Vec<_> = rm.state.upgrades.upgrades.values().collect();
-    all.sort_by_key(|u| (u.created_position, u.id.clone()));
-    let items: Vec<(i64, String, Value)> = all
-        .into_iter()
-        .map(|u| {
-            (
-                u.created_position as i64,
-                u.id.clone(),
-                to_value(&upgrade_record(u)),
-            )
-        })
-        .filter(|(k, id, _)| after.as_ref().is_none_or(|(ak, aid)| (k, id) > (ak, aid)))
-        .take(pg.limit as usize)
-        .collect();
-    Ok(Json(page_json(items, pg.limit)))
+    let rm = view.at(&state, at).await?;
+    Ok(Json(doc_page(
+        rm.docs(doc_kind::UPGRADE),
+        &pg,
+        after.as_ref(),
+    )))
 }
 
 #[utoipa::path(get, path = "/v1/admin/upgrades/{id}", tag = "upgrades",
@@ -540,31 +517,23 @@ pub async fn list_upgrades(
     security(("bearer" = [])))]
 pub async fn get_upgrade(
     State(state): State<AppState>,
+    view: View,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
     let mut errors = Vec::new();
     let get = query(&q, &["asOf"], &mut errors);
-    let at = as_of(&state, get("asOf"), &mut errors).await?;
+    let at = as_of(&view, get("asOf"), &mut errors)?;
     finish(errors)?;
-    let not_found = || ApiError::not_found(format!("Upgrade {id}"));
-    let record = match at {
-        Some(p) => {
-            let rm = crate::command::state_at(state.store.clone(), p).await?;
-            let u = rm.state.upgrades.upgrades.get(&id).ok_or_else(not_found)?;
-            to_value(&upgrade_record(u))
-        }
-        None => parse_doc(
-            &state
-                .store
-                .read_doc(doc_kind::UPGRADE, &id)
-                .await?
-                .ok_or_else(not_found)?,
-        ),
-    };
-    let version = record["version"].as_u64().unwrap_or(0);
-    let mut res = Json(record).into_response();
-    set_etag(&mut res, version);
+    let rm = view.at(&state, at).await?;
+    let u = rm
+        .state
+        .upgrades
+        .upgrades
+        .get(&id)
+        .ok_or_else(|| ApiError::not_found(format!("Upgrade {id}")))?;
+    let mut res = Json(upgrade_record(u)).into_response();
+    set_etag(&mut res, u.version);
     Ok(res)
 }
 
@@ -838,52 +807,18 @@ fn to_value<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).expect("records serialize")
 }
 
-/// A list cursor: the last item's sort key and id.
-fn cursor_key(cursor: Option<&str>, errors: &mut Vec<FieldError>) -> Option<(i64, String)> {
-    let c = cursor?;
-    let parsed = c
-        .split_once(':')
-        .and_then(|(k, id)| Some((k.parse::<i64>().ok()?, id.to_owned())));
-    if parsed.is_none() {
-        errors.push(FieldError::new(
-            "cursor",
-            "is not a cursor this service answered",
-        ));
-    }
-    parsed
-}
-
-fn page_json(items: Vec<(i64, String, Value)>, limit: u32) -> Value {
-    let next = (items.len() == limit as usize)
-        .then(|| {
-            items
-                .last()
-                .map(|(k, id, _)| encode_cursor(&format!("{k}:{id}")))
-        })
-        .flatten();
-    let items: Vec<Value> = items.into_iter().map(|(_, _, v)| v).collect();
-    json!({ "items": items, "nextCursor": next })
-}
-
-/// A page of one kind of document from the read model table.
-async fn list_docs(
-    state: &AppState,
-    kind: &str,
+/// A page of one kind of document of the read models.
+fn list_docs(
+    view: &View,
+    kind: &'static str,
     q: &HashMap<String, String>,
 ) -> ApiResult<Json<Value>> {
     let mut errors = Vec::new();
     let get = query(q, &["limit", "cursor"], &mut errors);
     let pg = page(get("limit"), get("cursor"), &mut errors);
-    let after = cursor_key(pg.cursor.as_deref(), &mut errors);
+    let after = doc_cursor(&pg, &mut errors);
     finish(errors)?;
-    let items = state
-        .store
-        .list_docs(kind, after, pg.limit)
-        .await?
-        .into_iter()
-        .map(|d| (d.sort_key, d.id, parse_doc(&d.doc)))
-        .collect();
-    Ok(Json(page_json(items, pg.limit)))
+    Ok(Json(doc_page(view.docs(kind), &pg, after.as_ref())))
 }
 
 /// An image pin a node runs.
@@ -1029,16 +964,11 @@ fn component_kind(named: Option<&str>, own: ComponentKind) -> ComponentKind {
     responses((status = 200, description = "The node's newest facts report.", body = stratum_projections::upgrades::FactsRecord),
               (status = 404, description = "The node reported no facts.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
-pub async fn get_facts(
-    State(state): State<AppState>,
-    Path(node_id): Path<String>,
-) -> ApiResult<Response> {
-    let doc = state
-        .store
-        .read_doc(doc_kind::FACTS, &node_id)
-        .await?
+pub async fn get_facts(view: View, Path(node_id): Path<String>) -> ApiResult<Response> {
+    let doc = view
+        .doc(doc_kind::FACTS, &node_id)
         .ok_or_else(|| ApiError::not_found(format!("Facts of node {node_id}")))?;
-    Ok(Json(parse_doc(&doc)).into_response())
+    Ok(Json(parse_doc(&doc.doc)).into_response())
 }
 
 /// The alarms, in the order raised: `node-reboot-pending` when a staged
@@ -1049,7 +979,7 @@ pub async fn get_facts(
     responses((status = 200, description = "A page of alarms, in the order raised.", body = super::system::Page<stratum_projections::upgrades::AlarmRecord>)),
     security(("bearer" = [])))]
 pub async fn list_alarms(
-    State(state): State<AppState>,
+    view: View,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     let mut errors = Vec::new();
@@ -1063,29 +993,16 @@ pub async fn list_alarms(
         }
     };
     let pg = page(get("limit"), get("cursor"), &mut errors);
-    let mut after = cursor_key(pg.cursor.as_deref(), &mut errors);
+    let after = doc_cursor(&pg, &mut errors);
     finish(errors)?;
-    // Alarms are few; an active-only page reads on until it is full.
-    let mut items = Vec::new();
-    loop {
-        let docs = state
-            .store
-            .list_docs(doc_kind::ALARM, after.clone(), pg.limit)
-            .await?;
-        let n = docs.len();
-        for d in docs {
-            after = Some((d.sort_key, d.id.clone()));
-            let v = parse_doc(&d.doc);
-            if !active || v["clearedAt"].is_null() {
-                items.push((d.sort_key, d.id, v));
-            }
-            if items.len() == pg.limit as usize {
-                break;
-            }
-        }
-        if items.len() == pg.limit as usize || n < pg.limit as usize {
-            break;
-        }
-    }
-    Ok(Json(page_json(items, pg.limit)))
+    let alarms = view.docs(doc_kind::ALARM).into_iter().filter(|d| {
+        !active
+            || view
+                .state
+                .upgrades
+                .alarms
+                .get(&d.id)
+                .is_some_and(|a| a.cleared_at.is_none())
+    });
+    Ok(Json(doc_page(alarms.collect(), &pg, after.as_ref())))
 }

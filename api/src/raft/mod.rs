@@ -33,7 +33,7 @@ pub use adapters::{
 pub use config::{ConfigError, RaftArgs};
 
 use crate::command::{CommandBus, CommandRequest};
-use crate::store::{EventStore, MemberFilter, StoreError};
+use crate::store::{EventStore, StoreError};
 
 /// The advisory lock key of the raft cleanup role.
 pub const RAFT_CLEANUP_LOCK: i64 = 0x5354_5241_0001;
@@ -159,33 +159,21 @@ impl RaftCleanup {
     }
 
     /// Every member with rafts still to clean: failed and removing
-    /// members, and demoted voters.
+    /// members, and demoted voters; from the read models once they
+    /// include the log as it stands.
     async fn pending(&self) -> Result<Vec<MemberRecord>, StoreError> {
-        const PAGE: u32 = 500;
-        let mut out = Vec::new();
-        let mut after = None;
-        loop {
-            let docs = self
-                .store
-                .member_docs(&MemberFilter {
-                    after: after.clone(),
-                    limit: PAGE,
-                    ..Default::default()
-                })
-                .await?;
-            let n = docs.len();
-            for d in docs {
-                let r: MemberRecord =
-                    serde_json::from_str(&d).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                after = Some(r.node_id.clone());
-                if !r.raft_cleanup_pending.is_empty() {
-                    out.push(r);
-                }
-            }
-            if n < PAGE as usize {
-                return Ok(out);
-            }
-        }
+        let head = self.store.head().await?.position;
+        let rm = self
+            .bus
+            .reached(head)
+            .await
+            .map_err(|e| StoreError::Unavailable(e.message))?;
+        let m = &rm.state.membership;
+        Ok(m.members
+            .values()
+            .filter(|member| !member.pending_cleanup().is_empty())
+            .map(|member| stratum_projections::member_record(member, Some(m.generation)))
+            .collect())
     }
 
     /// Records one removal, caused by the event that asked for the cleanup.

@@ -107,40 +107,6 @@ impl std::fmt::Debug for Leadership {
     }
 }
 
-/// What authentication needs of a token.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TokenAuth {
-    pub token_id: String,
-    pub principal: String,
-    pub policies: Vec<String>,
-    pub expires_at: Option<i64>,
-    pub revoked_at: Option<i64>,
-    /// The stored SHA-256 of a generated secret, compared again in
-    /// constant time.
-    pub secret_sha256: Option<Vec<u8>>,
-    /// The Argon2id PHC string of a chosen secret.
-    pub secret_argon2id: Option<String>,
-}
-
-/// One listed document and where it sorts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DocEntry {
-    pub sort_key: i64,
-    pub id: String,
-    pub doc: String,
-}
-
-/// Which members a list asks for.
-#[derive(Clone, Debug, Default)]
-pub struct MemberFilter {
-    pub state: Option<String>,
-    pub role: Option<String>,
-    pub rack: Option<String>,
-    /// Only members whose node id sorts after this one (the page cursor).
-    pub after: Option<String>,
-    pub limit: u32,
-}
-
 /// The stored rows of every read model, for `replay --check`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoredReadModels {
@@ -207,39 +173,6 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// Every event of one stream, in version order.
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>>;
-
-    /// A member's stored record document.
-    async fn member_doc(&self, node_id: &str) -> StoreResult<Option<String>>;
-
-    /// Member documents by node id, filtered and paged.
-    async fn member_docs(&self, filter: &MemberFilter) -> StoreResult<Vec<String>>;
-
-    /// Join request documents by id, paged.
-    async fn join_request_docs(
-        &self,
-        status: Option<&str>,
-        after: Option<&str>,
-        limit: u32,
-    ) -> StoreResult<Vec<String>>;
-
-    async fn join_request_doc(&self, request_id: &str) -> StoreResult<Option<String>>;
-
-    /// One document of `rm_docs` (an upgrade, a release, the running release).
-    async fn read_doc(&self, kind: &str, id: &str) -> StoreResult<Option<String>>;
-
-    /// Documents of one kind in (sort key, id) order, after the cursor.
-    async fn list_docs(
-        &self,
-        kind: &str,
-        after: Option<(i64, String)>,
-        limit: u32,
-    ) -> StoreResult<Vec<DocEntry>>;
-
-    /// The token whose secret has this SHA-256, for authentication.
-    async fn token_by_secret(&self, secret_sha256: &[u8; 32]) -> StoreResult<Option<TokenAuth>>;
-    /// The unrevoked tokens recognized by an Argon2id hash (chosen
-    /// secrets: the bootstrap token); few, and checked one by one.
-    async fn argon2id_tokens(&self) -> StoreResult<Vec<TokenAuth>>;
 
     /// Token documents (never secrets), by id.
     async fn token_docs(&self) -> StoreResult<Vec<(String, String)>>;
@@ -581,29 +514,6 @@ where
     Ok(Head {
         position: row.try_get::<i64, _>(0).map_err(corrupt)? as u64,
         hash: hash32(row.try_get(1).map_err(corrupt)?, "head hash")?,
-    })
-}
-
-pub(crate) fn token_from_row<'r, R>(row: &'r R) -> StoreResult<TokenAuth>
-where
-    R: Row,
-    usize: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
-    Option<Vec<u8>>: Decode<'r, R::Database> + Type<R::Database>,
-    Option<String>: Decode<'r, R::Database> + Type<R::Database>,
-{
-    let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
-    let policies: String = row.try_get(2).map_err(corrupt)?;
-    Ok(TokenAuth {
-        token_id: row.try_get(0).map_err(corrupt)?,
-        principal: row.try_get(1).map_err(corrupt)?,
-        policies: serde_json::from_str(&policies)
-            .map_err(|e| StoreError::Corrupt(format!("token policies: {e}")))?,
-        expires_at: row.try_get(3).map_err(corrupt)?,
-        revoked_at: row.try_get(4).map_err(corrupt)?,
-        secret_sha256: row.try_get(5).map_err(corrupt)?,
-        secret_argon2id: row.try_get(6).map_err(corrupt)?,
     })
 }
 

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use std::sync::Arc;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, Executor, Postgres, Row};
+use sqlx::{ConnectOptions, Connection, Executor, Row};
 use stratum_domain::log::Recorded;
 use stratum_projections::Changes;
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -19,8 +19,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use super::sql::{self, CHUNK};
 use super::{
     check_follows, head_from_row, idempotency_from_row, recorded_from_row, replay_event_from_row,
-    token_from_row, Access, DocEntry, EventStore, Head, IdempotencyRecord, Leadership,
-    MemberFilter, ReplayEvent, StoreResult, StoredReadModels, TokenAuth, WriteTx,
+    Access, EventStore, Head, IdempotencyRecord, Leadership, ReplayEvent, StoreResult,
+    StoredReadModels, WriteTx,
 };
 
 /// The channel every commit notifies with its last position.
@@ -104,17 +104,6 @@ impl PgStore {
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
-    }
-
-    async fn docs(
-        &self,
-        q: sqlx::query::Query<'_, Postgres, sqlx::postgres::PgArguments>,
-    ) -> StoreResult<Vec<String>> {
-        Ok(q.fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|r| r.get::<String, _>(0))
-            .collect())
     }
 }
 
@@ -268,98 +257,6 @@ impl EventStore for PgStore {
             .await?
             .iter()
             .map(recorded_from_row)
-            .collect()
-    }
-
-    async fn member_doc(&self, node_id: &str) -> StoreResult<Option<String>> {
-        Ok(self
-            .docs(sqlx::query(sql::SELECT_MEMBER).bind(node_id))
-            .await?
-            .pop())
-    }
-
-    async fn member_docs(&self, f: &MemberFilter) -> StoreResult<Vec<String>> {
-        self.docs(
-            sqlx::query(sql::SELECT_MEMBERS)
-                .bind(f.state.as_deref())
-                .bind(f.role.as_deref())
-                .bind(f.rack.as_deref())
-                .bind(f.after.as_deref())
-                .bind(f.limit as i64),
-        )
-        .await
-    }
-
-    async fn join_request_docs(
-        &self,
-        status: Option<&str>,
-        after: Option<&str>,
-        limit: u32,
-    ) -> StoreResult<Vec<String>> {
-        self.docs(
-            sqlx::query(sql::SELECT_JOIN_REQUESTS)
-                .bind(status)
-                .bind(after)
-                .bind(limit as i64),
-        )
-        .await
-    }
-
-    async fn join_request_doc(&self, request_id: &str) -> StoreResult<Option<String>> {
-        Ok(self
-            .docs(sqlx::query(sql::SELECT_JOIN_REQUEST).bind(request_id))
-            .await?
-            .pop())
-    }
-
-    async fn read_doc(&self, kind: &str, id: &str) -> StoreResult<Option<String>> {
-        Ok(sqlx::query(sql::SELECT_DOC)
-            .bind(kind)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .map(|r| r.get::<String, _>(0)))
-    }
-
-    async fn list_docs(
-        &self,
-        kind: &str,
-        after: Option<(i64, String)>,
-        limit: u32,
-    ) -> StoreResult<Vec<DocEntry>> {
-        let (key, id) = after.unwrap_or((i64::MIN, String::new()));
-        Ok(sqlx::query(sql::SELECT_DOCS)
-            .bind(kind)
-            .bind(key)
-            .bind(id)
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|r| DocEntry {
-                sort_key: r.get(0),
-                id: r.get(1),
-                doc: r.get(2),
-            })
-            .collect())
-    }
-
-    async fn token_by_secret(&self, secret_sha256: &[u8; 32]) -> StoreResult<Option<TokenAuth>> {
-        sqlx::query(sql::SELECT_TOKEN_BY_SECRET)
-            .bind(secret_sha256.as_slice())
-            .fetch_optional(&self.pool)
-            .await?
-            .as_ref()
-            .map(token_from_row)
-            .transpose()
-    }
-
-    async fn argon2id_tokens(&self) -> StoreResult<Vec<TokenAuth>> {
-        sqlx::query(sql::SELECT_ARGON2ID_TOKENS)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(token_from_row)
             .collect()
     }
 

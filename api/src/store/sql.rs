@@ -22,19 +22,10 @@ pub(crate) const SELECT_HEAD: &str = "SELECT position, hash FROM log_head WHERE 
 pub(crate) const SELECT_CLUSTER: &str =
     "SELECT generation, checkpoint FROM rm_cluster WHERE id = 1";
 pub(crate) const SELECT_IDEMPOTENCY: &str = "SELECT principal, idem_key, request_hash, status, body, etag, position FROM idempotency WHERE principal = $1 AND idem_key = $2";
-pub(crate) const SELECT_MEMBER: &str = "SELECT doc FROM rm_members WHERE node_id = $1";
-pub(crate) const SELECT_MEMBERS: &str = "SELECT doc FROM rm_members WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR role = $2) AND ($3 IS NULL OR rack = $3) AND ($4 IS NULL OR node_id > $4) ORDER BY node_id LIMIT $5";
-pub(crate) const SELECT_JOIN_REQUESTS: &str = "SELECT doc FROM rm_join_requests WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR request_id > $2) ORDER BY request_id LIMIT $3";
-pub(crate) const SELECT_JOIN_REQUEST: &str =
-    "SELECT doc FROM rm_join_requests WHERE request_id = $1";
 pub(crate) const ALL_MEMBERS: &str = "SELECT node_id, doc FROM rm_members ORDER BY node_id";
 pub(crate) const ALL_JOIN_REQUESTS: &str =
     "SELECT request_id, doc FROM rm_join_requests ORDER BY request_id";
 pub(crate) const ALL_TOKENS: &str = "SELECT token_id, doc FROM rm_tokens ORDER BY token_id";
-pub(crate) const SELECT_TOKEN_BY_SECRET: &str = "SELECT token_id, principal, policies, expires_at, revoked_at, secret_sha256, secret_argon2id FROM rm_tokens WHERE secret_sha256 = $1";
-pub(crate) const SELECT_ARGON2ID_TOKENS: &str = "SELECT token_id, principal, policies, expires_at, revoked_at, secret_sha256, secret_argon2id FROM rm_tokens WHERE secret_argon2id IS NOT NULL AND revoked_at IS NULL ORDER BY token_id";
-pub(crate) const SELECT_DOC: &str = "SELECT doc FROM rm_docs WHERE kind = $1 AND id = $2";
-pub(crate) const SELECT_DOCS: &str = "SELECT sort_key, id, doc FROM rm_docs WHERE kind = $1 AND (sort_key > $2 OR (sort_key = $2 AND id > $3)) ORDER BY sort_key, id LIMIT $4";
 pub(crate) const ALL_DOCS: &str = "SELECT kind || '/' || id, doc FROM rm_docs ORDER BY kind, id";
 pub(crate) const CLEAR_READ_MODELS: [&str; 4] = [
     "DELETE FROM rm_members",

@@ -21,8 +21,8 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use super::sql::{self, CHUNK};
 use super::{
     check_follows, head_from_row, idempotency_from_row, recorded_from_row, replay_event_from_row,
-    token_from_row, Access, DocEntry, EventStore, Head, IdempotencyRecord, Leadership,
-    MemberFilter, ReplayEvent, StoreError, StoreResult, StoredReadModels, TokenAuth, WriteTx,
+    Access, EventStore, Head, IdempotencyRecord, Leadership, ReplayEvent, StoreError, StoreResult,
+    StoredReadModels, WriteTx,
 };
 
 /// `SQLITE_READONLY_DIRECTORY`: a journal or shared-memory file would be
@@ -118,17 +118,6 @@ impl SqliteStore {
             in_tx: Arc::new(AtomicBool::new(false)),
         })
     }
-
-    async fn docs<'q>(
-        &self,
-        q: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>,
-    ) -> StoreResult<Vec<String>> {
-        Ok(q.fetch_all(&self.read)
-            .await?
-            .iter()
-            .map(|r| r.get::<String, _>(0))
-            .collect())
-    }
 }
 
 struct SqliteTx {
@@ -210,98 +199,6 @@ impl EventStore for SqliteStore {
             .await?
             .iter()
             .map(recorded_from_row)
-            .collect()
-    }
-
-    async fn member_doc(&self, node_id: &str) -> StoreResult<Option<String>> {
-        Ok(self
-            .docs(sqlx::query(sql::SELECT_MEMBER).bind(node_id))
-            .await?
-            .pop())
-    }
-
-    async fn member_docs(&self, f: &MemberFilter) -> StoreResult<Vec<String>> {
-        self.docs(
-            sqlx::query(sql::SELECT_MEMBERS)
-                .bind(f.state.as_deref())
-                .bind(f.role.as_deref())
-                .bind(f.rack.as_deref())
-                .bind(f.after.as_deref())
-                .bind(f.limit as i64),
-        )
-        .await
-    }
-
-    async fn join_request_docs(
-        &self,
-        status: Option<&str>,
-        after: Option<&str>,
-        limit: u32,
-    ) -> StoreResult<Vec<String>> {
-        self.docs(
-            sqlx::query(sql::SELECT_JOIN_REQUESTS)
-                .bind(status)
-                .bind(after)
-                .bind(limit as i64),
-        )
-        .await
-    }
-
-    async fn join_request_doc(&self, request_id: &str) -> StoreResult<Option<String>> {
-        Ok(self
-            .docs(sqlx::query(sql::SELECT_JOIN_REQUEST).bind(request_id))
-            .await?
-            .pop())
-    }
-
-    async fn read_doc(&self, kind: &str, id: &str) -> StoreResult<Option<String>> {
-        Ok(sqlx::query(sql::SELECT_DOC)
-            .bind(kind)
-            .bind(id)
-            .fetch_optional(&self.read)
-            .await?
-            .map(|r| r.get::<String, _>(0)))
-    }
-
-    async fn list_docs(
-        &self,
-        kind: &str,
-        after: Option<(i64, String)>,
-        limit: u32,
-    ) -> StoreResult<Vec<DocEntry>> {
-        let (key, id) = after.unwrap_or((i64::MIN, String::new()));
-        Ok(sqlx::query(sql::SELECT_DOCS)
-            .bind(kind)
-            .bind(key)
-            .bind(id)
-            .bind(limit as i64)
-            .fetch_all(&self.read)
-            .await?
-            .iter()
-            .map(|r| DocEntry {
-                sort_key: r.get(0),
-                id: r.get(1),
-                doc: r.get(2),
-            })
-            .collect())
-    }
-
-    async fn token_by_secret(&self, secret_sha256: &[u8; 32]) -> StoreResult<Option<TokenAuth>> {
-        sqlx::query(sql::SELECT_TOKEN_BY_SECRET)
-            .bind(secret_sha256.as_slice())
-            .fetch_optional(&self.read)
-            .await?
-            .as_ref()
-            .map(token_from_row)
-            .transpose()
-    }
-
-    async fn argon2id_tokens(&self) -> StoreResult<Vec<TokenAuth>> {
-        sqlx::query(sql::SELECT_ARGON2ID_TOKENS)
-            .fetch_all(&self.read)
-            .await?
-            .iter()
-            .map(token_from_row)
             .collect()
     }
 

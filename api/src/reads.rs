@@ -1,0 +1,135 @@
+//! The read path: every `GET` and the gate before every route answer from
+//! the read models the writer published in memory, never stale.
+//!
+//! The rule (Kubernetes' consistent reads from the watch cache, KEP-2340):
+//! a read answers at least the log as it stood when the request arrived.
+//! So a request first learns the log's head with a check that *started
+//! after it arrived*, then waits until the published read models include
+//! that position (the writer folds in what other processes committed:
+//! other replicas, or `stratum token revoke` on the host), then reads them.
+//! The checks are shared: the requests that arrive while one check is in
+//! flight share the next one, so the database sees one head query per
+//! round trip however many requests wait, and a request costs no query of
+//! its own. See `docs/architecture.md`, "The read path".
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use stratum_projections::ReadModels;
+
+use crate::command::CommandBus;
+use crate::error::{ApiError, ApiResult};
+use crate::store::EventStore;
+
+/// The shared head check, one in flight at a time.
+pub struct Freshness {
+    store: Arc<dyn EventStore>,
+    flights: Mutex<Flights>,
+    /// Held by the one check in flight.
+    lane: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Flights {
+    /// How many checks have started.
+    started: u64,
+    /// The newest finished check: its number and the head it found.
+    last: Option<(u64, u64)>,
+}
+
+impl Freshness {
+    pub fn new(store: Arc<dyn EventStore>) -> Self {
+        Self {
+            store,
+            flights: Mutex::default(),
+            lane: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn flights(&self) -> std::sync::MutexGuard<'_, Flights> {
+        self.flights.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The log's head as a check that started after this call began found
+    /// it. A check already in flight started too early to count: the
+    /// callers that arrive during it wait for it, then share the next.
+    pub async fn head(&self) -> ApiResult<u64> {
+        let ticket = self.flights().started;
+        let later = |f: &Flights| f.last.filter(|(n, _)| *n > ticket).map(|(_, h)| h);
+        if let Some(h) = later(&self.flights()) {
+            return Ok(h);
+        }
+        let _lane = self.lane.lock().await;
+        let number = {
+            let mut f = self.flights();
+            if let Some(h) = later(&f) {
+                return Ok(h);
+            }
+            f.started += 1;
+            f.started
+        };
+        let head = self.store.head().await?.position;
+        let mut f = self.flights();
+        if f.last.is_none_or(|(n, _)| n < number) {
+            f.last = Some((number, head));
+        }
+        Ok(head)
+    }
+
+    /// The published read models, including at least the log as it stood
+    /// when this call began.
+    pub async fn fresh(&self, bus: &CommandBus) -> ApiResult<Arc<ReadModels>> {
+        let head = self.head().await?;
+        bus.reached(head).await
+    }
+}
+
+/// The read models a request answers from: the ones its gate checked the
+/// caller against, so the gate and the answer see the same moment.
+#[derive(Clone)]
+pub struct View(pub Arc<ReadModels>);
+
+impl View {
+    /// These read models, or the ones of position `p` (`asOf`): one read
+    /// shape, whether now or then. `p` must not be beyond these.
+    pub async fn at(
+        &self,
+        state: &crate::service::AppState,
+        p: Option<u64>,
+    ) -> ApiResult<Arc<ReadModels>> {
+        match p {
+            None => Ok(self.0.clone()),
+            Some(p) if p == self.0.state.position => Ok(self.0.clone()),
+            Some(p) => Ok(Arc::new(
+                crate::command::state_at(state.store.clone(), p).await?,
+            )),
+        }
+    }
+
+    /// The log's last position these read models include.
+    pub fn position(&self) -> u64 {
+        self.0.state.position
+    }
+}
+
+impl std::ops::Deref for View {
+    type Target = ReadModels;
+    fn deref(&self) -> &ReadModels {
+        &self.0
+    }
+}
+
+impl FromRequestParts<crate::service::AppState> for View {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &crate::service::AppState,
+    ) -> Result<Self, ApiError> {
+        match parts.extensions.get::<View>() {
+            Some(v) => Ok(v.clone()),
+            None => Ok(View(state.reads.fresh(&state.bus).await?)),
+        }
+    }
+}
