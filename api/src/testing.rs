@@ -231,3 +231,113 @@ pub async fn each_backend() -> Vec<TestDb> {
     all.extend(postgres().await);
     all
 }
+
+/// A store that counts the calls made of it, by method, and passes each
+/// on: how a test sees which reads reach the database.
+pub struct CountingStore {
+    inner: std::sync::Arc<dyn store::EventStore>,
+    calls: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
+}
+
+impl CountingStore {
+    pub fn new(inner: std::sync::Arc<dyn store::EventStore>) -> Self {
+        Self {
+            inner,
+            calls: Default::default(),
+        }
+    }
+
+    fn count(&self, method: &'static str) {
+        *self
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(method)
+            .or_default() += 1;
+    }
+
+    /// The calls so far, by method, and forgets them.
+    pub fn take(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        std::mem::take(&mut *self.calls.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+#[async_trait::async_trait]
+impl store::EventStore for CountingStore {
+    async fn begin_write(&self) -> store::StoreResult<Box<dyn store::WriteTx>> {
+        self.count("begin_write");
+        self.inner.begin_write().await
+    }
+    async fn head(&self) -> store::StoreResult<store::Head> {
+        self.count("head");
+        self.inner.head().await
+    }
+    async fn read_after(
+        &self,
+        after: u64,
+        limit: u32,
+    ) -> store::StoreResult<Vec<stratum_domain::log::Recorded>> {
+        self.count("read_after");
+        self.inner.read_after(after, limit).await
+    }
+    async fn read_for_replay(
+        &self,
+        after: u64,
+        limit: u32,
+    ) -> store::StoreResult<Vec<store::ReplayEvent>> {
+        self.count("read_for_replay");
+        self.inner.read_for_replay(after, limit).await
+    }
+    async fn read_stream(
+        &self,
+        stream_id: &str,
+    ) -> store::StoreResult<Vec<stratum_domain::log::Recorded>> {
+        self.count("read_stream");
+        self.inner.read_stream(stream_id).await
+    }
+    async fn token_docs(&self) -> store::StoreResult<Vec<(String, String)>> {
+        self.count("token_docs");
+        self.inner.token_docs().await
+    }
+    async fn cluster_row(&self) -> store::StoreResult<(u64, u64)> {
+        self.count("cluster_row");
+        self.inner.cluster_row().await
+    }
+    async fn idempotency(
+        &self,
+        principal: &str,
+        key: &str,
+    ) -> store::StoreResult<Option<store::IdempotencyRecord>> {
+        self.count("idempotency");
+        self.inner.idempotency(principal, key).await
+    }
+    async fn read_models(&self) -> store::StoreResult<store::StoredReadModels> {
+        self.count("read_models");
+        self.inner.read_models().await
+    }
+    async fn ping(&self) -> store::StoreResult<()> {
+        self.count("ping");
+        self.inner.ping().await
+    }
+    async fn put_snapshot(&self, position: u64, state: &[u8]) -> store::StoreResult<()> {
+        self.count("put_snapshot");
+        self.inner.put_snapshot(position, state).await
+    }
+    async fn snapshot_at_or_before(
+        &self,
+        position: u64,
+    ) -> store::StoreResult<Option<(u64, Vec<u8>)>> {
+        self.count("snapshot_at_or_before");
+        self.inner.snapshot_at_or_before(position).await
+    }
+    async fn try_lead(&self, key: i64) -> store::StoreResult<Option<store::Leadership>> {
+        self.count("try_lead");
+        self.inner.try_lead(key).await
+    }
+    async fn subscribe(
+        &self,
+    ) -> store::StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<u64>>> {
+        self.count("subscribe");
+        self.inner.subscribe().await
+    }
+}

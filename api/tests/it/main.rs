@@ -9,6 +9,7 @@ mod contract;
 mod disk_full;
 mod edges;
 mod errors;
+mod fresh_reads;
 mod iam;
 mod idempotency;
 mod member_changes;

@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 
 use crate::support::{postgres, ADMIN_TOKEN};
 
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    base: String,
+    pub(crate) base: String,
 }
 
 impl Drop for Server {
@@ -32,7 +32,7 @@ fn free_port() -> u16 {
     clippy::zombie_processes,
     reason = "the Server guard kills and waits for it on drop"
 )]
-async fn serve(db_url: &str) -> Server {
+pub(crate) async fn serve(db_url: &str) -> Server {
     let port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_stratum"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])

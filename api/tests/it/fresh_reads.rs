@@ -1,0 +1,263 @@
+//! Reads are never stale (docs/architecture.md, "The read path"): every
+//! `GET` and the gate answer from the read models in memory, yet a read
+//! answers at least the log as it stood when it arrived, whoever wrote:
+//! another replica, or a host command on the same database. Each test
+//! starts the built binary, on both backends.
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::replicas::serve;
+use crate::support::{each_backend, ADMIN_TOKEN};
+
+/// A host command on the database (`stratum token ...`), as JSON.
+fn host(db_url: &str, args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_stratum"))
+        .args(args)
+        .env("STRATUM_DATABASE_URL", db_url)
+        .env("STRATUM_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+async fn call(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    token: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = client.request(method, url).bearer_auth(token);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_through_one_server_is_read_through_another_at_once() {
+    for db in each_backend().await {
+        let a = serve(&db.url).await;
+        let b = serve(&db.url).await;
+        let client = reqwest::Client::new();
+        let members = |base: &str| format!("{base}/v1/admin/cluster/members");
+        let mut seen = 0;
+        for i in 0..100 {
+            let node = format!("n-{i}");
+            let (status, admitted) = call(
+                &client,
+                reqwest::Method::POST,
+                members(&a.base),
+                ADMIN_TOKEN,
+                Some(json!({"nodeId": node, "role": "compute", "mgmtIp": format!("10.1.{}.{}", i / 200, i % 200 + 1)})),
+            )
+            .await;
+            assert_eq!(status, 201, "{}: {admitted}", db.backend);
+            // At once, with no sleep: the other server's read includes it.
+            let (status, read) = call(
+                &client,
+                reqwest::Method::GET,
+                format!("{}/{node}", members(&b.base)),
+                ADMIN_TOKEN,
+                None,
+            )
+            .await;
+            assert_eq!(
+                status, 200,
+                "{}: write {i} not read through B: {read}",
+                db.backend
+            );
+            assert_eq!(read, admitted, "{}", db.backend);
+            let (_, peers) = call(
+                &client,
+                reqwest::Method::GET,
+                format!("{}/v1/admin/cluster/peers", b.base),
+                ADMIN_TOKEN,
+                None,
+            )
+            .await;
+            let generation = peers["generation"].as_u64().unwrap();
+            assert!(
+                generation > seen,
+                "{}: the admission moved the generation past {seen}: {peers}",
+                db.backend
+            );
+            seen = generation;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_revoked_on_the_host_is_refused_on_the_next_request() {
+    for db in each_backend().await {
+        let a = serve(&db.url).await;
+        let b = serve(&db.url).await;
+        let client = reqwest::Client::new();
+        for round in 0..3 {
+            let made = host(
+                &db.url,
+                &[
+                    "token",
+                    "create",
+                    "--principal",
+                    "user/reader",
+                    "--policy",
+                    "ReadOnly",
+                ],
+            );
+            let secret = made["token"].as_str().unwrap().to_owned();
+            let id = made["id"].as_str().unwrap().to_owned();
+            // Made on the host while both servers run: good at once.
+            for base in [&a.base, &b.base] {
+                let (status, body) = call(
+                    &client,
+                    reqwest::Method::GET,
+                    format!("{base}/v1/admin/cluster/membership"),
+                    &secret,
+                    None,
+                )
+                .await;
+                assert_eq!(status, 200, "{} round {round}: {body}", db.backend);
+            }
+            host(&db.url, &["token", "revoke", &id]);
+            for base in [&a.base, &b.base] {
+                let (status, body) = call(
+                    &client,
+                    reqwest::Method::GET,
+                    format!("{base}/v1/admin/cluster/membership"),
+                    &secret,
+                    None,
+                )
+                .await;
+                assert_eq!(status, 401, "{} round {round}: {body}", db.backend);
+                assert_eq!(body["code"], "UNAUTHENTICATED", "{body}");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detached_policy_is_refused_by_every_server_on_the_next_request() {
+    for db in each_backend().await {
+        let a = serve(&db.url).await;
+        let b = serve(&db.url).await;
+        let client = reqwest::Client::new();
+        let made = host(&db.url, &["token", "create", "--principal", "user/ann"]);
+        let secret = made["token"].as_str().unwrap().to_owned();
+        let attach = |policies: Value| {
+            let client = client.clone();
+            let url = format!("{}/v1/admin/iam/principals/user%2Fann/policies", a.base);
+            async move {
+                let (status, body) = call(
+                    &client,
+                    reqwest::Method::PUT,
+                    url,
+                    ADMIN_TOKEN,
+                    Some(json!({ "policies": policies })),
+                )
+                .await;
+                assert_eq!(status, 200, "{body}");
+            }
+        };
+        let read = |base: String| {
+            let client = client.clone();
+            let secret = secret.clone();
+            async move {
+                call(
+                    &client,
+                    reqwest::Method::GET,
+                    format!("{base}/v1/admin/cluster/membership"),
+                    &secret,
+                    None,
+                )
+                .await
+                .0
+            }
+        };
+        for _ in 0..3 {
+            attach(json!(["ReadOnly"])).await;
+            assert_eq!(read(b.base.clone()).await, 200, "{}", db.backend);
+            attach(json!([])).await;
+            assert_eq!(read(b.base.clone()).await, 403, "{}", db.backend);
+            assert_eq!(read(a.base.clone()).await, 403, "{}", db.backend);
+        }
+    }
+}
+
+/// The common read path and the gate read nothing of the database but the
+/// shared head check: 1,000 concurrent `GET`s of a member and of the peers
+/// make no token, policy or read-model query, and far fewer head queries
+/// than requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_gets_share_a_few_head_checks() {
+    use axum::http::Method;
+    for db in each_backend().await {
+        let counting = std::sync::Arc::new(stratum_api::testing::CountingStore::new(
+            stratum_api::store::connect(&db.url).await.unwrap(),
+        ));
+        let svc = stratum_api::service::start(counting.clone(), crate::support::config())
+            .await
+            .unwrap();
+        let app = crate::support::TestApp {
+            router: stratum_api::http::app(svc.state.clone()),
+            svc,
+        };
+        let res = app
+            .call(
+                Method::POST,
+                "/v1/admin/cluster/members",
+                Some(json!({"nodeId": "n-1", "role": "control", "mgmtIp": "10.0.0.1"})),
+            )
+            .await;
+        assert_eq!(res.status, 201, "{}", res.body);
+        counting.take();
+        let gets: Vec<_> = (0..1000)
+            .map(|i| {
+                let router = app.router.clone();
+                tokio::spawn(async move {
+                    use tower::ServiceExt;
+                    let path = if i % 2 == 0 {
+                        "/v1/admin/cluster/members/n-1"
+                    } else {
+                        "/v1/admin/cluster/peers"
+                    };
+                    let req = axum::http::Request::get(path)
+                        .header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+                        .body(axum::body::Body::empty())
+                        .unwrap();
+                    router.oneshot(req).await.unwrap().status().as_u16()
+                })
+            })
+            .collect();
+        for g in gets {
+            assert_eq!(g.await.unwrap(), 200, "{}", db.backend);
+        }
+        let calls = counting.take();
+        let heads = calls.get("head").copied().unwrap_or(0);
+        let others: Vec<_> = calls.iter().filter(|(m, _)| **m != "head").collect();
+        assert!(
+            others.is_empty(),
+            "{}: the reads made other store calls: {calls:?}",
+            db.backend
+        );
+        assert!(heads >= 1, "{}: every read checks the head", db.backend);
+        assert!(
+            heads <= 100,
+            "{}: 1,000 reads made {heads} head checks; they share them",
+            db.backend
+        );
+        eprintln!(
+            "{}: 1,000 concurrent GETs made {heads} head checks",
+            db.backend
+        );
+    }
+}
