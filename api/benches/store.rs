@@ -60,7 +60,7 @@ async fn commands(url: &str, writers: usize) -> (u64, f64) {
                         "user/bench",
                     );
                     req.meta.request_id = Some(uuid::Uuid::new_v4().to_string());
-                    let r = bus.execute(req).await.unwrap();
+                    let r = bus.execute(req).await.unwrap().committed().unwrap();
                     assert!(r.position.is_some(), "{}", r.body);
                     n += 1;
                 }

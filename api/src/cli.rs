@@ -549,9 +549,10 @@ pub async fn token(cmd: TokenCmd) -> anyhow_like::Result<(i32, String)> {
         crate::command::CommandRequest::new(Command::Iam(command), host_principal()),
     )
     .await?;
-    if reply.status >= 300 {
-        return Ok((1, reply.body));
-    }
+    let reply = match reply.committed() {
+        Ok(c) => c,
+        Err(refusal) => return Ok((1, refusal_json(refusal))),
+    };
     let mut body = reply.json();
     if let (Some(secret), serde_json::Value::Object(m)) = (secret, &mut body) {
         // Shown once, on standard output; the service keeps only its hash.
@@ -580,8 +581,17 @@ pub async fn import_release(file: &std::path::Path, db: &Db) -> anyhow_like::Res
     if let Err(e) = stratum_domain::release::verify_signature(&manifest, &keys) {
         req.input_errors.push(e);
     }
-    let reply = execute_on_host(db, req).await?;
-    Ok((if reply.status < 300 { 0 } else { 1 }, reply.body))
+    Ok(match execute_on_host(db, req).await?.committed() {
+        Ok(c) => (0, c.body),
+        Err(refusal) => (1, refusal_json(refusal)),
+    })
+}
+
+/// A refusal as the one JSON error shape the API answers.
+fn refusal_json(refusal: stratum_domain::Refusal) -> String {
+    crate::error::ApiError::from(refusal)
+        .body(&uuid::Uuid::now_v7().to_string())
+        .to_string()
 }
 
 /// Runs one command on the host, against the database, through the same
@@ -589,7 +599,7 @@ pub async fn import_release(file: &std::path::Path, db: &Db) -> anyhow_like::Res
 async fn execute_on_host(
     db: &Db,
     req: crate::command::CommandRequest,
-) -> anyhow_like::Result<crate::command::CommandReply> {
+) -> anyhow_like::Result<crate::command::Outcome> {
     let bus =
         crate::command::CommandBus::start(open_existing(db, Access::ReadWrite).await?).await?;
     bus.execute(req)

@@ -70,8 +70,8 @@ pub struct CommandRequest {
     /// `If-Match`: the version the addressed stream must be at.
     pub if_match: Option<u64>,
     pub idempotency: Option<IdempotencyKey>,
-    /// The status of a successful answer (200, or 201 for a creation).
-    pub success_status: u16,
+    /// Whether carrying it out creates what it names (HTTP answers 201).
+    pub creates: bool,
     /// Problems found while reading the request (unknown fields, wrong
     /// types): the command is only validated, never committed, and the
     /// answer lists these with the domain's own findings.
@@ -91,31 +91,53 @@ impl CommandRequest {
             },
             if_match: None,
             idempotency: None,
-            success_status: 200,
+            creates: false,
             input_errors: Vec::new(),
             held_policies: None,
         }
     }
 }
 
-/// The answer to a command: what the client gets, as it was committed.
+/// What the write path answers a command: carried out (or found carried
+/// out before, for a retried `Idempotency-Key`), or refused by the domain.
+/// Only `http` turns it into a status.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CommandReply {
-    pub status: u16,
-    /// The JSON body, serialized once, in the writer.
+pub enum Outcome {
+    Committed(Committed),
+    Refused(Refusal),
+}
+
+/// A command carried out, and the record its answer shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Committed {
+    /// What the answer shows; `None` for a kept answer given again.
+    pub subject: Option<Subject>,
+    /// The record as JSON, rendered once, in the writer.
     pub body: String,
     /// The version of the record shown, for `ETag`.
     pub etag: Option<u64>,
     /// The position of the last event this command appended, if any.
     pub position: Option<u64>,
+    /// Whether it created what it names.
+    pub created: bool,
     /// Whether this is a kept answer to a retried `Idempotency-Key`.
     pub replayed: bool,
 }
 
-impl CommandReply {
+impl Committed {
     /// The body parsed, for callers that inspect it.
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+impl Outcome {
+    /// The committed answer, or the refusal.
+    pub fn committed(self) -> Result<Committed, Refusal> {
+        match self {
+            Outcome::Committed(c) => Ok(c),
+            Outcome::Refused(r) => Err(r),
+        }
     }
 }
 
@@ -144,7 +166,7 @@ impl UpgradeDue {
 
 struct Job {
     req: CommandRequest,
-    reply: oneshot::Sender<Result<CommandReply, ApiError>>,
+    reply: oneshot::Sender<Result<Outcome, ApiError>>,
 }
 
 /// Where the write path reads the time from: the wall clock, or a clock a
@@ -259,8 +281,23 @@ impl CommandBus {
         self.published.clone()
     }
 
-    /// Decides and commits one command.
-    pub async fn execute(&self, req: CommandRequest) -> Result<CommandReply, ApiError> {
+    /// Decides and commits one command. A command whose request had
+    /// input errors is only validated, against the published read models,
+    /// without the writer or the log's lock: it is never committed.
+    pub async fn execute(&self, req: CommandRequest) -> Result<Outcome, ApiError> {
+        if !req.input_errors.is_empty() {
+            let rm = self.published();
+            let ctx = CommandContext {
+                now: log_precision(self.clock.now()),
+                principal: req.meta.principal.clone(),
+                held_policies: req.held_policies.clone(),
+            };
+            let decided = rm.state.decide(&req.command, &ctx);
+            return Ok(Outcome::Refused(merge_input_errors(
+                &req.input_errors,
+                decided,
+            )));
+        }
         let (reply, rx) = oneshot::channel();
         self.jobs
             .send(Job { req, reply })
@@ -531,7 +568,7 @@ impl Writer {
     async fn try_batch(
         &mut self,
         reqs: &[&CommandRequest],
-    ) -> StoreResult<Vec<Result<CommandReply, ApiError>>> {
+    ) -> StoreResult<Vec<Result<Outcome, ApiError>>> {
         if self.reload {
             self.rm = load(self.store.clone(), None).await?;
             self.reload = false;
@@ -608,8 +645,7 @@ impl Writer {
         tx: &mut dyn WriteTx,
         batch: &mut Batch,
         req: &CommandRequest,
-    ) -> StoreResult<CommandReply> {
-        let request_id = req.meta.request_id.clone().unwrap_or_default();
+    ) -> StoreResult<Outcome> {
         if let Some(idem) = &req.idempotency {
             let principal = &req.meta.principal;
             let kept = match batch.keys.get(&(principal.clone(), idem.key.clone())) {
@@ -617,14 +653,14 @@ impl Writer {
                 None => tx.idempotency(principal, &idem.key).await?,
             };
             if let Some(kept) = kept {
-                return Ok(replay_kept(&kept, idem, &request_id));
+                return Ok(replay_kept(&kept, idem));
             }
         }
-        let reply = self.decide(batch, req, &request_id);
+        let outcome = self.decide(batch, req);
         // Only answers of commands that were carried out are kept: a refusal
         // appended nothing, so a retry with the same key is decided again
         // (a 503 during an upgrade's write freeze must not stick to the key).
-        if let Some(idem) = req.idempotency.as_ref().filter(|_| reply.status < 400) {
+        if let (Some(idem), Outcome::Committed(reply)) = (&req.idempotency, &outcome) {
             // Answers the state decided are kept; a retry gets them again.
             batch.keys.insert(
                 (req.meta.principal.clone(), idem.key.clone()),
@@ -634,32 +670,26 @@ impl Writer {
                 principal: req.meta.principal.clone(),
                 key: idem.key.clone(),
                 request_hash: idem.request_hash.clone(),
-                status: reply.status,
+                status: if reply.created { 201 } else { 200 },
                 body: reply.body.clone(),
                 etag: reply.etag,
                 position: reply.position.unwrap_or(batch.position),
             });
         }
-        Ok(reply)
+        Ok(outcome)
     }
 
-    fn decide(
-        &mut self,
-        batch: &mut Batch,
-        req: &CommandRequest,
-        request_id: &str,
-    ) -> CommandReply {
+    fn decide(&mut self, batch: &mut Batch, req: &CommandRequest) -> Outcome {
         if let Some(expected) = req.if_match {
             let stream = req.command.stream_id();
             let current = self.rm.state.stream_version(&stream);
             if current != expected {
-                return refusal_reply(
+                return Outcome::Refused(
                     Refusal::new(
                         ErrorCode::PreconditionFailed,
                         format!("{stream} is at version {current}, not {expected}."),
                     )
                     .with_details(serde_json::json!({ "currentVersion": current })),
-                    request_id,
                 );
             }
         }
@@ -668,13 +698,9 @@ impl Writer {
             principal: req.meta.principal.clone(),
             held_policies: req.held_policies.clone(),
         };
-        let decided = self.rm.state.decide(&req.command, &ctx);
-        if !req.input_errors.is_empty() {
-            return refusal_reply(merge_input_errors(&req.input_errors, decided), request_id);
-        }
-        let decision = match decided {
+        let decision = match self.rm.state.decide(&req.command, &ctx) {
             Ok(d) => d,
-            Err(refusal) => return refusal_reply(refusal, request_id),
+            Err(refusal) => return Outcome::Refused(refusal),
         };
         let mut last = None;
         for event in &decision.events {
@@ -701,13 +727,14 @@ impl Writer {
             batch.events.push(rec);
         }
         let (body, etag) = render(&self.rm, &decision.subject);
-        CommandReply {
-            status: req.success_status,
+        Outcome::Committed(Committed {
+            subject: Some(decision.subject),
             body,
             etag,
             position: last,
+            created: req.creates,
             replayed: false,
-        }
+        })
     }
 }
 
@@ -739,34 +766,21 @@ fn merge_input_errors(
     Refusal::invalid(all)
 }
 
-fn refusal_reply(refusal: Refusal, request_id: &str) -> CommandReply {
-    let err = ApiError::from(refusal);
-    CommandReply {
-        status: err.status().as_u16(),
-        body: err.body(request_id).to_string(),
-        etag: None,
-        position: None,
-        replayed: false,
-    }
-}
-
-fn replay_kept(kept: &IdempotencyRecord, idem: &IdempotencyKey, request_id: &str) -> CommandReply {
+fn replay_kept(kept: &IdempotencyRecord, idem: &IdempotencyKey) -> Outcome {
     if kept.request_hash != idem.request_hash {
-        return refusal_reply(
-            Refusal::new(
-                ErrorCode::IdempotencyKeyReused,
-                "This Idempotency-Key was used with a different request.",
-            ),
-            request_id,
-        );
+        return Outcome::Refused(Refusal::new(
+            ErrorCode::IdempotencyKeyReused,
+            "This Idempotency-Key was used with a different request.",
+        ));
     }
-    CommandReply {
-        status: kept.status,
+    Outcome::Committed(Committed {
+        subject: None,
         body: kept.body.clone(),
         etag: kept.etag,
         position: None,
+        created: kept.status == 201,
         replayed: true,
-    }
+    })
 }
 
 /// The record a command's answer shows, as JSON text, and its version.

@@ -19,9 +19,21 @@ use stratum_domain::upgrade::UpgradeConfig;
 
 /// What the parts of a running service share: the store, the one write
 /// path, and the configuration requests need. The HTTP layer reaches it as
-/// its router state; the process managers take only the parts they use.
-#[derive(Clone, axum::extract::FromRef)]
-pub struct AppState {
+/// its router state (cloned for every handler and layer of every request:
+/// so it is one `Arc`, one reference count to move); the process managers
+/// take only the parts they use.
+#[derive(Clone)]
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The parts of [`AppState`].
+pub struct Shared {
     pub store: Arc<dyn EventStore>,
     pub bus: CommandBus,
     /// The keys release manifests must be signed by.
@@ -43,7 +55,7 @@ pub struct AppState {
     pub peers: Arc<crate::http::members::PeersMemo>,
 }
 
-impl AppState {
+impl Shared {
     /// A place for one more watcher, or 503 when every one is taken.
     pub fn watcher(&self) -> Result<tokio::sync::OwnedSemaphorePermit, crate::error::ApiError> {
         self.watchers.clone().try_acquire_owned().map_err(|_| {
@@ -98,7 +110,7 @@ const POLL: Duration = Duration::from_millis(1000);
 
 pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Service, StoreError> {
     let bus = CommandBus::start_with(store.clone(), cfg.clock.clone()).await?;
-    let state = AppState {
+    let state = AppState(Arc::new(Shared {
         store: store.clone(),
         bus: bus.clone(),
         release_keys: Arc::new(cfg.release_keys.clone()),
@@ -109,7 +121,7 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         chosen_secrets: Default::default(),
         reads: Arc::new(crate::reads::Freshness::new(store.clone())),
         peers: Default::default(),
-    };
+    }));
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];
     tasks.push(tokio::spawn(
@@ -167,16 +179,25 @@ async fn bootstrap(state: &AppState, given: Option<String>) -> Result<Option<Str
         }),
         SERVICE_PRINCIPAL,
     );
-    let reply = state
+    let issued = match state
         .bus
         .execute(req)
         .await
-        .map_err(|e| StoreError::Unavailable(e.message))?;
+        .map_err(|e| StoreError::Unavailable(e.message))?
+    {
+        crate::command::Outcome::Committed(c) => c.position.is_some(),
+        crate::command::Outcome::Refused(r) => {
+            return Err(StoreError::Unavailable(format!(
+                "the bootstrap token was refused: {}",
+                r.message
+            )))
+        }
+    };
     // Another replica may have bootstrapped first: then nothing was issued.
-    if !generated && reply.position.is_none() {
+    if !generated && !issued {
         tracing::warn!("{IGNORED}");
     }
-    Ok((generated && reply.position.is_some()).then_some(secret))
+    Ok((generated && issued).then_some(secret))
 }
 
 /// Raises the bus's head when other processes commit: from the backend's

@@ -26,7 +26,7 @@ use stratum_domain::iam::SERVICE_PRINCIPAL;
 use stratum_domain::upgrade::UpgradeCommand;
 use stratum_domain::{Command, ErrorCode};
 
-use crate::command::{CommandBus, CommandRequest};
+use crate::command::{CommandBus, CommandRequest, Outcome};
 use crate::raft::Backoff;
 
 /// How often a replica looks for a step other replicas' writes made due.
@@ -113,15 +113,15 @@ impl UpgradeDriver {
         req.meta.causation = Some(at);
         req.meta.correlation = upgrade.map(str::to_owned);
         match self.bus.execute(req).await {
-            Ok(reply) if reply.status < 300 => {
+            Ok(Outcome::Committed(reply)) => {
                 if reply.position.is_some() {
                     tracing::info!(upgrade = upgrade.unwrap_or("-"), "upgrade moved on");
                 }
                 true
             }
-            Ok(reply) if reply.json()["code"] == ErrorCode::NotFound.as_str() => true,
-            Ok(reply) => {
-                tracing::warn!(status = reply.status, body = %reply.body, "the upgrade driver's step was refused");
+            Ok(Outcome::Refused(r)) if r.code == ErrorCode::NotFound => true,
+            Ok(Outcome::Refused(r)) => {
+                tracing::warn!(code = r.code.as_str(), message = %r.message, "the upgrade driver's step was refused");
                 false
             }
             Err(e) => {

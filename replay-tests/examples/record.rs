@@ -52,7 +52,9 @@ async fn run(bus: &CommandBus, principal: &str, c: MemberCommand) {
         .execute(CommandRequest::new(Command::Member(c), principal))
         .await
         .unwrap();
-    assert!(reply.status < 300, "{}", reply.body);
+    if let Err(refusal) = reply.committed() {
+        panic!("{refusal:?}");
+    }
 }
 
 fn admit(node_id: &str, role: &str, ip: &str, rack: &str) -> MemberCommand {
@@ -439,8 +441,9 @@ async fn exec(bus: &CommandBus, principal: &str, c: Command) -> serde_json::Valu
     let reply = bus
         .execute(CommandRequest::new(c, principal))
         .await
-        .unwrap();
-    assert!(reply.status < 300, "{}", reply.body);
+        .unwrap()
+        .committed()
+        .unwrap_or_else(|refusal| panic!("{refusal:?}"));
     reply.json()
 }
 
@@ -864,9 +867,9 @@ async fn upgrade_rollback_restore_required(store: &Arc<dyn EventStore>, bus: &Co
         .await
         .unwrap();
     assert!(
-        refused.body.contains("RESTORE_REQUIRED"),
-        "{}",
-        refused.body
+        matches!(&refused, stratum_api::command::Outcome::Refused(r)
+            if r.code == stratum_domain::ErrorCode::RestoreRequired),
+        "{refused:?}"
     );
     let rollback = exec(
         bus,

@@ -19,8 +19,9 @@ use stratum_projections::iam::{
 use stratum_projections::{token_record, TokenRecord};
 
 use super::extract::{finish, page, page_of, parse_doc, query, JsonBody, WriteHeaders};
-use super::{command_request, reply_response, run_command, AppState, Route};
+use super::{command_request, outcome_response, run_command, AppState, Route};
 use crate::auth::{new_id, new_secret, secret_hash, Caller};
+use crate::command::Outcome;
 use crate::error::{ApiError, ApiResult};
 use crate::reads::View;
 use crate::request_body;
@@ -146,13 +147,15 @@ pub async fn create_token(
     };
     let mut req = command_request(&caller, Command::Iam(cmd), body.errors);
     req.idempotency = headers.idempotency(&body.raw);
-    req.success_status = 201;
+    req.creates = true;
     match state.bus.execute(req).await {
-        Ok(mut reply) => {
-            if reply.status == 201 && !reply.replayed {
-                reply.body = with_secret(&reply.body, &secret);
+        Ok(mut outcome) => {
+            if let Outcome::Committed(c) = &mut outcome {
+                if !c.replayed {
+                    c.body = with_secret(&c.body, &secret);
+                }
             }
-            reply_response(reply)
+            outcome_response(outcome)
         }
         Err(e) => e.into_response(),
     }

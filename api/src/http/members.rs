@@ -806,15 +806,17 @@ pub async fn reject_join(
     .await
 }
 
-/// The peer lists of the newest read models, rendered once per position:
-/// every node agent asks for the same lists after each change.
+/// The peer lists, rendered once per generation: every node agent asks for
+/// the same lists after each change. The lists are a function of the
+/// generation: only topology events (`DomainEvent::is_topology_change`)
+/// change what they show, and each one is the new generation.
 #[derive(Default)]
 pub struct PeersMemo(std::sync::Mutex<Option<(u64, bytes::Bytes)>>);
 
 impl PeersMemo {
     /// The peer lists of `rm` as a JSON answer.
     pub fn of(&self, rm: &stratum_projections::ReadModels) -> Response {
-        let at = rm.state.position;
+        let at = rm.state.membership.generation;
         let kept = self
             .0
             .lock()

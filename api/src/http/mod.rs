@@ -23,7 +23,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tracing::Instrument;
 
 use crate::auth::{gate, Caller};
-use crate::command::{CommandReply, CommandRequest};
+use crate::command::{CommandRequest, Committed, Outcome};
 use crate::error::{ApiError, CLIENT_REQUEST_ID, REQUEST_ID};
 
 /// The most bytes a request body may have.
@@ -255,15 +255,23 @@ async fn into_error_shape(res: Response, request_id: &str) -> Response {
 /// `ETag`, and `Idempotent-Replayed` for a kept answer.
 pub async fn execute(state: &AppState, req: CommandRequest) -> Response {
     match state.bus.execute(req).await {
-        Ok(reply) => reply_response(reply),
+        Ok(outcome) => outcome_response(outcome),
         Err(e) => e.into_response(),
     }
 }
 
-pub fn reply_response(reply: CommandReply) -> Response {
-    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
-    let refusal: Option<serde_json::Value> = (status == StatusCode::SERVICE_UNAVAILABLE)
-        .then(|| serde_json::from_str(&reply.body).unwrap_or_default());
+/// The one place a write's outcome becomes a status: 201 for a creation,
+/// 200 for any other change, and a refusal's status by its code.
+pub fn outcome_response(outcome: Outcome) -> Response {
+    let reply: Committed = match outcome.committed() {
+        Ok(c) => c,
+        Err(refusal) => return ApiError::from(refusal).into_response(),
+    };
+    let status = if reply.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     let mut res = (
         status,
         [(
@@ -273,9 +281,6 @@ pub fn reply_response(reply: CommandReply) -> Response {
         reply.body,
     )
         .into_response();
-    if let Some(body) = refusal {
-        crate::error::set_retry_after(&mut res, &body);
-    }
     if let Some(v) = reply.etag {
         set_etag(&mut res, v);
     }
@@ -307,7 +312,7 @@ pub async fn run_command(
     let mut req = command_request(caller, command, input_errors);
     req.if_match = headers.if_match;
     req.idempotency = headers.idempotency(raw);
-    req.success_status = success_status;
+    req.creates = success_status == 201;
     execute(state, req).await
 }
 

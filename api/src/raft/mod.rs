@@ -32,7 +32,7 @@ pub use adapters::{
 };
 pub use config::{ConfigError, RaftArgs};
 
-use crate::command::{CommandBus, CommandRequest};
+use crate::command::{CommandBus, CommandRequest, Outcome};
 use crate::store::{EventStore, StoreError};
 
 /// The advisory lock key of the raft cleanup role.
@@ -208,12 +208,12 @@ impl RaftCleanup {
         );
         req.meta.causation = causation;
         match self.bus.execute(req).await {
-            Ok(reply) if reply.status < 300 => {
+            Ok(Outcome::Committed(_)) => {
                 tracing::info!(node_id = %m.node_id, raft = raft.as_str(), adapter, ?outcome, "taken out of raft");
                 Ok(())
             }
-            Ok(reply) => {
-                tracing::warn!(node_id = %m.node_id, raft = raft.as_str(), status = reply.status, "removal not recorded");
+            Ok(Outcome::Refused(r)) => {
+                tracing::warn!(node_id = %m.node_id, raft = raft.as_str(), code = r.code.as_str(), message = %r.message, "removal not recorded");
                 Ok(())
             }
             Err(e) => Err(StoreError::Unavailable(e.message)),

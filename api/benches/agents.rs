@@ -1,0 +1,453 @@
+//! Simulated node agents, in the spirit of Kubernetes' kubemark hollow
+//! nodes: N agents against a running `stratum serve`, over HTTP, each with
+//! its own `NodeAgent` token, each doing what a per-node reconciler does:
+//! long-poll `GET /cluster/peers?after=G&waitSeconds=30`, and when a new
+//! generation arrives, report `applied-generation`. Meanwhile the generator
+//! makes topology changes (an admission, a join-failed, a decommission, in
+//! turn) and measures, for each, how long until every agent has received
+//! the new generation and how long until `lagging` is empty.
+//!
+//! ```sh
+//! cargo bench -p stratum-api --bench agents                      # SQLite, 1,000 agents
+//! cargo bench -p stratum-api --bench agents -- --pg postgres://postgres@127.0.0.1:5432/test
+//! cargo bench -p stratum-api --bench agents -- --agents 200 --changes 30
+//! cargo bench -p stratum-api --bench agents -- --server http://host:8080 --token $ADMIN
+//! ```
+//!
+//! Without `--server` it starts the built `stratum` binary on a fresh
+//! database (durable settings) and reports the server's peak memory.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+const BOOTSTRAP: &str = "agents-bench-bootstrap-token-0123456789abcdef";
+
+struct Args {
+    agents: usize,
+    changes: usize,
+    pg: Option<String>,
+    server: Option<String>,
+    token: Option<String>,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        agents: 1000,
+        changes: 30,
+        pg: None,
+        server: None,
+        token: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let mut v = || it.next().unwrap_or_else(|| panic!("{k} wants a value"));
+        match k.as_str() {
+            "--agents" => a.agents = v().parse().expect("--agents N"),
+            "--changes" => a.changes = v().parse().expect("--changes N"),
+            "--pg" => a.pg = Some(v()),
+            "--server" => a.server = Some(v()),
+            "--token" => a.token = Some(v()),
+            // cargo bench passes --bench; anything else is a filter.
+            _ => {}
+        }
+    }
+    a
+}
+
+/// The server this run started, stopped on drop.
+struct Started {
+    child: std::process::Child,
+    pg: Option<(String, String)>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some((admin, db)) = self.pg.take() {
+            let _ = std::process::Command::new("psql")
+                .args([
+                    &admin,
+                    "-qc",
+                    &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"),
+                ])
+                .status();
+        }
+    }
+}
+
+impl Started {
+    /// The peak resident memory of the server, in MiB.
+    fn peak_rss_mib(&self) -> Option<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let kib: f64 = status
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        Some(kib / 1024.0)
+    }
+}
+
+fn start(pg: Option<&str>) -> (Started, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, pg) = match pg {
+        None => (
+            format!("sqlite://{}", dir.path().join("stratum.db").display()),
+            None,
+        ),
+        Some(admin) => {
+            let db = format!("stratum_bench_agents_{}", std::process::id());
+            let ok = std::process::Command::new("psql")
+                .args([admin, "-qc", &format!("CREATE DATABASE {db}")])
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "could not create the bench database");
+            let base = admin.rsplit_once('/').map_or(admin, |(b, _)| b);
+            (format!("{base}/{db}"), Some((admin.to_owned(), db)))
+        }
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("STRATUM_DATABASE_URL", &url)
+        .env("STRATUM_BOOTSTRAP_TOKEN", BOOTSTRAP)
+        .env("STRATUM_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    (
+        Started {
+            child,
+            pg,
+            _dir: dir,
+        },
+        format!("http://127.0.0.1:{port}"),
+    )
+}
+
+#[derive(Clone)]
+struct Api {
+    client: reqwest::Client,
+    base: String,
+    admin: String,
+}
+
+impl Api {
+    async fn send(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
+        let res = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.admin)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let (status, v) = self.send(reqwest::Method::POST, path, body).await;
+        assert!(status < 300, "POST {path}: {status} {v}");
+        v
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let res = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.admin)
+            .send()
+            .await
+            .unwrap();
+        res.json().await.unwrap()
+    }
+
+    async fn node_token(&self, node: &str) -> String {
+        let v = self
+            .post(
+                "/v1/admin/iam/tokens",
+                json!({"principal": format!("node/{node}"), "policies": ["NodeAgent"]}),
+            )
+            .await;
+        v["token"].as_str().unwrap().to_owned()
+    }
+
+    async fn admit(&self, node: &str, i: usize) {
+        self.post(
+            "/v1/admin/cluster/members",
+            json!({"nodeId": node, "role": "compute",
+                   "mgmtIp": format!("10.{}.{}.{}", 100 + i / 62500, (i / 250) % 250, i % 250 + 1)}),
+        )
+        .await;
+    }
+}
+
+/// One agent: what a per-node reconciler does, until `stop`.
+async fn agent(
+    api: Api,
+    idx: usize,
+    node: String,
+    token: String,
+    seen: mpsc::UnboundedSender<(usize, u64, Instant)>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut generation = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let res = api
+            .client
+            .get(format!(
+                "{}/v1/admin/cluster/peers?after={generation}&waitSeconds=30",
+                api.base
+            ))
+            .bearer_auth(&token)
+            .send()
+            .await;
+        let got = match res {
+            Ok(r) if r.status() == 200 => r.json::<Value>().await.ok(),
+            _ => None,
+        };
+        let Some(g) = got.and_then(|v| v["generation"].as_u64()) else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        if g > generation {
+            generation = g;
+            let _ = seen.send((idx, g, Instant::now()));
+            // A member not admitted yet (or gone) is refused: no matter.
+            let _ = api
+                .client
+                .post(format!(
+                    "{}/v1/admin/cluster/members/{node}/applied-generation",
+                    api.base
+                ))
+                .bearer_auth(&token)
+                .json(&json!({ "generation": g }))
+                .send()
+                .await;
+        }
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[i]
+}
+
+fn summary(name: &str, mut ms: Vec<f64>) {
+    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "{name:<48} n={:<6} p50={:>8.1} ms  p99={:>8.1} ms  max={:>8.1} ms",
+        ms.len(),
+        percentile(&ms, 50.0),
+        percentile(&ms, 99.0),
+        ms.last().copied().unwrap_or(f64::NAN)
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let a = args();
+    let (started, base, admin) = match (&a.server, &a.token) {
+        (Some(s), Some(t)) => (None, s.clone(), t.clone()),
+        (Some(_), None) => panic!("--server wants --token (an admin token)"),
+        _ => {
+            let (s, base) = start(a.pg.as_deref());
+            (Some(s), base, BOOTSTRAP.to_owned())
+        }
+    };
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(usize::MAX)
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let api = Api {
+        client,
+        base,
+        admin,
+    };
+    for _ in 0..200 {
+        if api
+            .client
+            .get(format!("{}/readyz", api.base))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let backend = if a.pg.is_some() { "postgres" } else { "sqlite" };
+    println!(
+        "{} simulated agents, {} topology changes ({backend})",
+        a.agents, a.changes
+    );
+
+    // The cluster: N members, each with its agent's token.
+    let t = Instant::now();
+    let nodes: Vec<String> = (0..a.agents).map(|i| format!("a-{i:05}")).collect();
+    let mut tokens = Vec::with_capacity(a.agents);
+    for chunk in nodes.chunks(64).enumerate() {
+        let (c, chunk) = chunk;
+        let made = futures::future::join_all(chunk.iter().enumerate().map(|(j, n)| {
+            let api = api.clone();
+            async move {
+                api.admit(n, c * 64 + j).await;
+                api.node_token(n).await
+            }
+        }))
+        .await;
+        tokens.extend(made);
+    }
+    println!(
+        "set-up: {} members and tokens in {:.1} s",
+        a.agents,
+        t.elapsed().as_secs_f64()
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut agents: Vec<(Arc<AtomicBool>, u64)> = Vec::new();
+    let spawn_agent =
+        |idx: usize, node: String, token: String, agents: &mut Vec<(Arc<AtomicBool>, u64)>| {
+            let own = Arc::new(AtomicBool::new(false));
+            tokio::spawn(agent(
+                api.clone(),
+                idx,
+                node,
+                token,
+                tx.clone(),
+                own.clone(),
+            ));
+            agents.push((own, 0));
+        };
+    for (i, (n, tok)) in nodes.iter().zip(tokens).enumerate() {
+        spawn_agent(i, n.clone(), tok, &mut agents);
+    }
+    let _ = &stop;
+
+    // Folds what the agents saw into `agents` until every running agent has
+    // generation `g`; answers when each first had it.
+    async fn until_all(
+        rx: &mut mpsc::UnboundedReceiver<(usize, u64, Instant)>,
+        agents: &mut [(Arc<AtomicBool>, u64)],
+        g: u64,
+    ) -> Vec<Instant> {
+        let mut at = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while agents
+            .iter()
+            .any(|(stopped, seen)| !stopped.load(Ordering::Relaxed) && *seen < g)
+        {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some((idx, seen, when))) => {
+                    if seen >= g && agents[idx].1 < g {
+                        at.push(when);
+                    }
+                    agents[idx].1 = agents[idx].1.max(seen);
+                }
+                _ => panic!("not every agent reached generation {g} within 60 s"),
+            }
+        }
+        at
+    }
+
+    async fn until_no_lagging(api: &Api) -> Instant {
+        loop {
+            let m = api.get("/v1/admin/cluster/membership").await;
+            if m["lagging"].as_array().is_some_and(Vec::is_empty) {
+                return Instant::now();
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    let g0 = api.get("/v1/admin/cluster/membership").await["generation"]
+        .as_u64()
+        .unwrap();
+    until_all(&mut rx, &mut agents, g0).await;
+    until_no_lagging(&api).await;
+    println!("every agent at generation {g0}; nothing lagging");
+
+    let mut each = Vec::new(); // per agent and change
+    let mut all = Vec::new(); // per change: the last agent
+    let mut lag = Vec::new(); // per change: lagging empty
+    let mut extra: Option<(String, usize)> = None;
+    for k in 0..a.changes {
+        // Admit a new node (its agent starts first, as on a real node),
+        // then report its join failed, then decommission it.
+        let (path, body) = match (k % 3, &extra) {
+            (0, _) => {
+                let node = format!("c-{k:05}");
+                let token = api.node_token(&node).await;
+                let idx = agents.len();
+                spawn_agent(idx, node.clone(), token, &mut agents);
+                extra = Some((node.clone(), idx));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                (
+                    "/v1/admin/cluster/members".to_owned(),
+                    json!({"nodeId": node, "role": "compute",
+                           "mgmtIp": format!("10.200.{}.{}", k / 250, k % 250 + 1)}),
+                )
+            }
+            (1, Some((node, _))) => (
+                format!("/v1/admin/cluster/members/{node}/join-failed"),
+                json!({"step": "join/raft-openbao", "error": "simulated failure"}),
+            ),
+            (_, Some((node, _))) => (
+                format!("/v1/admin/cluster/members/{node}/decommission"),
+                json!({"reason": "simulated decommission", "force": true}),
+            ),
+            _ => unreachable!(),
+        };
+        let sent = Instant::now();
+        api.post(&path, body).await;
+        let acked = Instant::now();
+        let g = api.get("/v1/admin/cluster/membership").await["generation"]
+            .as_u64()
+            .unwrap();
+        let reached = until_all(&mut rx, &mut agents, g).await;
+        let ms = |t: Instant| t.saturating_duration_since(acked).as_secs_f64() * 1000.0;
+        each.extend(reached.iter().map(|t| ms(*t)));
+        all.push(reached.iter().map(|t| ms(*t)).fold(0.0, f64::max));
+        lag.push(ms(until_no_lagging(&api).await));
+        if k % 3 == 2 {
+            if let Some((_, idx)) = extra.take() {
+                agents[idx].0.store(true, Ordering::Relaxed);
+            }
+        }
+        let _ = sent;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("latencies from each change's acknowledgement:");
+    summary("an agent receives the new generation", each);
+    summary("every agent has received it", all);
+    summary("lagging is empty", lag);
+    if let Some(s) = &started {
+        if let Some(mib) = s.peak_rss_mib() {
+            println!("server peak RSS: {mib:.0} MiB");
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for (s, _) in &agents {
+        s.store(true, Ordering::Relaxed);
+    }
+    drop(started);
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The HTTP path, measured with wrk against the release binary on the
+# durable settings: GET /healthz (the ceiling of axum and the client here),
+# GET a member and GET the peers alternating, and POST join-progress over
+# 64 members; 64 connections, a generated bearer token with
+# ClusterOperator. Usage: bench/http.sh sqlite|postgres [seconds]
+# (PostgreSQL: STRATUM_TEST_PG_URL, default postgres://postgres@127.0.0.1:5432/test).
+set -euo pipefail
+backend=${1:-sqlite}
+secs=${2:-10}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+bin=$root/target/release/stratum
+[ -x "$bin" ] || cargo build --release -p stratum-api --bin stratum
+tmp=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+admin=bench-bootstrap-token-0123456789abcdefghij
+pg_admin=${STRATUM_TEST_PG_URL:-postgres://postgres@127.0.0.1:5432/test}
+case $backend in
+  sqlite) url=sqlite://$tmp/stratum.db ;;
+  postgres)
+    db=stratum_bench_http_$$
+    psql "$pg_admin" -qc "CREATE DATABASE $db"
+    url=${pg_admin%/*}/$db ;;
+  *) echo "usage: $0 sqlite|postgres [seconds]" >&2; exit 2 ;;
+esac
+cleanup() {
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  if [ "$backend" = postgres ]; then psql "$pg_admin" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)"; fi
+  rm -rf "$tmp"
+}
+STRATUM_DATABASE_URL=$url STRATUM_BOOTSTRAP_TOKEN=$admin STRATUM_LOG=warn \
+  "$bin" serve --listen "127.0.0.1:$port" 2>"$tmp/server.log" &
+server=$!
+trap cleanup EXIT
+base=http://127.0.0.1:$port
+for _ in $(seq 100); do curl -sf "$base/readyz" >/dev/null && break; sleep 0.1; done
+for i in $(seq 0 63); do
+  curl -sf -o /dev/null -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
+    -d "{\"nodeId\":\"n-$i\",\"role\":\"compute\",\"mgmtIp\":\"10.9.0.$((i + 1))\"}" \
+    "$base/v1/admin/cluster/members"
+done
+export STRATUM_BENCH_TOKEN
+STRATUM_BENCH_TOKEN=$(STRATUM_DATABASE_URL=$url STRATUM_LOG=warn "$bin" token create \
+  --principal user/bench --policy ClusterOperator | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+runs=0
+run() {
+  echo "== $backend: $1"
+  shift
+  # STRATUM_BENCH_PERF=DIR records a profile of the server during each run.
+  if [ -n "${STRATUM_BENCH_PERF:-}" ]; then
+    mkdir -p "$STRATUM_BENCH_PERF"
+    perf record -F 499 -g -p "$server" -o "$STRATUM_BENCH_PERF/$((++runs)).data" -- sleep "$secs" 2>/dev/null &
+  fi
+  wrk -t2 -c64 -d"${secs}s" --latency "$@" | grep -E 'Requests/sec|Non-2xx|Socket errors|^ +(50|99)%'
+}
+run "GET /healthz" "$base/healthz"
+run "GET a member and GET the peers, alternating" -s "$here/get.lua" "$base"
+run "POST join-progress, 64 members round-robin" -s "$here/progress.lua" "$base"
+echo "== $backend: server RSS $(ps -o rss= -p "$server") KiB"
