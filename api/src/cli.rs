@@ -386,7 +386,9 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
             let store = open_existing(&db, access).await?;
             let head = store.head().await?.position;
             let bar = progress(head, if check { "checking" } else { "rebuilding" });
-            let rm = crate::command::replay(store.clone(), None, |p| bar.set_position(p)).await?;
+            let moved = bar.clone();
+            let rm =
+                crate::command::replay(store.clone(), None, move |p| moved.set_position(p)).await?;
             bar.finish_and_clear();
             let rebuilt = rm.all_rows();
             if check {

@@ -222,11 +222,14 @@ impl CommandBus {
 
     /// Loads the log and starts the writer task, reading time from `clock`.
     pub async fn start_with(store: Arc<dyn EventStore>, clock: Clock) -> StoreResult<Self> {
-        let rm = load(store.clone(), None).await?;
+        // From the newest snapshot, then the events after it.
+        let head = store.head().await?.position;
+        let rm = state_at(store.clone(), head).await?;
         let writer_clock = clock.clone();
         let (head, _) = watch::channel(rm.state.position);
         let (upgrade_due, _) = watch::channel(UpgradeDue::of(&rm, clock.now()));
         let (jobs, rx) = mpsc::channel(4096);
+        let rm_position = rm.state.position;
         let (publish, published) = watch::channel(Arc::new(rm.clone()));
         let follow = Arc::new(Notify::new());
         let writer = Writer {
@@ -238,6 +241,7 @@ impl CommandBus {
             upgrade_due: upgrade_due.clone(),
             publish,
             follow: follow.clone(),
+            snapshot_at: rm_position,
         };
         tokio::spawn(writer.run(rx).instrument(tracing::info_span!("writer")));
         Ok(Self {
@@ -353,7 +357,7 @@ pub async fn load(store: Arc<dyn EventStore>, until: Option<u64>) -> StoreResult
 pub async fn replay(
     store: Arc<dyn EventStore>,
     until: Option<u64>,
-    progress: impl FnMut(u64),
+    progress: impl FnMut(u64) + Send + 'static,
 ) -> StoreResult<ReadModels> {
     replay_onto(store, ReadModels::default(), until, progress).await
 }
@@ -399,7 +403,7 @@ async fn replay_onto(
     store: Arc<dyn EventStore>,
     mut rm: ReadModels,
     until: Option<u64>,
-    mut progress: impl FnMut(u64),
+    mut progress: impl FnMut(u64) + Send + 'static,
 ) -> StoreResult<ReadModels> {
     let start = rm.state.position;
     let (tx, mut rx) = mpsc::channel(2);
@@ -421,30 +425,38 @@ async fn replay_onto(
             after = next.unwrap_or(after);
         }
     });
-    rm.set_tracking(false);
-    'chunks: while let Some(chunk) = rx.recv().await {
-        let chunk = chunk?;
-        for e in &chunk {
-            if until.is_some_and(|u| e.position > u) {
-                break 'chunks;
+    // The fold is CPU work: it runs on a blocking thread, never on the
+    // async workers that answer requests, while the reader fetches ahead.
+    let folded = tokio::task::spawn_blocking(move || -> StoreResult<ReadModels> {
+        rm.set_tracking(false);
+        'chunks: while let Some(chunk) = rx.blocking_recv() {
+            let chunk = chunk?;
+            for e in &chunk {
+                if until.is_some_and(|u| e.position > u) {
+                    break 'chunks;
+                }
+                let event = decode(&e.event_type, e.schema_version, &e.payload).map_err(|err| {
+                    StoreError::Corrupt(format!("position {}: {err}", e.position))
+                })?;
+                let ctx = EventCtx {
+                    position: e.position,
+                    stream_version: e.stream_version,
+                    occurred_at: e.occurred_at,
+                    principal: &e.principal,
+                };
+                rm.apply_at(&ctx, &e.stream_id, &event);
             }
-            let event = decode(&e.event_type, e.schema_version, &e.payload)
-                .map_err(|err| StoreError::Corrupt(format!("position {}: {err}", e.position)))?;
-            let ctx = EventCtx {
-                position: e.position,
-                stream_version: e.stream_version,
-                occurred_at: e.occurred_at,
-                principal: &e.principal,
-            };
-            rm.apply_at(&ctx, &e.stream_id, &event);
+            if let Some(last) = chunk.last() {
+                progress(last.position);
+            }
         }
-        if let Some(last) = chunk.last() {
-            progress(last.position);
-        }
-    }
+        rm.set_tracking(true);
+        Ok(rm)
+    })
+    .await
+    .map_err(|e| StoreError::Unavailable(format!("the fold stopped: {e}")));
     reader.abort();
-    rm.set_tracking(true);
-    Ok(rm)
+    folded?
 }
 
 struct Writer {
@@ -457,6 +469,9 @@ struct Writer {
     upgrade_due: watch::Sender<UpgradeDue>,
     publish: watch::Sender<Arc<ReadModels>>,
     follow: Arc<Notify>,
+    /// The position of the newest snapshot this writer kept (or started
+    /// from).
+    snapshot_at: u64,
 }
 
 impl Writer {
@@ -519,8 +534,11 @@ impl Writer {
     }
 
     /// Publishes the read models as they stand (committed: never called
-    /// while the state may run ahead of the log), and tells watchers.
-    fn published_now(&self) {
+    /// while the state may run ahead of the log), and tells watchers. Every
+    /// [`SNAPSHOT_DISTANCE`] events it keeps a snapshot of what it
+    /// published, serialized off the async workers and without a copy, so a
+    /// restart folds only the events after it.
+    fn published_now(&mut self) {
         let at = self.rm.state.position;
         self.publish.send_if_modified(|p| {
             let newer = p.state.position < at;
@@ -529,6 +547,20 @@ impl Writer {
             }
             newer
         });
+        if at >= self.snapshot_at + SNAPSHOT_DISTANCE {
+            self.snapshot_at = at;
+            let rm = self.publish.borrow().clone();
+            let store = self.store.clone();
+            tokio::spawn(async move {
+                let bytes = match tokio::task::spawn_blocking(move || rm.snapshot()).await {
+                    Ok(b) => b,
+                    Err(_) => return,
+                };
+                if let Err(e) = store.put_snapshot(at, &bytes).await {
+                    tracing::warn!(error = %e, "could not keep a snapshot; a restart replays more");
+                }
+            });
+        }
         raise(&self.head, at);
         let due = UpgradeDue::of(&self.rm, self.clock.now());
         self.upgrade_due.send_if_modified(|d| {

@@ -27,10 +27,18 @@ pub use members::{
 /// shape changes, bump this and old snapshots are ignored (and replaced).
 pub const SNAPSHOT_FORMAT: u32 = 4;
 
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(serde::Deserialize)]
 struct Snapshot {
     format: u32,
     state: State,
+}
+
+/// What [`Snapshot`] reads, written from a borrowed state: a snapshot
+/// never clones the state it keeps.
+#[derive(serde::Serialize)]
+struct SnapshotOf<'a> {
+    format: u32,
+    state: &'a State,
 }
 
 /// One row of the `rm_members` table.
@@ -306,11 +314,12 @@ impl ReadModels {
         }
     }
 
-    /// The fold as snapshot bytes: a cache for time travel, never the truth.
+    /// The fold as snapshot bytes: a cache for time travel and start-up,
+    /// never the truth.
     pub fn snapshot(&self) -> Vec<u8> {
-        let s = Snapshot {
+        let s = SnapshotOf {
             format: SNAPSHOT_FORMAT,
-            state: self.state.clone(),
+            state: &self.state,
         };
         postcard::to_allocvec(&s).expect("the state serializes")
     }

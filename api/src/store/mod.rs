@@ -255,27 +255,6 @@ pub struct ReplayEvent {
     pub payload: Vec<u8>,
 }
 
-pub(crate) fn replay_event_from_row<'r, R>(row: &'r R) -> StoreResult<ReplayEvent>
-where
-    R: Row,
-    usize: ColumnIndex<R>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
-{
-    let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
-    Ok(ReplayEvent {
-        position: row.try_get::<i64, _>(0).map_err(corrupt)? as u64,
-        stream_id: row.try_get(1).map_err(corrupt)?,
-        stream_version: row.try_get::<i64, _>(2).map_err(corrupt)? as u64,
-        event_type: row.try_get(3).map_err(corrupt)?,
-        schema_version: row.try_get::<i64, _>(4).map_err(corrupt)? as u16,
-        occurred_at: micros_to_time(row.try_get(5).map_err(corrupt)?),
-        principal: row.try_get(6).map_err(corrupt)?,
-        payload: row.try_get(7).map_err(corrupt)?,
-    })
-}
-
 /// An event not yet positioned, for [`EventStore::append_to_stream`].
 #[derive(Clone, Debug)]
 pub struct NewEvent {

@@ -11,7 +11,16 @@ use super::{IdempotencyRecord, EVENT_COLUMNS};
 pub(crate) const CHUNK: usize = 500;
 
 pub(crate) const SELECT_AFTER: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events WHERE position > $1 ORDER BY position LIMIT $2";
-pub(crate) const SELECT_FOR_REPLAY: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, occurred_at, principal, payload FROM events WHERE position > $1 ORDER BY position LIMIT $2";
+/// The columns a fold reads, from the events table.
+macro_rules! select_for_replay {
+    () => {
+        "SELECT position, stream_id, stream_version, event_type, schema_version, occurred_at, principal, payload FROM events"
+    };
+}
+pub(crate) const SELECT_FOR_REPLAY_FROM: &str = select_for_replay!();
+/// A chunk of [`SELECT_FOR_REPLAY_FROM`] as one JSON array of arrays
+/// (SQLite; the payload in hex).
+pub(crate) const SELECT_FOR_REPLAY_AS_JSON: &str = "SELECT json_group_array(json_array(position, stream_id, stream_version, event_type, schema_version, occurred_at, principal, hex(payload))) FROM (SELECT * FROM events WHERE position > $1 ORDER BY position LIMIT $2)";
 pub(crate) const PUT_SNAPSHOT: &str = "INSERT INTO rm_snapshots (position, state) VALUES ($1, $2) ON CONFLICT (position) DO UPDATE SET state = excluded.state";
 pub(crate) const SELECT_SNAPSHOT: &str =
     "SELECT position, state FROM rm_snapshots WHERE position <= $1 ORDER BY position DESC LIMIT 1";

@@ -20,9 +20,9 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::sql::{self, CHUNK};
 use super::{
-    check_follows, head_from_row, idempotency_from_row, recorded_from_row, replay_event_from_row,
-    Access, EventStore, Head, IdempotencyRecord, Leadership, ReplayEvent, StoreError, StoreResult,
-    StoredReadModels, WriteTx,
+    check_follows, head_from_row, idempotency_from_row, recorded_from_row, Access, EventStore,
+    Head, IdempotencyRecord, Leadership, ReplayEvent, StoreError, StoreResult, StoredReadModels,
+    WriteTx,
 };
 
 /// `SQLITE_READONLY_DIRECTORY`: a journal or shared-memory file would be
@@ -181,15 +181,50 @@ impl EventStore for SqliteStore {
             .collect()
     }
 
+    /// The bulk read path: SQLite aggregates the whole chunk into one JSON
+    /// array on its own thread, so sqlx hands over one row per chunk
+    /// instead of one per event (the hand-off, not SQLite, bounded replay).
     async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<Vec<ReplayEvent>> {
-        sqlx::query(sql::SELECT_FOR_REPLAY)
+        type Row = (u64, String, u64, String, u16, i64, String, String);
+        let chunk: String = sqlx::query_scalar(sql::SELECT_FOR_REPLAY_AS_JSON)
             .bind(after as i64)
             .bind(limit as i64)
-            .fetch_all(&self.read)
-            .await?
-            .iter()
-            .map(replay_event_from_row)
-            .collect()
+            .fetch_one(&self.read)
+            .await?;
+        let rows: Vec<Row> = serde_json::from_str(&chunk)
+            .map_err(|e| StoreError::Corrupt(format!("a chunk of the events: {e}")))?;
+        let mut events = rows
+            .into_iter()
+            .map(
+                |(
+                    position,
+                    stream_id,
+                    stream_version,
+                    event_type,
+                    schema_version,
+                    at,
+                    principal,
+                    payload,
+                )| {
+                    Ok(ReplayEvent {
+                        position,
+                        stream_id,
+                        stream_version,
+                        event_type,
+                        schema_version,
+                        occurred_at: stratum_domain::log::micros_to_time(at),
+                        principal,
+                        payload: hex::decode(payload).map_err(|_| {
+                            StoreError::Corrupt(format!("the payload at {position}"))
+                        })?,
+                    })
+                },
+            )
+            .collect::<StoreResult<Vec<_>>>()?;
+        // The aggregate keeps the subquery's order; sorting again costs a
+        // pass over sorted data and makes it a guarantee.
+        events.sort_by_key(|e| e.position);
+        Ok(events)
     }
 
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>> {
