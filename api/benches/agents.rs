@@ -322,7 +322,6 @@ async fn main() {
         t.elapsed().as_secs_f64()
     );
 
-    let stop = Arc::new(AtomicBool::new(false));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut agents: Vec<(Arc<AtomicBool>, u64)> = Vec::new();
     let spawn_agent =
@@ -341,7 +340,6 @@ async fn main() {
     for (i, (n, tok)) in nodes.iter().zip(tokens).enumerate() {
         spawn_agent(i, n.clone(), tok, &mut agents);
     }
-    let _ = &stop;
 
     // Folds what the agents saw into `agents` until every running agent has
     // generation `g`; answers when each first had it.
@@ -417,7 +415,6 @@ async fn main() {
             ),
             _ => unreachable!(),
         };
-        let sent = Instant::now();
         api.post(&path, body).await;
         let acked = Instant::now();
         let g = api.get("/v1/admin/cluster/membership").await["generation"]
@@ -433,7 +430,6 @@ async fn main() {
                 agents[idx].0.store(true, Ordering::Relaxed);
             }
         }
-        let _ = sent;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     println!("latencies from each change's acknowledgement:");
@@ -445,7 +441,6 @@ async fn main() {
             println!("server peak RSS: {mib:.0} MiB");
         }
     }
-    stop.store(true, Ordering::Relaxed);
     for (s, _) in &agents {
         s.store(true, Ordering::Relaxed);
     }

@@ -38,6 +38,9 @@ const MAX_BATCH: usize = 512;
 const MAX_ATTEMPTS: usize = 3;
 /// Events read per query when loading the log.
 pub const READ_CHUNK: u32 = 10_000;
+/// How long a read waits for the read models to reach the log's head
+/// before it is answered 503 (the writer retries the fold meanwhile).
+const FOLLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// An `Idempotency-Key` and the hash of the request it came with.
 #[derive(Clone, Debug)]
@@ -222,9 +225,7 @@ impl CommandBus {
 
     /// Loads the log and starts the writer task, reading time from `clock`.
     pub async fn start_with(store: Arc<dyn EventStore>, clock: Clock) -> StoreResult<Self> {
-        // From the newest snapshot, then the events after it.
-        let head = store.head().await?.position;
-        let rm = state_at(store.clone(), head).await?;
+        let rm = reload(&store).await?;
         let writer_clock = clock.clone();
         let (head, _) = watch::channel(rm.state.position);
         let (upgrade_due, _) = watch::channel(UpgradeDue::of(&rm, clock.now()));
@@ -242,6 +243,7 @@ impl CommandBus {
             publish,
             follow: follow.clone(),
             snapshot_at: rm_position,
+            snapshotting: Default::default(),
         };
         tokio::spawn(writer.run(rx).instrument(tracing::info_span!("writer")));
         Ok(Self {
@@ -266,17 +268,26 @@ impl CommandBus {
     /// this waits until it has.
     pub async fn reached(&self, p: u64) -> Result<Arc<ReadModels>, ApiError> {
         let mut rx = self.published.clone();
+        let deadline = tokio::time::Instant::now() + FOLLOW_WAIT;
         loop {
-            {
+            let at = {
                 let rm = rx.borrow_and_update();
                 if rm.state.position >= p {
                     return Ok(rm.clone());
                 }
-            }
+                rm.state.position
+            };
             self.follow.notify_one();
-            rx.changed()
-                .await
-                .map_err(|_| ApiError::unavailable("the writer has stopped"))?;
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err(ApiError::unavailable("the writer has stopped")),
+                Err(_) => {
+                    return Err(ApiError::unavailable(format!(
+                        "This server's read models are at position {at} and could not reach the log's {p} within {}s; retry, or ask another replica.",
+                        FOLLOW_WAIT.as_secs()
+                    )))
+                }
+            }
         }
     }
 
@@ -291,6 +302,9 @@ impl CommandBus {
     pub async fn execute(&self, req: CommandRequest) -> Result<Outcome, ApiError> {
         if !req.input_errors.is_empty() {
             let rm = self.published();
+            if let Some(refusal) = if_match_refusal(&rm, &req) {
+                return Ok(Outcome::Refused(refusal));
+            }
             let ctx = CommandContext {
                 now: log_precision(self.clock.now()),
                 principal: req.meta.principal.clone(),
@@ -347,6 +361,13 @@ fn raise(head: &watch::Sender<u64>, position: u64) {
     });
 }
 
+/// The read models as the log stands: from the newest snapshot, then the
+/// events after it.
+async fn reload(store: &Arc<dyn EventStore>) -> StoreResult<ReadModels> {
+    let head = store.head().await?.position;
+    state_at(store.clone(), head).await
+}
+
 /// Folds the log (up to `until`, or all of it) into fresh read models. One
 /// task reads the next chunk while this one folds the last.
 pub async fn load(store: Arc<dyn EventStore>, until: Option<u64>) -> StoreResult<ReadModels> {
@@ -379,23 +400,35 @@ pub async fn state_at_with(
     p: u64,
     snapshot_distance: u64,
 ) -> StoreResult<ReadModels> {
+    // Decoding and encoding a snapshot is CPU work: off the async workers.
     let start = match store.snapshot_at_or_before(p).await? {
-        Some((at, bytes)) => ReadModels::from_snapshot(&bytes)
-            .filter(|rm| rm.state.position == at)
-            .unwrap_or_else(|| {
-                tracing::info!(position = at, "ignoring a snapshot of another format");
-                ReadModels::default()
-            }),
+        Some((at, bytes)) => {
+            let decoded = tokio::task::spawn_blocking(move || ReadModels::from_snapshot(&bytes))
+                .await
+                .ok()
+                .flatten();
+            decoded
+                .filter(|rm| rm.state.position == at)
+                .unwrap_or_else(|| {
+                    tracing::info!(position = at, "ignoring a snapshot of another format");
+                    ReadModels::default()
+                })
+        }
         None => ReadModels::default(),
     };
     let from = start.state.position;
     let rm = replay_onto(store.clone(), start, Some(p), |_| {}).await?;
-    if rm.state.position - from >= snapshot_distance {
-        if let Err(e) = store.put_snapshot(rm.state.position, &rm.snapshot()).await {
+    if rm.state.position - from < snapshot_distance {
+        return Ok(rm);
+    }
+    let rm = Arc::new(rm);
+    let kept = rm.clone();
+    if let Ok(bytes) = tokio::task::spawn_blocking(move || kept.snapshot()).await {
+        if let Err(e) = store.put_snapshot(rm.state.position, &bytes).await {
             tracing::warn!(error = %e, "could not keep a snapshot; time travel stays correct, only slower");
         }
     }
-    Ok(rm)
+    Ok(Arc::try_unwrap(rm).unwrap_or_else(|rm| (*rm).clone()))
 }
 
 /// Folds the log after `rm`'s position (up to `until`) into `rm`.
@@ -472,6 +505,8 @@ struct Writer {
     /// The position of the newest snapshot this writer kept (or started
     /// from).
     snapshot_at: u64,
+    /// Whether a snapshot is being written: one at a time.
+    snapshotting: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Writer {
@@ -501,7 +536,7 @@ impl Writer {
     async fn follow_log(&mut self) {
         let followed = async {
             if self.reload {
-                self.rm = load(self.store.clone(), None).await?;
+                self.rm = reload(&self.store).await?;
                 self.reload = false;
             }
             loop {
@@ -519,7 +554,7 @@ impl Writer {
                     }
                 }
                 self.rm.discard_changes();
-                if events.len() < READ_CHUNK as usize {
+                if events.is_empty() {
                     return Ok(());
                 }
             }
@@ -528,7 +563,13 @@ impl Writer {
         match followed {
             Ok(()) => self.published_now(),
             Err(e) => {
-                tracing::warn!(error = %e, "could not follow the log; readers wait for the next try")
+                tracing::warn!(error = %e, "could not follow the log; trying again in a second");
+                // Readers waiting for the fold ask again; so does this.
+                let follow = self.follow.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    follow.notify_one();
+                });
             }
         }
     }
@@ -547,18 +588,22 @@ impl Writer {
             }
             newer
         });
-        if at >= self.snapshot_at + SNAPSHOT_DISTANCE {
+        let idle = !self.snapshotting.load(std::sync::atomic::Ordering::Acquire);
+        if at >= self.snapshot_at + SNAPSHOT_DISTANCE && idle {
             self.snapshot_at = at;
+            self.snapshotting
+                .store(true, std::sync::atomic::Ordering::Release);
             let rm = self.publish.borrow().clone();
             let store = self.store.clone();
+            let busy = self.snapshotting.clone();
             tokio::spawn(async move {
-                let bytes = match tokio::task::spawn_blocking(move || rm.snapshot()).await {
-                    Ok(b) => b,
-                    Err(_) => return,
-                };
-                if let Err(e) = store.put_snapshot(at, &bytes).await {
-                    tracing::warn!(error = %e, "could not keep a snapshot; a restart replays more");
+                let position = rm.state.position;
+                if let Ok(bytes) = tokio::task::spawn_blocking(move || rm.snapshot()).await {
+                    if let Err(e) = store.put_snapshot(position, &bytes).await {
+                        tracing::warn!(error = %e, "could not keep a snapshot; a restart replays more");
+                    }
                 }
+                busy.store(false, std::sync::atomic::Ordering::Release);
             });
         }
         raise(&self.head, at);
@@ -602,7 +647,7 @@ impl Writer {
         reqs: &[&CommandRequest],
     ) -> StoreResult<Vec<Result<Outcome, ApiError>>> {
         if self.reload {
-            self.rm = load(self.store.clone(), None).await?;
+            self.rm = reload(&self.store).await?;
             self.reload = false;
         }
         let mut tx = self.store.begin_write().await?;
@@ -712,18 +757,8 @@ impl Writer {
     }
 
     fn decide(&mut self, batch: &mut Batch, req: &CommandRequest) -> Outcome {
-        if let Some(expected) = req.if_match {
-            let stream = req.command.stream_id();
-            let current = self.rm.state.stream_version(&stream);
-            if current != expected {
-                return Outcome::Refused(
-                    Refusal::new(
-                        ErrorCode::PreconditionFailed,
-                        format!("{stream} is at version {current}, not {expected}."),
-                    )
-                    .with_details(serde_json::json!({ "currentVersion": current })),
-                );
-            }
+        if let Some(refusal) = if_match_refusal(&self.rm, req) {
+            return Outcome::Refused(refusal);
         }
         let ctx = CommandContext {
             now: log_precision(self.clock.now()),
@@ -768,6 +803,21 @@ impl Writer {
             replayed: false,
         })
     }
+}
+
+/// `If-Match`: the addressed stream must be at the version the request
+/// names (412 otherwise).
+fn if_match_refusal(rm: &ReadModels, req: &CommandRequest) -> Option<Refusal> {
+    let expected = req.if_match?;
+    let stream = req.command.stream_id();
+    let current = rm.state.stream_version(&stream);
+    (current != expected).then(|| {
+        Refusal::new(
+            ErrorCode::PreconditionFailed,
+            format!("{stream} is at version {current}, not {expected}."),
+        )
+        .with_details(serde_json::json!({ "currentVersion": current }))
+    })
 }
 
 #[derive(Default)]

@@ -34,8 +34,9 @@ pub struct Freshness {
 struct Flights {
     /// How many checks have started.
     started: u64,
-    /// The newest finished check: its number and the head it found.
-    last: Option<(u64, u64)>,
+    /// The newest finished check: its number and what it found (an error
+    /// too is shared: the callers that waited for it get it at once).
+    last: Option<(u64, ApiResult<u64>)>,
 }
 
 impl Freshness {
@@ -56,25 +57,35 @@ impl Freshness {
     /// callers that arrive during it wait for it, then share the next.
     pub async fn head(&self) -> ApiResult<u64> {
         let ticket = self.flights().started;
-        let later = |f: &Flights| f.last.filter(|(n, _)| *n > ticket).map(|(_, h)| h);
+        let later = |f: &Flights| {
+            f.last
+                .as_ref()
+                .filter(|(n, _)| *n > ticket)
+                .map(|(_, h)| h.clone())
+        };
         if let Some(h) = later(&self.flights()) {
-            return Ok(h);
+            return h;
         }
         let _lane = self.lane.lock().await;
         let number = {
             let mut f = self.flights();
             if let Some(h) = later(&f) {
-                return Ok(h);
+                return h;
             }
             f.started += 1;
             f.started
         };
-        let head = self.store.head().await?.position;
+        let head = self
+            .store
+            .head()
+            .await
+            .map(|h| h.position)
+            .map_err(ApiError::from);
         let mut f = self.flights();
-        if f.last.is_none_or(|(n, _)| n < number) {
-            f.last = Some((number, head));
+        if f.last.as_ref().is_none_or(|(n, _)| *n < number) {
+            f.last = Some((number, head.clone()));
         }
-        Ok(head)
+        head
     }
 
     /// The published read models, including at least the log as it stood

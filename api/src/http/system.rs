@@ -259,6 +259,26 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         let (_, checkpoint) = state.store.cluster_row().await?;
         Ok::<_, crate::store::StoreError>((head.position, checkpoint))
     };
+    // The read models in memory, which every read answers from, must
+    // reach the head too (within a second: a probe does not wait long).
+    if let Ok(head) = state.store.head().await {
+        let reached = tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            state.bus.reached(head.position),
+        )
+        .await;
+        if !matches!(reached, Ok(Ok(_))) {
+            let at = state.bus.published().state.position;
+            return ApiError::new(
+                stratum_domain::ErrorCode::Unavailable,
+                format!(
+                    "The read models in memory are at position {at}; the log is at {}.",
+                    head.position
+                ),
+            )
+            .into_response();
+        }
+    }
     match check.await {
         // The head is read first: a commit in between only moves the checkpoint on.
         Ok((head, checkpoint)) if checkpoint >= head => (

@@ -186,9 +186,12 @@ impl EventStore for SqliteStore {
     /// instead of one per event (the hand-off, not SQLite, bounded replay).
     async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<Vec<ReplayEvent>> {
         type Row = (u64, String, u64, String, u16, i64, String, String);
+        // A chunk is one SQLite string, its payloads in hex: at most 2,000
+        // events keeps even large ones (manifests, facts) far below
+        // SQLite's string limit.
         let chunk: String = sqlx::query_scalar(sql::SELECT_FOR_REPLAY_AS_JSON)
             .bind(after as i64)
-            .bind(limit as i64)
+            .bind(limit.min(2_000) as i64)
             .fetch_one(&self.read)
             .await?;
         let rows: Vec<Row> = serde_json::from_str(&chunk)

@@ -219,10 +219,26 @@ async fn a_thousand_concurrent_gets_share_a_few_head_checks() {
             )
             .await;
         assert_eq!(res.status, 201, "{}", res.body);
+        // Half the reads with a generated token (found by its SHA-256),
+        // half with the bootstrap token (a chosen secret, checked once).
+        let made = app
+            .call(
+                Method::POST,
+                "/v1/admin/iam/tokens",
+                Some(json!({"principal": "user/reader", "policies": ["ReadOnly"]})),
+            )
+            .await;
+        assert_eq!(made.status, 201, "{}", made.body);
+        let generated = made.body["token"].as_str().unwrap().to_owned();
         counting.take();
         let gets: Vec<_> = (0..1000)
             .map(|i| {
                 let router = app.router.clone();
+                let token = if i % 4 < 2 {
+                    generated.clone()
+                } else {
+                    ADMIN_TOKEN.to_owned()
+                };
                 tokio::spawn(async move {
                     use tower::ServiceExt;
                     let path = if i % 2 == 0 {
@@ -231,7 +247,7 @@ async fn a_thousand_concurrent_gets_share_a_few_head_checks() {
                         "/v1/admin/cluster/peers"
                     };
                     let req = axum::http::Request::get(path)
-                        .header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+                        .header("authorization", format!("Bearer {token}"))
                         .body(axum::body::Body::empty())
                         .unwrap();
                     router.oneshot(req).await.unwrap().status().as_u16()
