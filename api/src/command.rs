@@ -11,6 +11,7 @@
 //! appended since it last wrote, so its state is the log's state.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -214,6 +215,9 @@ pub struct CommandBus {
     published: watch::Receiver<Arc<ReadModels>>,
     /// Asks the writer to fold in what other processes committed.
     follow: Arc<Notify>,
+    /// The newest position a reader waits for or another process
+    /// announced: the writer folds only when it is behind this.
+    wanted: Arc<AtomicU64>,
     clock: Clock,
 }
 
@@ -233,6 +237,7 @@ impl CommandBus {
         let rm_position = rm.state.position;
         let (publish, published) = watch::channel(Arc::new(rm.clone()));
         let follow = Arc::new(Notify::new());
+        let wanted = Arc::new(AtomicU64::new(rm_position));
         let writer = Writer {
             store,
             clock,
@@ -242,6 +247,7 @@ impl CommandBus {
             upgrade_due: upgrade_due.clone(),
             publish,
             follow: follow.clone(),
+            wanted: wanted.clone(),
             snapshot_at: rm_position,
             snapshotting: Default::default(),
         };
@@ -252,6 +258,7 @@ impl CommandBus {
             upgrade_due,
             published,
             follow,
+            wanted,
             clock: writer_clock,
         })
     }
@@ -277,6 +284,7 @@ impl CommandBus {
                 }
                 rm.state.position
             };
+            self.wanted.fetch_max(p, Ordering::AcqRel);
             self.follow.notify_one();
             match tokio::time::timeout_at(deadline, rx.changed()).await {
                 Ok(Ok(())) => {}
@@ -346,6 +354,7 @@ impl CommandBus {
     pub fn observe_head(&self, position: u64) {
         raise(&self.head, position);
         if self.published.borrow().state.position < position {
+            self.wanted.fetch_max(position, Ordering::AcqRel);
             self.follow.notify_one();
         }
     }
@@ -502,6 +511,7 @@ struct Writer {
     upgrade_due: watch::Sender<UpgradeDue>,
     publish: watch::Sender<Arc<ReadModels>>,
     follow: Arc<Notify>,
+    wanted: Arc<AtomicU64>,
     /// The position of the newest snapshot this writer kept (or started
     /// from).
     snapshot_at: u64,
@@ -534,6 +544,11 @@ impl Writer {
     /// since this writer last saw the log, and publishes the result. Commit
     /// order is position order, so what it reads has no gaps.
     async fn follow_log(&mut self) {
+        // A reader that saw this writer's own commit before it was
+        // published asked for nothing the writer does not have now.
+        if !self.reload && self.rm.state.position >= self.wanted.load(Ordering::Acquire) {
+            return;
+        }
         let followed = async {
             if self.reload {
                 self.rm = reload(&self.store).await?;
