@@ -343,7 +343,10 @@ pub async fn gate(
         Ok(held) => caller.policies = held,
         Err(e) => return e.into_response(),
     }
-    req.extensions_mut().insert(caller);
+    req.extensions_mut().insert(caller.clone());
     req.extensions_mut().insert(View(view));
-    next.run(req).await
+    let mut res = next.run(req).await;
+    // For the request's log line.
+    res.extensions_mut().insert(caller);
+    res
 }

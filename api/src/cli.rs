@@ -26,6 +26,44 @@ use stratum_domain::release::TrustedKeys;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Cmd,
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// How the binary logs (to standard error), for every command.
+#[derive(Args, Debug, Clone)]
+pub struct LogArgs {
+    /// What is logged: a level (`info`, `debug`...) or `tracing` directives
+    /// such as `info,stratum_api=debug`.
+    #[arg(long, global = true, env = "STRATUM_LOG", default_value = "info")]
+    pub log_level: String,
+    /// `text` (coloured only on a terminal) or `json` (one object per line).
+    #[arg(long, global = true, env = "STRATUM_LOG_FORMAT", default_value = "text",
+          value_parser = ["text", "json"])]
+    pub log_format: String,
+}
+
+impl LogArgs {
+    /// Installs the process's logger, or says why the level is not one.
+    pub fn install(&self) -> Result<(), String> {
+        use std::io::IsTerminal;
+        let filter = tracing_subscriber::EnvFilter::try_new(&self.log_level)
+            .map_err(|e| format!("STRATUM_LOG (--log-level) {:?}: {e}", self.log_level))?;
+        let builder = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr);
+        if self.log_format == "json" {
+            builder
+                .json()
+                .flatten_event(true)
+                .with_current_span(true)
+                .with_span_list(false)
+                .init();
+        } else {
+            builder.with_ansi(std::io::stderr().is_terminal()).init();
+        }
+        Ok(())
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -45,6 +83,10 @@ pub enum Cmd {
     Serve {
         #[arg(long, env = "STRATUM_LISTEN", default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
+        /// Where Prometheus scrapes `GET /metrics` (no token; bind it to
+        /// the monitoring network). Off unless set.
+        #[arg(long, env = "STRATUM_METRICS_LISTEN")]
+        metrics_listen: Option<SocketAddr>,
         #[command(flatten)]
         db: Db,
         #[command(flatten)]
@@ -52,7 +94,7 @@ pub enum Cmd {
         #[command(flatten)]
         upgrade: UpgradeArgs,
         #[command(flatten)]
-        conn: ConnArgs,
+        conn: Box<ConnArgs>,
     },
     /// Registers releases from the host.
     Releases {
@@ -297,11 +339,12 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
     match cli.command {
         Cmd::Serve {
             listen,
+            metrics_listen,
             db,
             raft,
             upgrade,
             conn,
-        } => serve(listen, &db, &raft, &upgrade, &conn).await,
+        } => serve(listen, metrics_listen, &db, &raft, &upgrade, &conn).await,
         Cmd::Releases {
             command: ReleasesCmd::Import { file, db },
         } => Ok(emit(import_release(&file, &db).await?)),
@@ -417,6 +460,7 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
 
 async fn serve(
     listen: SocketAddr,
+    metrics_listen: Option<SocketAddr>,
     db: &Db,
     raft: &RaftArgs,
     upgrade: &UpgradeArgs,
@@ -440,6 +484,17 @@ async fn serve(
     // issued and shown.
     let socket = listener::bind(listen, listener_cfg.backlog)
         .map_err(|e| anyhow_like::Error(format!("cannot listen on {listen}: {e}")))?;
+    let metrics_socket = match metrics_listen {
+        Some(addr) => Some((
+            addr,
+            tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+                anyhow_like::Error(format!(
+                    "cannot listen on {addr} (STRATUM_METRICS_LISTEN): {e}"
+                ))
+            })?,
+        )),
+        None => None,
+    };
     cfg.adapters.log();
     listener_cfg.max_connections = listener::connection_limit(listener_cfg.max_connections);
     limits.max_watchers =
@@ -464,6 +519,16 @@ async fn serve(
         "serving"
     );
     let stopping = svc.state.shutdown.clone();
+    if let Some((addr, socket)) = metrics_socket {
+        tracing::info!(listen = %addr, "serving metrics");
+        let app = crate::metrics::app(svc.state.clone());
+        let stop = stopping.clone();
+        tokio::spawn(async move {
+            let _ = axum::serve(socket, app)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await;
+        });
+    }
     tokio::spawn({
         let stopping = stopping.clone();
         async move {

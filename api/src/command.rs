@@ -665,6 +665,7 @@ impl Writer {
             self.rm = reload(&self.store).await?;
             self.reload = false;
         }
+        let began = std::time::Instant::now();
         let mut tx = self.store.begin_write().await?;
         let head = tx.head();
         // From here until the commit the state may run ahead of the log.
@@ -704,6 +705,9 @@ impl Writer {
                 return Err(e);
             }
             tx.commit().await?;
+            let m = crate::metrics::global();
+            m.batch_commands.observe(reqs.len() as f64);
+            m.commit_duration.observe(began.elapsed().as_secs_f64());
         }
         self.reload = false;
         // Published before any answer is sent: whoever saw the answer

@@ -7,6 +7,7 @@ pub mod command;
 pub mod error;
 pub mod http;
 pub mod listener;
+pub mod metrics;
 pub mod raft;
 pub mod reads;
 pub mod service;

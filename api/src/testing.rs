@@ -319,6 +319,9 @@ impl store::EventStore for CountingStore {
         self.count("ping");
         self.inner.ping().await
     }
+    fn pool_stats(&self) -> Option<(u32, u32)> {
+        self.inner.pool_stats()
+    }
     async fn put_snapshot(&self, position: u64, state: &[u8]) -> store::StoreResult<()> {
         self.count("put_snapshot");
         self.inner.put_snapshot(position, state).await

@@ -180,20 +180,48 @@ async fn request_context(req: Request, next: Next) -> Response {
         path = %req.uri().path(),
         principal = tracing::field::Empty,
     );
+    let method = req.method().clone();
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("-", |m| m.as_str())
+        .to_owned();
     let started = std::time::Instant::now();
     let mut res = REQUEST_ID
         .scope(id.clone(), CLIENT_REQUEST_ID.scope(client, next.run(req)))
         .instrument(span.clone())
         .await;
     let status = res.status();
+    // One line per request: at info, warn for a server error, and debug
+    // for the probes (health checks), which would drown the rest.
+    let principal = res
+        .extensions()
+        .get::<crate::auth::Caller>()
+        .map_or("-", |c| c.principal.as_str())
+        .to_owned();
+    let seconds = started.elapsed().as_secs_f64();
+    let m = crate::metrics::global();
+    m.http_requests
+        .with_label_values(&[route.as_str(), method.as_str(), status.as_str()])
+        .inc();
+    m.http_duration
+        .with_label_values(&[route.as_str(), method.as_str()])
+        .observe(seconds);
     span.in_scope(|| {
-        let ms = started.elapsed().as_secs_f64() * 1000.0;
-        if status.is_server_error() {
-            tracing::warn!(status = status.as_u16(), ms, "answered");
+        let duration_ms = seconds * 1000.0;
+        let status = status.as_u16();
+        let method = method.as_str();
+        let route = route.as_str();
+        let principal = principal.as_str();
+        if status >= 500 {
+            tracing::warn!(method, route, status, duration_ms, principal, "request");
+        } else if matches!(route, "/healthz" | "/readyz") {
+            tracing::debug!(method, route, status, duration_ms, principal, "request");
         } else {
-            tracing::debug!(status = status.as_u16(), ms, "answered");
+            tracing::info!(method, route, status, duration_ms, principal, "request");
         }
     });
+    res.extensions_mut().remove::<crate::auth::Caller>();
     if (status.is_client_error() || status.is_server_error()) && !is_json(&res) {
         res = into_error_shape(res, &id).await;
     }

@@ -139,10 +139,18 @@ impl RaftCleanup {
                 let adapter = self.adapters.get(raft).clone();
                 match adapter.remove_peer(&peer).await {
                     Ok(outcome) => {
+                        crate::metrics::global()
+                            .raft_removals
+                            .with_label_values(&[raft.as_str()])
+                            .inc();
                         self.retry.remove(&key);
                         self.record(&record, raft, outcome, adapter.name()).await?;
                     }
                     Err(e) => {
+                        crate::metrics::global()
+                            .raft_failures
+                            .with_label_values(&[raft.as_str()])
+                            .inc();
                         let delay = self
                             .retry
                             .get(&key)

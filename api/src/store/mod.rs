@@ -201,6 +201,11 @@ pub trait EventStore: Send + Sync + 'static {
     /// Whether the database answers.
     async fn ping(&self) -> StoreResult<()>;
 
+    /// The connections of the read pool: open, and idle among them.
+    fn pool_stats(&self) -> Option<(u32, u32)> {
+        None
+    }
+
     /// Keeps a snapshot of the fold at `position` (a cache).
     async fn put_snapshot(&self, position: u64, state: &[u8]) -> StoreResult<()>;
 

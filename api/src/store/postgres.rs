@@ -191,6 +191,10 @@ fn pg_bytea(b: &[u8]) -> String {
 
 #[async_trait]
 impl EventStore for PgStore {
+    fn pool_stats(&self) -> Option<(u32, u32)> {
+        Some((self.pool.size(), self.pool.num_idle() as u32))
+    }
+
     async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>> {
         let mut conn = self.writer.clone().lock_owned().await;
         if conn.is_none() {

@@ -136,6 +136,10 @@ fn sqlite_blob(b: &[u8]) -> String {
 
 #[async_trait]
 impl EventStore for SqliteStore {
+    fn pool_stats(&self) -> Option<(u32, u32)> {
+        Some((self.read.size(), self.read.num_idle() as u32))
+    }
+
     async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>> {
         let mut conn = self.writer.clone().lock_owned().await;
         if self.in_tx.swap(false, Ordering::SeqCst) {

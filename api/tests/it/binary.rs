@@ -339,6 +339,43 @@ impl Server {
         assert_eq!(status, 201, "admit {node_id}: {body}");
     }
 
+    /// Registers test manifests of `versions` (signed by the test keys).
+    pub(crate) async fn register_releases(&self, versions: &[&str]) {
+        for v in versions {
+            let (status, body) = self
+                .post(
+                    "/v1/admin/releases",
+                    stratum_domain::testing::manifest(v, "13.1", None),
+                )
+                .await;
+            assert_eq!(status, 201, "release {v}: {body}");
+        }
+    }
+
+    /// Sets the release the cluster runs (once, as at install).
+    pub(crate) async fn set_running_release(&self, version: &str) {
+        let (status, body) = self
+            .call(
+                self.http
+                    .put(self.url("/v1/admin/cluster/release"))
+                    .json(&json!({ "version": version })),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+
+    /// Plans an upgrade to `target` with a backup on the nodes; its id.
+    pub(crate) async fn plan_upgrade(&self, target: &str) -> String {
+        let (status, u) = self
+            .post(
+                "/v1/admin/upgrades",
+                json!({"targetRelease": target, "backup": {"location": "node"}}),
+            )
+            .await;
+        assert_eq!(status, 201, "{u}");
+        u["id"].as_str().unwrap().to_owned()
+    }
+
     /// Two active voters, so quorum holds, and `n-3` joining.
     pub(crate) async fn admit_three(&self) {
         for (node_id, ip) in [("n-1", "192.0.2.11"), ("n-2", "192.0.2.12")] {

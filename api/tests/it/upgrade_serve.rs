@@ -11,15 +11,7 @@ use crate::binary::*;
 /// Release `version` running and one active node, `n-1`, that applied the
 /// generation: what an upgrade can be planned on.
 async fn one_node_running(version: &str, server: &Server) {
-    let (status, body) = server
-        .call(
-            server
-                .http
-                .put(server.url("/v1/admin/cluster/release"))
-                .json(&json!({ "version": version })),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    server.set_running_release(version).await;
     server.admit("n-1", "192.0.2.11").await;
     server.member_post("n-1", "join-complete", json!({})).await;
     let (_, m) = server.get("/v1/admin/cluster/membership").await;
@@ -263,24 +255,9 @@ async fn tokens_are_made_and_revoked_during_the_write_freeze_and_retry_after_fit
     let d = dir.path();
     let keys = stratum_domain::testing::release_keys_spec();
     let server = start(d, &[("STRATUM_RELEASE_KEYS", keys)]).await;
-    for v in ["1.0.0", "1.1.0"] {
-        let (status, body) = server
-            .post(
-                "/v1/admin/releases",
-                stratum_domain::testing::manifest(v, "13.1", None),
-            )
-            .await;
-        assert_eq!(status, 201, "{body}");
-    }
+    server.register_releases(&["1.0.0", "1.1.0"]).await;
     one_node_running("1.0.0", &server).await;
-    let (status, u) = server
-        .post(
-            "/v1/admin/upgrades",
-            json!({"targetRelease": "1.1.0", "backup": {"location": "node"}}),
-        )
-        .await;
-    assert_eq!(status, 201, "{u}");
-    let id = u["id"].as_str().unwrap().to_owned();
+    let id = server.plan_upgrade("1.1.0").await;
     let state = |want: &'static str| {
         let id = id.clone();
         let server = &server;

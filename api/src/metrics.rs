@@ -1,0 +1,262 @@
+//! Prometheus metrics, in the text exposition format, on their own address
+//! (`--metrics-listen`, env `STRATUM_METRICS_LISTEN`; off unless set).
+//!
+//! They are served apart from the API, with no token, because scrapers run
+//! on the monitoring network and hold no stratum token: bind the address to
+//! that network (or to 127.0.0.1 behind a local agent). The API's own port
+//! never answers `/metrics`. What the process counts as it goes (requests,
+//! commits, raft removals) lives in the process-wide [`global`] registry;
+//! what the read models say (head, generation, members, lagging, raft
+//! cleanup pending, the active upgrade, alarms) is read from the published
+//! read models at each scrape, so it is never stale.
+
+use std::sync::{Arc, LazyLock};
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
+use stratum_domain::membership::{MemberState, Raft};
+
+use crate::service::AppState;
+
+/// What the process counts as it goes.
+pub struct Metrics {
+    registry: Registry,
+    pub http_requests: IntCounterVec,
+    pub http_duration: HistogramVec,
+    pub batch_commands: Histogram,
+    pub commit_duration: Histogram,
+    pub raft_removals: IntCounterVec,
+    pub raft_failures: IntCounterVec,
+    head: IntGauge,
+    generation: IntGauge,
+    members: IntGaugeVec,
+    lagging: IntGauge,
+    raft_pending: IntGaugeVec,
+    upgrade: IntGaugeVec,
+    alarms: IntGauge,
+    watchers: IntGauge,
+    pool: IntGaugeVec,
+}
+
+fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("a valid metric");
+    r.register(Box::new(c.clone())).expect("registered once");
+    c
+}
+
+fn gauge(r: &Registry, name: &str, help: &str) -> IntGauge {
+    let g = IntGauge::new(name, help).expect("a valid metric");
+    r.register(Box::new(g.clone())).expect("registered once");
+    g
+}
+
+fn gauges(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("a valid metric");
+    r.register(Box::new(g.clone())).expect("registered once");
+    g
+}
+
+fn histogram(r: &Registry, name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
+    let h = Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets))
+        .expect("a valid metric");
+    r.register(Box::new(h.clone())).expect("registered once");
+    h
+}
+
+/// Seconds, from 0.5 ms to 10 s.
+fn latency_buckets() -> Vec<f64> {
+    prometheus::exponential_buckets(0.0005, 2.0, 15).expect("valid buckets")
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let r = Registry::new();
+        let http_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "stratum_http_request_duration_seconds",
+                "How long HTTP requests took, by route template and method.",
+            )
+            .buckets(latency_buckets()),
+            &["route", "method"],
+        )
+        .expect("a valid metric");
+        r.register(Box::new(http_duration.clone()))
+            .expect("registered once");
+        let build = gauges(
+            &r,
+            "stratum_build_info",
+            "The running build: always 1, with its version.",
+            &["version"],
+        );
+        build.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        Self {
+            http_requests: counter(
+                &r,
+                "stratum_http_requests_total",
+                "HTTP requests answered, by route template, method and status.",
+                &["route", "method", "status"],
+            ),
+            http_duration,
+            batch_commands: histogram(
+                &r,
+                "stratum_write_batch_commands",
+                "Commands decided per write batch (one commit).",
+                prometheus::exponential_buckets(1.0, 2.0, 10).expect("valid buckets"),
+            ),
+            commit_duration: histogram(
+                &r,
+                "stratum_write_commit_duration_seconds",
+                "How long a write batch took to commit, its append and read-model rows included.",
+                latency_buckets(),
+            ),
+            raft_removals: counter(
+                &r,
+                "stratum_raft_removals_total",
+                "Peers taken out of a raft by the cleanup, by raft.",
+                &["raft"],
+            ),
+            raft_failures: counter(
+                &r,
+                "stratum_raft_removal_failures_total",
+                "Raft removals that failed and will be retried, by raft.",
+                &["raft"],
+            ),
+            head: gauge(
+                &r,
+                "stratum_log_head_position",
+                "The position of the log's last event.",
+            ),
+            generation: gauge(
+                &r,
+                "stratum_membership_generation",
+                "The membership generation (the position of the latest topology event).",
+            ),
+            members: gauges(&r, "stratum_members", "Members, by state.", &["state"]),
+            lagging: gauge(
+                &r,
+                "stratum_members_lagging",
+                "Members in the peer lists that have not applied the generation.",
+            ),
+            raft_pending: gauges(
+                &r,
+                "stratum_raft_cleanup_pending",
+                "Members a raft cleanup still has to take out of each raft.",
+                &["raft"],
+            ),
+            upgrade: gauges(
+                &r,
+                "stratum_upgrade_active",
+                "1 for the state the active upgrade is in; no series without one.",
+                &["upgrade", "state"],
+            ),
+            alarms: gauge(
+                &r,
+                "stratum_alarms_active",
+                "Alarms raised and not cleared.",
+            ),
+            watchers: gauge(
+                &r,
+                "stratum_watchers",
+                "Event streams and long-polls connected now.",
+            ),
+            pool: gauges(
+                &r,
+                "stratum_db_pool_connections",
+                "Database pool connections, in use and idle.",
+                &["state"],
+            ),
+            registry: r,
+        }
+    }
+
+    /// Every metric in the text exposition format, the read models' ones
+    /// as `state` publishes them now.
+    pub async fn render(&self, state: &AppState) -> String {
+        if let Ok(head) = state.store.head().await {
+            self.head.set(head.position as i64);
+        }
+        let rm = state.bus.published();
+        let m = &rm.state.membership;
+        self.generation.set(m.generation as i64);
+        for s in MemberState::ALL {
+            let n = m.members.values().filter(|x| x.state == s).count();
+            self.members.with_label_values(&[s.as_str()]).set(n as i64);
+        }
+        let lagging = m
+            .members
+            .values()
+            .filter(|x| {
+                stratum_domain::membership::lagging(x.state, x.applied_generation, m.generation)
+            })
+            .count();
+        self.lagging.set(lagging as i64);
+        for raft in Raft::ALL {
+            let n = m
+                .members
+                .values()
+                .filter(|x| x.pending_cleanup().contains(&raft))
+                .count();
+            self.raft_pending
+                .with_label_values(&[raft.as_str()])
+                .set(n as i64);
+        }
+        self.upgrade.reset();
+        if let Some(u) = rm.state.upgrades.active_upgrade() {
+            self.upgrade
+                .with_label_values(&[u.id.as_str(), u.state.as_str()])
+                .set(1);
+        }
+        let active_alarms = rm
+            .state
+            .upgrades
+            .alarms
+            .values()
+            .filter(|a| a.cleared_at.is_none())
+            .count();
+        self.alarms.set(active_alarms as i64);
+        let free = state.watchers.available_permits();
+        self.watchers
+            .set(state.limits.max_watchers.saturating_sub(free) as i64);
+        if let Some((size, idle)) = state.store.pool_stats() {
+            self.pool
+                .with_label_values(&["in_use"])
+                .set(i64::from(size.saturating_sub(idle)));
+            self.pool.with_label_values(&["idle"]).set(i64::from(idle));
+        }
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut out)
+            .expect("metrics encode");
+        String::from_utf8(out).expect("the text format is UTF-8")
+    }
+}
+
+/// The process's metrics.
+pub fn global() -> &'static Metrics {
+    static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+    &METRICS
+}
+
+/// The router of the metrics address: `GET /metrics` only.
+pub fn app(state: AppState) -> axum::Router {
+    use axum::response::IntoResponse;
+    let state = Arc::new(state);
+    axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let state = state.clone();
+            async move {
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "text/plain; version=0.0.4; charset=utf-8",
+                    )],
+                    global().render(&state).await,
+                )
+                    .into_response()
+            }
+        }),
+    )
+}
