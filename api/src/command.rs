@@ -11,7 +11,7 @@
 //! appended since it last wrote, so its state is the log's state.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -313,12 +313,7 @@ impl CommandBus {
             if let Some(refusal) = if_match_refusal(&rm, &req) {
                 return Ok(Outcome::Refused(refusal));
             }
-            let ctx = CommandContext {
-                now: log_precision(self.clock.now()),
-                principal: req.meta.principal.clone(),
-                held_policies: req.held_policies.clone(),
-            };
-            let decided = rm.state.decide(&req.command, &ctx);
+            let decided = rm.state.decide(&req.command, &context(&self.clock, &req));
             return Ok(Outcome::Refused(merge_input_errors(
                 &req.input_errors,
                 decided,
@@ -516,7 +511,7 @@ struct Writer {
     /// from).
     snapshot_at: u64,
     /// Whether a snapshot is being written: one at a time.
-    snapshotting: Arc<std::sync::atomic::AtomicBool>,
+    snapshotting: Arc<AtomicBool>,
 }
 
 impl Writer {
@@ -603,11 +598,10 @@ impl Writer {
             }
             newer
         });
-        let idle = !self.snapshotting.load(std::sync::atomic::Ordering::Acquire);
+        let idle = !self.snapshotting.load(Ordering::Acquire);
         if at >= self.snapshot_at + SNAPSHOT_DISTANCE && idle {
             self.snapshot_at = at;
-            self.snapshotting
-                .store(true, std::sync::atomic::Ordering::Release);
+            self.snapshotting.store(true, Ordering::Release);
             let rm = self.publish.borrow().clone();
             let store = self.store.clone();
             let busy = self.snapshotting.clone();
@@ -618,7 +612,7 @@ impl Writer {
                         tracing::warn!(error = %e, "could not keep a snapshot; a restart replays more");
                     }
                 }
-                busy.store(false, std::sync::atomic::Ordering::Release);
+                busy.store(false, Ordering::Release);
             });
         }
         raise(&self.head, at);
@@ -779,11 +773,7 @@ impl Writer {
         if let Some(refusal) = if_match_refusal(&self.rm, req) {
             return Outcome::Refused(refusal);
         }
-        let ctx = CommandContext {
-            now: log_precision(self.clock.now()),
-            principal: req.meta.principal.clone(),
-            held_policies: req.held_policies.clone(),
-        };
+        let ctx = context(&self.clock, req);
         let decision = match self.rm.state.decide(&req.command, &ctx) {
             Ok(d) => d,
             Err(refusal) => return Outcome::Refused(refusal),
@@ -824,19 +814,21 @@ impl Writer {
     }
 }
 
-/// `If-Match`: the addressed stream must be at the version the request
-/// names (412 otherwise).
+/// What the domain decides a request with: the time, who asks, what they hold.
+fn context(clock: &Clock, req: &CommandRequest) -> CommandContext {
+    CommandContext {
+        now: log_precision(clock.now()),
+        principal: req.meta.principal.clone(),
+        held_policies: req.held_policies.clone(),
+    }
+}
+
+/// `If-Match`, as the domain holds it (412 when the stream moved on).
 fn if_match_refusal(rm: &ReadModels, req: &CommandRequest) -> Option<Refusal> {
     let expected = req.if_match?;
-    let stream = req.command.stream_id();
-    let current = rm.state.stream_version(&stream);
-    (current != expected).then(|| {
-        Refusal::new(
-            ErrorCode::PreconditionFailed,
-            format!("{stream} is at version {current}, not {expected}."),
-        )
-        .with_details(serde_json::json!({ "currentVersion": current }))
-    })
+    rm.state
+        .expect_version(&req.command.stream_id(), expected)
+        .err()
 }
 
 #[derive(Default)]

@@ -232,6 +232,43 @@ pub async fn each_backend() -> Vec<TestDb> {
     all
 }
 
+/// Holds Prometheus text to the exposition format with `promtool check
+/// metrics`. Where `STRATUM_REQUIRE_PROMTOOL=1` (CI sets it), a missing
+/// promtool is a failure; elsewhere the check says loudly it did not run.
+pub fn promtool_check(text: &str) {
+    use std::io::Write;
+    let child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(
+                std::env::var("STRATUM_REQUIRE_PROMTOOL").as_deref() != Ok("1"),
+                "promtool is required here (STRATUM_REQUIRE_PROMTOOL=1): {e}"
+            );
+            eprintln!("\n!!! promtool is not installed: the exposition format was NOT checked\n");
+            return;
+        }
+    };
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(text.as_bytes())
+        .expect("promtool reads its input");
+    let out = child.wait_with_output().expect("promtool ran");
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A store that counts the calls made of it, by method, and passes each
 /// on: how a test sees which reads reach the database.
 pub struct CountingStore {

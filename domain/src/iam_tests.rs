@@ -1437,8 +1437,8 @@ fn gate(s: &State, principal: &str, token: &[&str], action: Action, node: &str) 
         .authorize(principal, &token, action, &resource, key.as_deref())
 }
 
-#[test]
-fn the_gate_counts_the_token_the_attachment_and_the_resource_policy() {
+/// Member `n-a` and the custom policy `member-reader` (GetMember on any).
+fn with_member_reader_policy() -> State {
     let mut s = with_member();
     run(
         &mut s,
@@ -1448,6 +1448,12 @@ fn the_gate_counts_the_token_the_attachment_and_the_resource_policy() {
         {"effect": "Allow", "actions": ["cluster:GetMember"], "resources": ["*"]}]}),
         ),
     );
+    s
+}
+
+#[test]
+fn the_gate_counts_the_token_the_attachment_and_the_resource_policy() {
+    let mut s = with_member_reader_policy();
     assert_eq!(
         gate(&s, ALICE, &[], Action::GetMember, "n-a"),
         Err(Verdict::NotAllowed)
@@ -1476,15 +1482,7 @@ fn the_gate_counts_the_token_the_attachment_and_the_resource_policy() {
 
 #[test]
 fn a_detached_policy_no_longer_counts_at_the_gate() {
-    let mut s = with_member();
-    run(
-        &mut s,
-        create_policy(
-            "member-reader",
-            json!({"statements": [
-        {"effect": "Allow", "actions": ["cluster:GetMember"], "resources": ["*"]}]}),
-        ),
-    );
+    let mut s = with_member_reader_policy();
     run(&mut s, set_principal_policies(ALICE, &["member-reader"]));
     assert!(gate(&s, ALICE, &[], Action::GetMember, "n-a").is_ok());
     run(&mut s, set_principal_policies(ALICE, &[]));

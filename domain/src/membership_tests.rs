@@ -2759,3 +2759,13 @@ fn a_node_requests_a_join_only_for_itself() {
     // An operator files one for any node.
     assert!(crate::testing::when_by(&s, "user/alice", Command::Member(ask("n-y"))).is_ok());
 }
+
+#[test]
+fn if_match_holds_a_command_to_its_streams_version() {
+    let s = crate::testing::given(&[crate::testing::admitted("n-1", Role::Compute, 1)]);
+    let stream = crate::membership::member_stream("n-1");
+    assert_eq!(s.expect_version(&stream, 1), Ok(()));
+    let refused = s.expect_version(&stream, 0).unwrap_err();
+    assert_eq!(refused.code, ErrorCode::PreconditionFailed);
+    assert_eq!(refused.details.unwrap()["currentVersion"], 1);
+}

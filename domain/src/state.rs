@@ -171,6 +171,20 @@ impl State {
         self.streams.get(stream_id).copied().unwrap_or(0)
     }
 
+    /// `If-Match`: the stream a command addresses must be at the version
+    /// its request names (PRECONDITION_FAILED, with the current version).
+    pub fn expect_version(&self, stream_id: &str, expected: u64) -> Result<(), Refusal> {
+        let current = self.stream_version(stream_id);
+        if current == expected {
+            return Ok(());
+        }
+        Err(Refusal::new(
+            ErrorCode::PreconditionFailed,
+            format!("{stream_id} is at version {current}, not {expected}."),
+        )
+        .with_details(serde_json::json!({ "currentVersion": current })))
+    }
+
     /// Decides a command. The write freeze of SPEC §5 is decided here, in
     /// the one place every change passes, not in each handler.
     pub fn decide(&self, cmd: &Command, ctx: &CommandContext) -> Result<Decision, Refusal> {

@@ -690,6 +690,34 @@ pub fn page_of<K: Ord, T: serde::Serialize>(
     serde_json::json!({ "items": items, "nextCursor": next })
 }
 
+/// [`page_of`] for a list keyed by id, in id order (the cursor is the last
+/// id).
+pub fn id_page<'a, T: serde::Serialize>(
+    pg: &Page,
+    items: impl IntoIterator<Item = (&'a str, T)>,
+) -> Value {
+    let after = pg.cursor.as_deref();
+    let listed = items
+        .into_iter()
+        .filter(move |(id, _)| after.is_none_or(|a| *id > a));
+    page_of(pg, None, listed, |id| (*id).to_owned())
+}
+
+/// A query parameter read with `parse`, or a finding naming it.
+pub fn parsed<T>(
+    name: &str,
+    raw: Option<&str>,
+    parse: impl Fn(&str) -> Option<T>,
+    expected: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<T> {
+    let value = parse(raw?);
+    if value.is_none() {
+        errors.push(FieldError::new(name, expected));
+    }
+    value
+}
+
 /// The key of a document list's cursor: the last item's sort key and id.
 pub fn doc_cursor(pg: &Page, errors: &mut Vec<FieldError>) -> Option<(i64, String)> {
     let c = pg.cursor.as_deref()?;

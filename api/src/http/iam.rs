@@ -18,7 +18,7 @@ use stratum_projections::iam::{
 };
 use stratum_projections::{token_record, TokenRecord};
 
-use super::extract::{finish, page, page_of, parse_doc, query, JsonBody, WriteHeaders};
+use super::extract::{finish, id_page, page, parse_doc, query, JsonBody, WriteHeaders};
 use super::{command_request, outcome_response, run_command, AppState, Route};
 use crate::auth::{new_id, new_secret, secret_hash, Caller};
 use crate::command::Outcome;
@@ -198,7 +198,10 @@ fn paged<T: serde::Serialize>(
     finish(errors)?;
     let mut items: Vec<(String, T)> = items.collect();
     items.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(Json(page_of(&pg, pg.cursor.as_ref(), items, String::clone)))
+    Ok(Json(id_page(
+        &pg,
+        items.iter().map(|(id, item)| (id.as_str(), item)),
+    )))
 }
 
 /// Revoke a token: it stops working on the next request.

@@ -19,7 +19,7 @@ use stratum_projections::{
     MemberRecord,
 };
 
-use super::extract::{as_of, finish, number, page, page_of, query, JsonBody, WriteHeaders};
+use super::extract::{as_of, finish, id_page, number, page, parsed, query, JsonBody, WriteHeaders};
 use super::{run_command, set_etag, AppState, Route, MAX_WAIT};
 use crate::auth::{new_id, Caller};
 use crate::error::{ApiError, ApiResult};
@@ -471,35 +471,35 @@ pub async fn list_members(
         &["state", "role", "rack", "limit", "cursor", "asOf"],
         &mut errors,
     );
-    let wanted_state = get("state").and_then(|s| {
-        let parsed = MemberState::parse(s);
-        if parsed.is_none() {
-            errors.push(FieldError::new(
-                "state",
-                "must be joining, active, failed, removing or decommissioned",
-            ));
-        }
-        parsed
-    });
-    let wanted_role = get("role").and_then(|r| {
-        let parsed = Role::parse(r);
-        if parsed.is_none() {
-            errors.push(FieldError::new(
-                "role",
-                "must be control, compute, storage or hybrid",
-            ));
-        }
-        parsed
-    });
+    let wanted_state = parsed(
+        "state",
+        get("state"),
+        MemberState::parse,
+        "must be joining, active, failed, removing or decommissioned",
+        &mut errors,
+    );
+    let wanted_role = parsed(
+        "role",
+        get("role"),
+        Role::parse,
+        "must be control, compute, storage or hybrid",
+        &mut errors,
+    );
     let rack = get("rack");
     let pg = page(get("limit"), get("cursor"), &mut errors);
     let at = as_of(&view, get("asOf"), &mut errors)?;
     finish(errors)?;
     let rm = view.at(&state, at).await?;
     let m = &rm.state.membership;
+    // From the cursor on: the members before it are not rendered.
+    let from = match pg.cursor.as_deref() {
+        Some(after) => std::ops::Bound::Excluded(after),
+        None => std::ops::Bound::Unbounded,
+    };
     let listed = m
         .members
-        .values()
+        .range::<str, _>((from, std::ops::Bound::Unbounded))
+        .map(|(_, member)| member)
         .filter(|member| {
             wanted_state.is_none_or(|s| member.state == s)
                 && wanted_role.is_none_or(|r| member.role == r)
@@ -511,12 +511,7 @@ pub async fn list_members(
                 member_record(member, Some(m.generation)),
             )
         });
-    Ok(Json(page_of(
-        &pg,
-        pg.cursor.as_deref().as_ref(),
-        listed,
-        |k| (*k).to_owned(),
-    )))
+    Ok(Json(id_page(&pg, listed)))
 }
 
 #[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}", tag = "membership",
@@ -724,12 +719,7 @@ pub async fn list_join_requests(
         .values()
         .filter(|r| status.is_none_or(|s| r.status.as_str() == s))
         .map(|r| (r.request_id.as_str(), JoinRequestRecord::from(r)));
-    Ok(Json(page_of(
-        &pg,
-        pg.cursor.as_deref().as_ref(),
-        listed,
-        |k| (*k).to_owned(),
-    )))
+    Ok(Json(id_page(&pg, listed)))
 }
 
 request_body! {

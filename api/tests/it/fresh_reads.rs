@@ -43,6 +43,12 @@ async fn call(
     (status, res.json().await.unwrap_or(Value::Null))
 }
 
+/// `GET /v1/admin/cluster/membership` on `base` with `token`.
+async fn membership_as(client: &reqwest::Client, base: &str, token: &str) -> (u16, Value) {
+    let url = format!("{base}/v1/admin/cluster/membership");
+    call(client, reqwest::Method::GET, url, token, None).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_through_one_server_is_read_through_another_at_once() {
     for db in each_backend().await {
@@ -118,26 +124,12 @@ async fn a_token_revoked_on_the_host_is_refused_on_the_next_request() {
             let id = made["id"].as_str().unwrap().to_owned();
             // Made on the host while both servers run: good at once.
             for base in [&a.base, &b.base] {
-                let (status, body) = call(
-                    &client,
-                    reqwest::Method::GET,
-                    format!("{base}/v1/admin/cluster/membership"),
-                    &secret,
-                    None,
-                )
-                .await;
+                let (status, body) = membership_as(&client, base, &secret).await;
                 assert_eq!(status, 200, "{} round {round}: {body}", db.backend);
             }
             host(&db.url, &["token", "revoke", &id]);
             for base in [&a.base, &b.base] {
-                let (status, body) = call(
-                    &client,
-                    reqwest::Method::GET,
-                    format!("{base}/v1/admin/cluster/membership"),
-                    &secret,
-                    None,
-                )
-                .await;
+                let (status, body) = membership_as(&client, base, &secret).await;
                 assert_eq!(status, 401, "{} round {round}: {body}", db.backend);
                 assert_eq!(body["code"], "UNAUTHENTICATED", "{body}");
             }
@@ -171,17 +163,7 @@ async fn a_detached_policy_is_refused_by_every_server_on_the_next_request() {
         let read = |base: String| {
             let client = client.clone();
             let secret = secret.clone();
-            async move {
-                call(
-                    &client,
-                    reqwest::Method::GET,
-                    format!("{base}/v1/admin/cluster/membership"),
-                    &secret,
-                    None,
-                )
-                .await
-                .0
-            }
+            async move { membership_as(&client, &base, &secret).await.0 }
         };
         for _ in 0..3 {
             attach(json!(["ReadOnly"])).await;
@@ -273,6 +255,84 @@ async fn a_thousand_concurrent_gets_share_a_few_head_checks() {
         );
         eprintln!(
             "{}: 1,000 concurrent GETs made {heads} head checks",
+            db.backend
+        );
+    }
+}
+
+/// A node agent's reconcile loop across servers: it long-polls the peers on
+/// one server with its own `NodeAgent` token, a change is made through the
+/// other, the long-poll answers with the new generation (woken by
+/// LISTEN/NOTIFY on PostgreSQL, by the head poll on SQLite), and the
+/// agent's report leaves nothing lagging, read through the first server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_agents_long_poll_wakes_with_a_change_made_through_another_server() {
+    for db in each_backend().await {
+        let a = serve(&db.url).await;
+        let b = serve(&db.url).await;
+        let client = reqwest::Client::new();
+        let admit = |node: &str, ip: &str| {
+            let body = json!({"nodeId": node, "role": "compute", "mgmtIp": ip});
+            call(
+                &client,
+                reqwest::Method::POST,
+                format!("{}/v1/admin/cluster/members", a.base),
+                ADMIN_TOKEN,
+                Some(body),
+            )
+        };
+        assert_eq!(admit("n-1", "10.3.0.1").await.0, 201, "{}", db.backend);
+        let made = host(
+            &db.url,
+            &[
+                "token",
+                "create",
+                "--principal",
+                "node/n-1",
+                "--policy",
+                "NodeAgent",
+            ],
+        );
+        let agent = made["token"].as_str().unwrap().to_owned();
+        let (_, now) = membership_as(&client, &b.base, ADMIN_TOKEN).await;
+        let g = now["generation"].as_u64().unwrap();
+        let poll = {
+            let (client, agent) = (client.clone(), agent.clone());
+            let url = format!("{}/v1/admin/cluster/peers?after={g}&waitSeconds=30", b.base);
+            tokio::spawn(
+                async move { call(&client, reqwest::Method::GET, url, &agent, None).await },
+            )
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(!poll.is_finished(), "{}: the long-poll waits", db.backend);
+        assert_eq!(admit("n-2", "10.3.0.2").await.0, 201, "{}", db.backend);
+        let (status, peers) = tokio::time::timeout(std::time::Duration::from_secs(10), poll)
+            .await
+            .expect("the long-poll answered within 10 s")
+            .unwrap();
+        assert_eq!(status, 200, "{}: {peers}", db.backend);
+        let seen = peers["generation"].as_u64().unwrap();
+        assert!(seen > g, "{}: {peers}", db.backend);
+        let (status, body) = call(
+            &client,
+            reqwest::Method::POST,
+            format!("{}/v1/admin/cluster/members/n-1/applied-generation", b.base),
+            &agent,
+            Some(json!({ "generation": seen })),
+        )
+        .await;
+        assert_eq!(status, 200, "{}: {body}", db.backend);
+        let (_, summary) = membership_as(&client, &a.base, ADMIN_TOKEN).await;
+        let lagging: Vec<&str> = summary["lagging"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(
+            lagging,
+            ["n-2"],
+            "{}: only the node with no agent lags",
             db.backend
         );
     }

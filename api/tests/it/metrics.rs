@@ -19,40 +19,6 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     })
 }
 
-fn promtool(text: &str) {
-    use std::io::Write;
-    let child = std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            assert!(
-                std::env::var("STRATUM_REQUIRE_PROMTOOL").as_deref() != Ok("1"),
-                "promtool is required here: {e}"
-            );
-            eprintln!("!!! promtool is not installed: the exposition format was NOT checked");
-            return;
-        }
-    };
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[tokio::test]
 async fn metrics_pass_promtool_and_move_with_a_join_failure_its_cleanup_and_an_upgrade() {
     let dir = tempfile::tempdir().unwrap();
@@ -76,7 +42,7 @@ async fn metrics_pass_promtool_and_move_with_a_join_failure_its_cleanup_and_an_u
         res.text().await.unwrap()
     };
     let before = scrape().await;
-    promtool(&before);
+    stratum_api::testing::promtool_check(&before);
     assert_eq!(
         sample(
             &before,
@@ -144,7 +110,7 @@ async fn metrics_pass_promtool_and_move_with_a_join_failure_its_cleanup_and_an_u
         .await;
     eprintln!("the upgrade is {upgrade_state}");
 
-    promtool(&after);
+    stratum_api::testing::promtool_check(&after);
     assert_eq!(
         sample(&after, "stratum_members", &[("state", "failed")]),
         Some(0.0)
