@@ -22,6 +22,7 @@ use stratum_projections::ReadModels;
 use crate::error::ApiError;
 use crate::http::AppState;
 use crate::reads::View;
+use crate::tls::ClientNode;
 
 /// The authenticated principal of a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -228,14 +229,27 @@ pub async fn authenticate(
     view: &ReadModels,
     chosen: &ChosenSecrets,
     headers: &HeaderMap,
+    client: Option<&ClientNode>,
 ) -> Result<Caller, ApiError> {
     let secret = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| refused("no bearer token"))?;
+        .filter(|s| !s.is_empty());
+    let secret = match (secret, client) {
+        (Some(secret), _) => secret,
+        // A node agent's client certificate, verified against the client
+        // CA in the handshake, stands for its node.
+        (None, Some(node)) => {
+            return Ok(Caller {
+                principal: format!("node/{}", node.node_id),
+                token_id: format!("x509:{}", node.fingerprint),
+                policies: vec![stratum_domain::policy::NODE_AGENT.to_owned()],
+            })
+        }
+        (None, None) => return Err(refused("no bearer token")),
+    };
     let presented = secret_hash(secret);
     let token = match view.token_by_secret(&presented) {
         // The token was found by its hash; compare the whole hash again in
@@ -331,7 +345,8 @@ pub async fn gate(
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };
-    let mut caller = match authenticate(&view, &app.chosen_secrets, req.headers()).await {
+    let client = req.extensions().get::<ClientNode>();
+    let mut caller = match authenticate(&view, &app.chosen_secrets, req.headers(), client).await {
         Ok(c) => c,
         Err(e) => return e.into_response(),
     };

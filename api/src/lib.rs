@@ -14,4 +14,5 @@ pub mod service;
 pub mod store;
 #[doc(hidden)]
 pub mod testing;
+pub mod tls;
 pub mod upgrade_driver;

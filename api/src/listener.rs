@@ -332,6 +332,7 @@ pub async fn serve(
     listener: TcpListener,
     app: Router,
     cfg: ListenerConfig,
+    tls: Option<Arc<crate::tls::Tls>>,
     stopping: CancellationToken,
 ) -> bool {
     let registry = Arc::new(Registry::default());
@@ -384,6 +385,7 @@ pub async fn serve(
             registered,
             app.clone(),
             cfg.clone(),
+            tls.as_ref().map(|t| t.acceptor()),
             stopping.clone(),
         ));
     }
@@ -400,8 +402,48 @@ pub async fn serve(
         .is_ok()
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn connection(
     stream: TcpStream,
+    peer: SocketAddr,
+    conn: Arc<Conn>,
+    registered: Registered,
+    app: Router,
+    cfg: ListenerConfig,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    stopping: CancellationToken,
+) {
+    let Some(acceptor) = tls else {
+        return http(stream, None, peer, conn, registered, app, cfg, stopping).await;
+    };
+    // The handshake is bounded like a request head, and ends when the
+    // connection is evicted or the service stops.
+    let handshake = tokio::time::timeout(cfg.header_read_timeout, acceptor.accept(stream));
+    let stream = tokio::select! {
+        r = handshake => match r {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                tracing::info!(%peer, error = %e, "TLS handshake refused");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "TLS handshake did not finish within the header-read timeout");
+                return;
+            }
+        },
+        _ = conn.close.cancelled() => return,
+        _ = stopping.cancelled() => return,
+    };
+    let node = crate::tls::client_node(stream.get_ref().1.peer_certificates());
+    http(stream, node, peer, conn, registered, app, cfg, stopping).await
+}
+
+/// Serves HTTP/1.1 on a connection's (plain or TLS) stream; every request
+/// carries the node a client certificate named, if any.
+#[allow(clippy::too_many_arguments)]
+async fn http<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    stream: S,
+    node: Option<crate::tls::ClientNode>,
     peer: SocketAddr,
     conn: Arc<Conn>,
     _registered: Registered,
@@ -412,9 +454,12 @@ async fn connection(
     let io = TokioIo::new(Watched::new(stream, conn.clone(), cfg));
     let service = {
         let conn = conn.clone();
-        hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
             let busy = conn.begin();
             let app = app.clone();
+            if let Some(node) = &node {
+                req.extensions_mut().insert(node.clone());
+            }
             async move {
                 let res = app
                     .oneshot(req.map(Body::new))
@@ -474,8 +519,8 @@ impl hyper::body::Body for Held {
 /// gives the heads HTTP/1.1 itself refuses (never handed to the
 /// application, so without its `x-request-id`) an error body in the
 /// spec's shape.
-struct Watched {
-    io: TcpStream,
+struct Watched<S> {
+    io: S,
     conn: Arc<Conn>,
     cfg: ListenerConfig,
     timer: Pin<Box<Sleep>>,
@@ -483,8 +528,8 @@ struct Watched {
     refusal: Option<(Vec<u8>, usize)>,
 }
 
-impl Watched {
-    fn new(io: TcpStream, conn: Arc<Conn>, cfg: ListenerConfig) -> Self {
+impl<S: AsyncRead + AsyncWrite + Unpin> Watched<S> {
+    fn new(io: S, conn: Arc<Conn>, cfg: ListenerConfig) -> Self {
         Self {
             io,
             conn,
@@ -493,25 +538,27 @@ impl Watched {
             refusal: None,
         }
     }
+}
 
-    /// Whether the bytes about to be written are HTTP/1.1's own refusal of
-    /// a head it could not read: a response head without the
-    /// `x-request-id` every answer of the application carries.
-    fn refuses(first: &[u8]) -> bool {
-        // `100 Continue` is hyper's too, and must pass.
-        if !first.starts_with(b"HTTP/1.") || !matches!(first.get(9), Some(b'4' | b'5')) {
-            return false;
-        }
-        let head = first
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .map_or(first, |end| &first[..end]);
-        !head
-            .to_ascii_lowercase()
-            .windows(15)
-            .any(|w| w == b"\r\nx-request-id:")
+/// Whether the bytes about to be written are HTTP/1.1's own refusal of a
+/// head it could not read: a response head without the `x-request-id`
+/// every answer of the application carries.
+fn refuses(first: &[u8]) -> bool {
+    // `100 Continue` is hyper's too, and must pass.
+    if !first.starts_with(b"HTTP/1.") || !matches!(first.get(9), Some(b'4' | b'5')) {
+        return false;
     }
+    let head = first
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(first, |end| &first[..end]);
+    !head
+        .to_ascii_lowercase()
+        .windows(15)
+        .any(|w| w == b"\r\nx-request-id:")
+}
 
+impl<S: AsyncRead + AsyncWrite + Unpin> Watched<S> {
     /// Writes the replacement answer; `Ready` once all of it is written.
     fn poll_refusal(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let Some((bytes, written)) = &mut self.refusal else {
@@ -565,7 +612,7 @@ fn refusal(head: &[u8]) -> Vec<u8> {
     .into_bytes()
 }
 
-impl AsyncRead for Watched {
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Watched<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -596,14 +643,14 @@ impl AsyncRead for Watched {
     }
 }
 
-impl AsyncWrite for Watched {
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.refusal.is_none() && Self::refuses(buf) {
+        if this.refusal.is_none() && refuses(buf) {
             this.refusal = Some((refusal(buf), 0));
         }
         if this.refusal.is_some() {
@@ -620,7 +667,7 @@ impl AsyncWrite for Watched {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| b);
-        if this.refusal.is_none() && Self::refuses(first) {
+        if this.refusal.is_none() && refuses(first) {
             this.refusal = Some((refusal(first), 0));
         }
         if this.refusal.is_some() {
@@ -649,23 +696,23 @@ impl AsyncWrite for Watched {
 
 #[cfg(test)]
 mod tests {
-    use super::Watched;
+    use super::refuses;
 
     #[test]
     fn only_heads_without_the_applications_request_id_are_rewritten() {
-        assert!(Watched::refuses(
+        assert!(refuses(
             b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\ndate: x\r\n\r\n"
         ));
-        assert!(Watched::refuses(b"HTTP/1.1 400 Bad Request\r\n\r\n"));
+        assert!(refuses(b"HTTP/1.1 400 Bad Request\r\n\r\n"));
         // An answer of the application, pipelined or not, passes as it is.
-        assert!(!Watched::refuses(
+        assert!(!refuses(
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: 0190\r\n\r\n{}"
         ));
-        assert!(!Watched::refuses(
+        assert!(!refuses(
             b"HTTP/1.1 400 Bad Request\r\nX-Request-Id: 0190\r\n\r\n"
         ));
-        assert!(!Watched::refuses(b"HTTP/1.1 100 Continue\r\n\r\n"));
+        assert!(!refuses(b"HTTP/1.1 100 Continue\r\n\r\n"));
         // A body's bytes are not a head.
-        assert!(!Watched::refuses(b"{\"code\": \"HTTP/1.1\"}"));
+        assert!(!refuses(b"{\"code\": \"HTTP/1.1\"}"));
     }
 }

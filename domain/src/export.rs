@@ -1,9 +1,20 @@
-//! Reading an export (`stratum events export`, one JSON line per event)
-//! offline: a line parsed and held to its stored bytes, and a whole export
-//! verified against its chain and a recorded head. Pure: the caller reads
-//! the lines.
+//! An export (`stratum events export`, one JSON line per event): a line
+//! written from a recorded event, and offline a line parsed and held to its
+//! stored bytes, and a whole export verified against its chain and a
+//! recorded head. Pure: the caller reads and writes the lines.
 
 use crate::log::{ChainVerifier, LogLine, Recorded, RecordedHead, Verification};
+
+/// The export line of a recorded event, newline included: every envelope
+/// field, the stored bytes, and the payload decoded for people.
+pub fn line(e: &Recorded) -> Result<Vec<u8>, String> {
+    let payload = crate::stored::decode(&e.event_type, e.schema_version, &e.payload)
+        .map_err(|err| format!("position {}: {err}", e.position))?;
+    let line = LogLine::new(e, serde_json::to_value(payload).expect("events serialize"));
+    let mut out = serde_json::to_vec(&line).expect("export lines serialize");
+    out.push(b'\n');
+    Ok(out)
+}
 
 /// Parses one export line (`n` counts from 0) and checks that its decoded
 /// payload is what its stored bytes say: the chain covers the bytes,

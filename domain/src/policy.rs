@@ -315,13 +315,17 @@ pub fn read_recorded(doc: &Value) -> PolicyDocument {
     PolicyDocument { statements }
 }
 
+/// The managed policy of node agents (what a node's client certificate
+/// holds).
+pub const NODE_AGENT: &str = "NodeAgent";
+
 /// The managed policies, built in.
 pub const MANAGED_POLICIES: [&str; 5] = [
     "AdministratorAccess",
     "ClusterOperator",
     "ReadOnly",
     "Auditor",
-    "NodeAgent",
+    NODE_AGENT,
 ];
 
 /// A managed policy's document as JSON (what `GET /iam/policies` shows).

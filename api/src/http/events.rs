@@ -38,6 +38,15 @@ pub fn routes() -> Vec<Route> {
         },
         Route {
             method: Method::GET,
+            path: "/v1/admin/events/export",
+            action: Some(Action::ReadEvents),
+            handler: get(export),
+            // As long as the log is: bounded by the watcher limit's peers,
+            // the stop, and the client.
+            watch: super::Watch::Stream,
+        },
+        Route {
+            method: Method::GET,
             path: "/v1/admin/events/stream",
             action: Some(Action::ReadEvents),
             handler: get(stream),
@@ -214,6 +223,51 @@ pub async fn list_events(
         .map(event_json)
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Json(json!({ "events": events, "nextAfter": next_after })))
+}
+
+#[utoipa::path(get, path = "/v1/admin/events/export", tag = "audit",
+    params(("after" = Option<u64>, Query, description = "Only events after this position (default 0)."),
+           ("until" = Option<u64>, Query, description = "Only events up to this position (default: the head when the export starts).")),
+    responses((status = 200, description = "The log as `stratum events export` writes it: one JSON line per event, every envelope field, the payload decoded and its stored bytes (`payloadPostcard`), so that `stratum events verify --file` checks it offline and `stratum events import` loads it.", content_type = "application/x-ndjson", body = String),
+              (status = 400, description = "Bad request.", body = super::system::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn export(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let mut errors = Vec::new();
+    let get = query(&q, &["after", "until"], &mut errors);
+    let after = number("after", get("after"), &mut errors).unwrap_or(0);
+    let until = number("until", get("until"), &mut errors);
+    finish(errors)?;
+    // A consistent export: up to the head as the export starts.
+    let until = until.unwrap_or(state.store.head().await?.position);
+    let store = state.store.clone();
+    let lines = futures::stream::try_unfold(after, move |at| {
+        let store = store.clone();
+        async move {
+            if at >= until {
+                return Ok(None);
+            }
+            let chunk = store
+                .read_after(at, crate::command::READ_CHUNK)
+                .await
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            let mut out = Vec::new();
+            let mut last = at;
+            for e in chunk.iter().take_while(|e| e.position <= until) {
+                out.extend(stratum_domain::export::line(e).map_err(std::io::Error::other)?);
+                last = e.position;
+            }
+            Ok::<_, std::io::Error>((last > at).then(|| (bytes::Bytes::from(out), last)))
+        }
+    });
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/x-ndjson")],
+        axum::body::Body::from_stream(lines),
+    )
+        .into_response())
 }
 
 #[utoipa::path(get, path = "/v1/admin/events/verify", tag = "audit",

@@ -2,6 +2,7 @@
 //! (request id, tracing, body limit, panic catcher), and the answers of the
 //! write path.
 
+pub mod console;
 pub mod events;
 pub mod extract;
 pub mod iam;
@@ -103,6 +104,7 @@ pub fn app(state: AppState) -> Router {
         utoipa_swagger_ui::SwaggerUi::new("/v1/docs")
             .config(utoipa_swagger_ui::Config::from("/v1/openapi.json")),
     );
+    let router = router.merge(console::router());
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -224,7 +224,7 @@ impl Modify for Bearer {
         super::members::applied_generation, super::members::membership, super::members::get_peers,
         super::members::admission, super::members::request_join, super::members::list_join_requests,
         super::members::approve_join, super::members::reject_join,
-        super::events::list_events, super::events::verify, super::events::stream,
+        super::events::list_events, super::events::verify, super::events::stream, super::events::export,
         super::upgrades::register_release, super::upgrades::list_releases, super::upgrades::get_release,
         super::upgrades::set_running_release, super::upgrades::get_running_release,
         super::upgrades::create_upgrade, super::upgrades::list_upgrades, super::upgrades::get_upgrade,

@@ -1,0 +1,425 @@
+//! The host's commands: they open the database directly (`--database-url`),
+//! for the host's operator and for auditors holding a copy of it.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{anyhow_like, Db, EventsCmd, TokenCmd};
+use crate::command::READ_CHUNK;
+use crate::store::{
+    self, redact_url, verify_chain, Access, EventStore, StoredReadModels, Verification,
+};
+
+/// `events verify|import|export` against the database.
+pub async fn events(command: EventsCmd) -> anyhow_like::Result<i32> {
+    match command {
+        EventsCmd::Import { file, db } => {
+            let store = open(&db).await?;
+            let n = import(store, &file).await?;
+            println!("imported {n} events from {}", file.display());
+            Ok(0)
+        }
+        EventsCmd::Verify {
+            file,
+            expect_head,
+            allow_empty,
+            db,
+        } => {
+            let what = if file.is_some() { "export" } else { "log" };
+            let verification = match file {
+                Some(path) => verify_file(&path, expect_head)?,
+                None => {
+                    verify_chain(&*open_existing(&db, Access::ReadOnly).await?, expect_head).await?
+                }
+            };
+            match verification {
+                Verification::Intact { position: 0, .. } if !allow_empty => {
+                    println!(
+                    "broken at position 1: the {what} holds no events, and an empty {what} proves nothing \
+                     (say --allow-empty to accept one)"
+                );
+                    Ok(1)
+                }
+                Verification::Intact { position, hash } => {
+                    println!(
+                        "verified: {position} events, head {position}:{}",
+                        hex::encode(hash)
+                    );
+                    Ok(0)
+                }
+                Verification::Broken { position, reason } => {
+                    println!("broken at position {position}: {reason}");
+                    Ok(1)
+                }
+            }
+        }
+        EventsCmd::Export { after, until, db } => {
+            let store = open_existing(&db, Access::ReadOnly).await?;
+            export(&*store, after, until, &mut std::io::stdout().lock()).await?;
+            Ok(0)
+        }
+        EventsCmd::List { .. } | EventsCmd::Tail { .. } => Err(anyhow_like::Error(
+            "this command reads a running server: give --server URL (or STRATUM_SERVER)".into(),
+        )),
+    }
+}
+
+/// `replay --check|--rebuild|--digest`.
+pub async fn replay(
+    check: bool,
+    rebuild: bool,
+    digest: bool,
+    until: Option<u64>,
+    file: Option<std::path::PathBuf>,
+    db: Db,
+) -> anyhow_like::Result<i32> {
+    if digest {
+        let rm = match file {
+            Some(path) => replay_file(&path, until)?,
+            None => {
+                crate::command::load(open_existing(&db, Access::ReadOnly).await?, until).await?
+            }
+        };
+        println!("{}", rm.membership_digest());
+        return Ok(0);
+    }
+    if !check && !rebuild {
+        return Err(anyhow_like::Error(
+            "say --check, --rebuild or --digest".into(),
+        ));
+    }
+    let access = if check {
+        Access::ReadOnly
+    } else {
+        Access::ReadWrite
+    };
+    let store = open_existing(&db, access).await?;
+    let head = store.head().await?.position;
+    let bar = progress(head, if check { "checking" } else { "rebuilding" });
+    let moved = bar.clone();
+    let rm = crate::command::replay(store.clone(), None, move |p| moved.set_position(p)).await?;
+    bar.finish_and_clear();
+    let rebuilt = rm.all_rows();
+    if check {
+        let stored = store.read_models().await?;
+        let expected = StoredReadModels::from_changes(&rebuilt, rm.state.position);
+        let drift = drift(&stored, &expected);
+        if drift.is_empty() {
+            println!("read models match a replay of {} events", rm.state.position);
+            Ok(0)
+        } else {
+            for d in &drift {
+                println!("drift: {d}");
+            }
+            Ok(1)
+        }
+    } else {
+        store
+            .replace_read_models(&rebuilt, rm.state.position)
+            .await?;
+        println!("rebuilt the read models from {} events", rm.state.position);
+        Ok(0)
+    }
+}
+
+fn progress(len: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} events ({per_sec}, {eta} left)")
+            .expect("a valid template"),
+    );
+    bar.set_message(what.to_owned());
+    bar
+}
+
+/// Opens a database that must already exist: every command but `serve` and
+/// `events import` reads or adds to a record someone made, and a typo in a
+/// SQLite path must not answer about an empty database it just created.
+pub async fn open_existing(db: &Db, access: Access) -> anyhow_like::Result<Arc<dyn EventStore>> {
+    if db.database_url.starts_with("sqlite:") {
+        use std::str::FromStr;
+        let opts = sqlx::sqlite::SqliteConnectOptions::from_str(&db.database_url)
+            .map_err(|e| cannot_open(db, e))?;
+        let path = opts.get_filename();
+        let in_memory = path.as_os_str().is_empty() || path.to_string_lossy().contains(":memory:");
+        if !in_memory && !path.exists() {
+            return Err(anyhow_like::Error(format!(
+                "no database at {}: only `stratum serve` and `stratum events import` create one",
+                path.display()
+            )));
+        }
+    }
+    store::connect_as(&db.database_url, access)
+        .await
+        .map_err(|e| cannot_open(db, e))
+}
+
+/// Opens the database, creating an SQLite file that does not exist yet.
+pub async fn open(db: &Db) -> anyhow_like::Result<Arc<dyn EventStore>> {
+    store::connect(&db.database_url)
+        .await
+        .map_err(|e| cannot_open(db, e))
+}
+
+fn cannot_open(db: &Db, e: impl std::fmt::Display) -> anyhow_like::Error {
+    anyhow_like::Error(format!("cannot open {}: {e}", redact_url(&db.database_url)))
+}
+
+/// Prints a host command's answer, on standard output when it succeeded
+/// and on standard error when not, and answers its exit code.
+pub fn emit((code, out): (i32, String)) -> i32 {
+    if code == 0 {
+        println!("{out}");
+    } else {
+        eprintln!("{out}");
+    }
+    code
+}
+
+/// Who a token change on the command line is recorded as: the host's user.
+fn host_principal() -> String {
+    let user = std::env::var("USER").unwrap_or_else(|_| "root".to_owned());
+    format!("host/{user}")
+}
+
+/// Runs a `stratum token` command; answers the exit code and what to print
+/// (JSON: the token record, with its secret right after `create`).
+pub async fn token(cmd: TokenCmd) -> anyhow_like::Result<(i32, String)> {
+    use stratum_domain::iam::IamCommand;
+    use stratum_domain::Command;
+    let (db, command) = match cmd {
+        TokenCmd::List { db } => {
+            let store = open_existing(&db, Access::ReadOnly).await?;
+            let docs: Vec<String> = store
+                .token_docs()
+                .await?
+                .into_iter()
+                .map(|(_, d)| d)
+                .collect();
+            return Ok((0, docs.join("\n")));
+        }
+        TokenCmd::Create {
+            principal,
+            policies,
+            expires_at,
+            db,
+        } => {
+            let secret = crate::auth::new_secret();
+            let cmd = IamCommand::IssueToken {
+                token_id: crate::auth::new_id("tok"),
+                principal: Some(principal),
+                verifier: stratum_domain::iam::SecretVerifier::Sha256(crate::auth::secret_hash(
+                    &secret,
+                )),
+                policies,
+                expires_at,
+            };
+            (db, (cmd, Some(secret)))
+        }
+        TokenCmd::Revoke { id, db } => (db, (IamCommand::RevokeToken { token_id: id }, None)),
+    };
+    let (command, secret) = command;
+    let reply = execute_on_host(
+        &db,
+        crate::command::CommandRequest::new(Command::Iam(command), host_principal()),
+    )
+    .await?;
+    let reply = match reply.committed() {
+        Ok(c) => c,
+        Err(refusal) => return Ok((1, refusal_json(refusal))),
+    };
+    let mut body = reply.json();
+    if let (Some(secret), serde_json::Value::Object(m)) = (secret, &mut body) {
+        // Shown once, on standard output; the service keeps only its hash.
+        m.insert("token".into(), secret.into());
+    }
+    Ok((0, body.to_string()))
+}
+
+/// `stratum releases import --file`: a release from install media,
+/// checked against the trusted keys and recorded with source `media`.
+pub async fn import_release(
+    file: &std::path::Path,
+    db: &Db,
+    keys: &super::serve::ReleaseKeyArgs,
+) -> anyhow_like::Result<(i32, String)> {
+    use stratum_domain::upgrade::{ReleaseSource, UpgradeCommand};
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| anyhow_like::Error(format!("{}: {e}", file.display())))?;
+    let manifest: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow_like::Error(format!("{} is not a JSON manifest: {e}", file.display()))
+    })?;
+    let keys = keys.keys()?;
+    let mut req = crate::command::CommandRequest::new(
+        stratum_domain::Command::Upgrade(UpgradeCommand::RegisterRelease {
+            manifest: manifest.clone(),
+            source: ReleaseSource::Media,
+        }),
+        host_principal(),
+    );
+    if let Err(e) = stratum_domain::release::verify_signature(&manifest, &keys) {
+        req.input_errors.push(e);
+    }
+    Ok(match execute_on_host(db, req).await?.committed() {
+        Ok(c) => (0, c.body),
+        Err(refusal) => (1, refusal_json(refusal)),
+    })
+}
+
+/// A refusal as the one JSON error shape the API answers.
+fn refusal_json(refusal: stratum_domain::Refusal) -> String {
+    crate::error::ApiError::from(refusal)
+        .body(&uuid::Uuid::now_v7().to_string())
+        .to_string()
+}
+
+/// Runs one command on the host, against the database, through the same
+/// command bus the API writes through.
+async fn execute_on_host(
+    db: &Db,
+    req: crate::command::CommandRequest,
+) -> anyhow_like::Result<crate::command::Outcome> {
+    let bus =
+        crate::command::CommandBus::start(open_existing(db, Access::ReadWrite).await?).await?;
+    bus.execute(req)
+        .await
+        .map_err(|e| anyhow_like::Error(e.message))
+}
+
+/// Where stored read models differ from a rebuild.
+pub fn drift(stored: &StoredReadModels, rebuilt: &StoredReadModels) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rows = |kind: &str, a: &[(String, String)], b: &[(String, String)]| {
+        let a: std::collections::BTreeMap<_, _> = a.iter().cloned().collect();
+        let b: std::collections::BTreeMap<_, _> = b.iter().cloned().collect();
+        for (k, v) in &b {
+            match a.get(k) {
+                None => out.push(format!("{kind} {k} is missing")),
+                Some(s) if s != v => out.push(format!("{kind} {k} differs")),
+                _ => {}
+            }
+        }
+        for k in a.keys().filter(|k| !b.contains_key(*k)) {
+            out.push(format!("{kind} {k} should not exist"));
+        }
+    };
+    rows("member", &stored.members, &rebuilt.members);
+    rows(
+        "join request",
+        &stored.join_requests,
+        &rebuilt.join_requests,
+    );
+    rows("token", &stored.tokens, &rebuilt.tokens);
+    rows("document", &stored.docs, &rebuilt.docs);
+    if stored.generation != rebuilt.generation {
+        out.push(format!(
+            "generation is {}, a replay says {}",
+            stored.generation, rebuilt.generation
+        ));
+    }
+    if stored.checkpoint != rebuilt.checkpoint {
+        out.push(format!(
+            "checkpoint is {}, the log is at {}",
+            stored.checkpoint, rebuilt.checkpoint
+        ));
+    }
+    out
+}
+
+/// Reads an export line by line.
+fn export_lines(
+    path: &std::path::Path,
+) -> anyhow_like::Result<impl Iterator<Item = (usize, std::io::Result<String>)>> {
+    use std::io::BufRead;
+    let f = std::fs::File::open(path)
+        .map_err(|e| anyhow_like::Error(format!("{}: {e}", path.display())))?;
+    Ok(std::io::BufReader::new(f).lines().enumerate())
+}
+
+/// Verifies an export offline (see [`stratum_domain::export::verify`]).
+pub fn verify_file(
+    path: &std::path::Path,
+    recorded: Option<stratum_domain::log::RecordedHead>,
+) -> anyhow_like::Result<Verification> {
+    let lines = export_lines(path)?.map(|(_, line)| line);
+    Ok(stratum_domain::export::verify(lines, recorded)?)
+}
+
+/// Replays an export (up to `until`) into read models, without a database.
+pub fn replay_file(
+    path: &std::path::Path,
+    until: Option<u64>,
+) -> anyhow_like::Result<stratum_projections::ReadModels> {
+    let mut rm = stratum_projections::ReadModels::default();
+    rm.set_tracking(false);
+    let mut v = stratum_domain::log::ChainVerifier::default();
+    for (n, line) in export_lines(path)? {
+        let e = stratum_domain::export::parse_line(n, &line?).map_err(anyhow_like::Error)?;
+        if until.is_some_and(|u| e.position > u) {
+            break;
+        }
+        v.check(&e)
+            .map_err(|b| anyhow_like::Error(format!("line {}: the chain breaks: {b}", n + 1)))?;
+        rm.apply_recorded(&e)
+            .map_err(|err| anyhow_like::Error(format!("line {}: {err}", n + 1)))?;
+    }
+    Ok(rm)
+}
+
+/// Imports an export into an empty database: the events as they are
+/// (positions, hashes), checked line by line, then every read model.
+pub async fn import(
+    store: Arc<dyn EventStore>,
+    path: &std::path::Path,
+) -> anyhow_like::Result<u64> {
+    if store.head().await?.position != 0 {
+        return Err(anyhow_like::Error(
+            "import needs an empty database; this one already has events".into(),
+        ));
+    }
+    let mut v = stratum_domain::log::ChainVerifier::default();
+    let mut chunk = Vec::with_capacity(READ_CHUNK as usize);
+    let mut lines = export_lines(path)?.peekable();
+    while let Some((n, line)) = lines.next() {
+        let e = stratum_domain::export::parse_line(n, &line?).map_err(anyhow_like::Error)?;
+        v.check(&e)
+            .map_err(|b| anyhow_like::Error(format!("line {}: the chain breaks: {b}", n + 1)))?;
+        chunk.push(e);
+        if chunk.len() == READ_CHUNK as usize || lines.peek().is_none() {
+            let mut tx = store.begin_write().await?;
+            tx.append(&chunk).await?;
+            tx.commit().await?;
+            chunk.clear();
+        }
+    }
+    let rm = crate::command::load(store.clone(), None).await?;
+    store
+        .replace_read_models(&rm.all_rows(), rm.state.position)
+        .await?;
+    Ok(v.position)
+}
+
+/// Writes events as JSON lines.
+pub async fn export(
+    store: &dyn EventStore,
+    after: u64,
+    until: Option<u64>,
+    out: &mut impl Write,
+) -> anyhow_like::Result<()> {
+    let mut at = after;
+    loop {
+        let chunk = store.read_after(at, READ_CHUNK).await?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        for e in &chunk {
+            if until.is_some_and(|u| e.position > u) {
+                return Ok(());
+            }
+            out.write_all(&stratum_domain::export::line(e).map_err(anyhow_like::Error)?)?;
+            at = e.position;
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! The `stratum` command line.
+//!
+//! `serve` runs the service. Commands given `--server URL` (or
+//! `STRATUM_SERVER`) talk to a running server over HTTP or HTTPS
+//! ([`remote`]); the host's commands open the database directly
+//! ([`host`]): `events verify|import|export`, `replay`, `token`,
+//! `releases import`. `completions` and `man` describe the command line
+//! itself.
+
+pub mod config;
+pub mod host;
+pub mod output;
+pub mod remote;
+pub mod serve;
+
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+pub use host::{drift, export, import, import_release, replay_file, token, verify_file};
+pub use serve::{ServeArgs, UpgradeArgs, MIN_BOOTSTRAP_TOKEN};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "stratum",
+    version,
+    about = "The control plane's record of cluster membership and upgrades."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Cmd,
+    #[command(flatten)]
+    pub log: LogArgs,
+    #[command(flatten)]
+    pub remote: remote::RemoteArgs,
+    /// A TOML file of settings: each key is a flag's name (`listen`,
+    /// `database-url`...). A flag wins over its environment variable,
+    /// which wins over the file, which wins over the default.
+    #[arg(long, global = true, env = "STRATUM_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// How the binary logs (to standard error), for every command.
+#[derive(Args, Debug, Clone)]
+pub struct LogArgs {
+    /// What is logged: a level (`info`, `debug`...) or `tracing` directives
+    /// such as `info,stratum_api=debug`.
+    #[arg(long, global = true, env = "STRATUM_LOG", default_value = "info")]
+    pub log_level: String,
+    /// `text` (coloured only on a terminal) or `json` (one object per line).
+    #[arg(long, global = true, env = "STRATUM_LOG_FORMAT", default_value = "text",
+          value_parser = ["text", "json"])]
+    pub log_format: String,
+}
+
+impl LogArgs {
+    /// Installs the process's logger, or says why the level is not one.
+    pub fn install(&self) -> Result<(), String> {
+        use std::io::IsTerminal;
+        let filter = tracing_subscriber::EnvFilter::try_new(&self.log_level)
+            .map_err(|e| format!("STRATUM_LOG (--log-level) {:?}: {e}", self.log_level))?;
+        let builder = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr);
+        if self.log_format == "json" {
+            builder
+                .json()
+                .flatten_event(true)
+                .with_current_span(true)
+                .with_span_list(false)
+                .init();
+        } else {
+            builder.with_ansi(std::io::stderr().is_terminal()).init();
+        }
+        Ok(())
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct Db {
+    /// `sqlite://stratum.db` (created if missing) or `postgres://...`.
+    #[arg(
+        long,
+        env = "STRATUM_DATABASE_URL",
+        default_value = "sqlite://stratum.db"
+    )]
+    pub database_url: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Runs the HTTP API.
+    Serve(Box<ServeArgs>),
+    /// Members of the cluster (needs `--server`).
+    Members {
+        #[command(subcommand)]
+        command: remote::MembersCmd,
+    },
+    /// The six peer lists at the current generation (needs `--server`).
+    Peers {
+        /// Keep printing the lists each time the generation moves.
+        #[arg(long)]
+        watch: bool,
+        /// Read as of a log position or an RFC 3339 time.
+        #[arg(long)]
+        as_of: Option<String>,
+    },
+    /// The membership generation, digest and counts (needs `--server`).
+    Membership {
+        #[arg(long)]
+        as_of: Option<String>,
+    },
+    /// Upgrades (needs `--server`).
+    Upgrades {
+        #[command(subcommand)]
+        command: remote::UpgradesCmd,
+    },
+    /// Releases: list and register them on a server, or import one from
+    /// install media on the host.
+    Releases {
+        #[command(subcommand)]
+        command: ReleasesCmd,
+    },
+    /// The alarms (needs `--server`).
+    Alarms {
+        /// Only the alarms not cleared.
+        #[arg(long)]
+        active: bool,
+    },
+    /// API tokens: through a server with `--server`, or on the host with
+    /// direct access to the database (e.g. to recover access).
+    #[command(visible_alias = "tokens")]
+    Token {
+        #[command(subcommand)]
+        command: TokenCmd,
+    },
+    /// The event log: verify, export and import on the host; list, tail
+    /// and export through a server.
+    Events {
+        #[command(subcommand)]
+        command: EventsCmd,
+    },
+    /// Rebuilds the read models from the log, checks them against it, or
+    /// prints the digest of the membership read model at a position.
+    Replay {
+        /// Compares a rebuild with the stored read models; exits 1 on drift.
+        #[arg(long, group = "mode")]
+        check: bool,
+        /// Rebuilds every read model from position 0.
+        #[arg(long, group = "mode")]
+        rebuild: bool,
+        /// Prints the digest of the membership read model (what the API's
+        /// `GET /v1/admin/cluster/membership?asOf=P` answers).
+        #[arg(long, group = "mode")]
+        digest: bool,
+        /// With --digest: replay only up to this position.
+        #[arg(long, requires = "digest")]
+        until: Option<u64>,
+        /// With --digest: replay an export instead of the database.
+        #[arg(long, requires = "digest")]
+        file: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        db: Db,
+    },
+    /// Prints a shell completion script: `stratum completions bash >
+    /// /etc/bash_completion.d/stratum`.
+    Completions { shell: clap_complete::Shell },
+    /// Prints the man page (roff): `stratum man > stratum.1`.
+    Man,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ReleasesCmd {
+    /// Registers a release manifest loaded from install media (its
+    /// `sourceKind` is `media`), on the host; the signature is checked
+    /// against the trusted release keys like any registration.
+    Import {
+        #[arg(long)]
+        file: std::path::PathBuf,
+        #[command(flatten)]
+        db: Db,
+        #[command(flatten)]
+        keys: serve::ReleaseKeyArgs,
+    },
+    /// Lists the registered releases (needs `--server`).
+    List,
+    /// Registers a signed release manifest through a server.
+    Register {
+        #[arg(long)]
+        file: std::path::PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TokenCmd {
+    /// Creates a token and prints it, with its secret, once.
+    Create {
+        /// `user/<name>`, `node/<nodeId>` or `stratum-installer`.
+        #[arg(long)]
+        principal: String,
+        /// A managed or custom policy name (repeat for more).
+        #[arg(long = "policy")]
+        policies: Vec<String>,
+        /// RFC 3339: when the token stops working.
+        #[arg(long)]
+        expires_at: Option<chrono::DateTime<chrono::Utc>>,
+        #[command(flatten)]
+        db: Db,
+    },
+    /// Lists the tokens (never their secrets), one JSON object a line.
+    List {
+        #[command(flatten)]
+        db: Db,
+    },
+    /// Revokes a token: it stops working on the next request.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        db: Db,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EventsCmd {
+    /// Recomputes the hash chain; exits 1 naming the first bad position.
+    /// With `--file`, checks an export offline, without any database.
+    Verify {
+        /// An export (`stratum events export`) to check instead of the database.
+        #[arg(long)]
+        file: Option<std::path::PathBuf>,
+        /// A head written down earlier, as `POSITION:HASH` (what a previous
+        /// verify printed): the log must still reach it with that hash, so
+        /// a cut tail or a log rewritten from the start is caught.
+        #[arg(long, value_name = "POSITION:HASH")]
+        expect_head: Option<stratum_domain::log::RecordedHead>,
+        /// Accept a log or export with no events (a new installation's);
+        /// without it an empty one exits 1, as it proves nothing.
+        #[arg(long)]
+        allow_empty: bool,
+        #[command(flatten)]
+        db: Db,
+    },
+    /// Loads an export into an empty database, keeping positions and
+    /// hashes, then builds the read models from it.
+    Import {
+        #[arg(long)]
+        file: std::path::PathBuf,
+        #[command(flatten)]
+        db: Db,
+    },
+    /// Writes the log as JSON lines, payloads decoded, to standard output;
+    /// with `--server`, the same lines from a running server.
+    Export {
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+        #[arg(long)]
+        until: Option<u64>,
+        #[command(flatten)]
+        db: Db,
+    },
+    /// Lists events from a server, oldest first, filtered.
+    List {
+        /// Only events after this position.
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+        /// At most this many events.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        /// Only this stream, e.g. `member-n-1`.
+        #[arg(long)]
+        stream: Option<String>,
+        /// Only this event type, e.g. `MemberDecommissioned`.
+        #[arg(long = "type")]
+        event_type: Option<String>,
+        /// Only events of this principal, e.g. `user/alice`.
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Follows a server's event stream (Server-Sent Events), reconnecting
+    /// from the last event seen.
+    Tail {
+        /// Start after this position (default: the head, only new events).
+        #[arg(long)]
+        after: Option<u64>,
+    },
+}
+/// A tiny error type for the CLI: a message for a person.
+pub mod anyhow_like {
+    #[derive(Debug)]
+    pub struct Error(pub String);
+    impl std::fmt::Display for Error {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+    impl<E: std::error::Error> From<E> for Error {
+        fn from(e: E) -> Self {
+            Error(e.to_string())
+        }
+    }
+    pub type Result<T> = std::result::Result<T, Error>;
+}
+
+/// Runs a command; answers the process exit code.
+pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
+    let Cli {
+        command, remote, ..
+    } = cli;
+    match command {
+        Cmd::Serve(args) => serve::run(*args).await,
+        Cmd::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "stratum", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
+            Ok(0)
+        }
+        Cmd::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &page)?;
+            Ok(0)
+        }
+        Cmd::Releases {
+            command: ReleasesCmd::Import { file, db, keys },
+        } => Ok(host::emit(import_release(&file, &db, &keys).await?)),
+        Cmd::Token { command } if remote.server.is_none() => Ok(host::emit(token(command).await?)),
+        Cmd::Events {
+            command:
+                command @ (EventsCmd::Verify { .. }
+                | EventsCmd::Import { .. }
+                | EventsCmd::Export { .. }),
+        } if remote.server.is_none()
+            || matches!(command, EventsCmd::Verify { .. } | EventsCmd::Import { .. }) =>
+        {
+            host::events(command).await
+        }
+        Cmd::Replay {
+            check,
+            rebuild,
+            digest,
+            until,
+            file,
+            db,
+        } => host::replay(check, rebuild, digest, until, file, db).await,
+        command => remote::run(&remote, command).await,
+    }
+}

@@ -1,0 +1,247 @@
+//! How the remote CLI prints an answer: a table for people (the default),
+//! or the answer's JSON or YAML for scripts.
+
+use comfy_table::{presets::UTF8_BORDERS_ONLY, ContentArrangement, Table};
+use serde_json::Value;
+
+/// `-o table|json|yaml`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Yaml,
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Format {
+        match s {
+            "json" => Format::Json,
+            "yaml" => Format::Yaml,
+            _ => Format::Table,
+        }
+    }
+}
+
+/// What an answer is, for its table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Members,
+    Upgrades,
+    Upgrade,
+    Releases,
+    Tokens,
+    Alarms,
+    Events,
+    Peers,
+    /// One record: a field a row.
+    Object,
+}
+
+/// Columns of a list: header and field.
+const MEMBERS: &[(&str, &str)] = &[
+    ("NODE", "nodeId"),
+    ("STATE", "state"),
+    ("ROLE", "role"),
+    ("RACK", "rack"),
+    ("ORDINAL", "ordinal"),
+    ("MGMT IP", "mgmtIp"),
+    ("APPLIED GEN", "appliedGeneration"),
+    ("LAGGING", "lagging"),
+];
+const UPGRADES: &[(&str, &str)] = &[
+    ("ID", "id"),
+    ("STATE", "state"),
+    ("FROM", "fromRelease"),
+    ("TO", "targetRelease"),
+    ("MODE", "mode"),
+    ("CREATED", "createdAt"),
+    ("BY", "createdBy"),
+];
+const UPGRADE_NODES: &[(&str, &str)] = &[
+    ("NODE", "nodeId"),
+    ("KIND", "kind"),
+    ("PHASE", "phase"),
+    ("STATE", "state"),
+    ("HOST", "hostState"),
+    ("MESSAGE", "message"),
+];
+const RELEASES: &[(&str, &str)] = &[
+    ("VERSION", "version"),
+    ("SOURCE", "sourceKind"),
+    ("REGISTERED", "registeredAt"),
+    ("BY", "registeredBy"),
+];
+const TOKENS: &[(&str, &str)] = &[
+    ("ID", "id"),
+    ("PRINCIPAL", "principal"),
+    ("POLICIES", "policies"),
+    ("CREATED", "createdAt"),
+    ("EXPIRES", "expiresAt"),
+    ("REVOKED", "revokedAt"),
+];
+const ALARMS: &[(&str, &str)] = &[
+    ("NAME", "name"),
+    ("NODE", "nodeId"),
+    ("UPGRADE", "upgradeId"),
+    ("RAISED", "raisedAt"),
+    ("CLEARED", "clearedAt"),
+    ("MESSAGE", "message"),
+];
+const EVENTS: &[(&str, &str)] = &[
+    ("POSITION", "position"),
+    ("TIME", "occurredAt"),
+    ("TYPE", "type"),
+    ("STREAM", "streamId"),
+    ("PRINCIPAL", "principal"),
+    ("WHY", "why"),
+];
+
+/// A field as a cell: text as it is, `-` for none, lists joined.
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => "-".to_owned(),
+        Value::String(s) if s.is_empty() => "-".to_owned(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) if items.iter().all(|i| !i.is_object()) => {
+            items.iter().map(cell).collect::<Vec<_>>().join(", ")
+        }
+        other => other.to_string(),
+    }
+}
+
+fn table() -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    t
+}
+
+fn list(items: &[Value], columns: &[(&str, &str)]) -> String {
+    let mut t = table();
+    t.set_header(columns.iter().map(|(h, _)| *h));
+    for item in items {
+        t.add_row(columns.iter().map(|(_, f)| cell(&item[*f])));
+    }
+    t.to_string()
+}
+
+fn fields(v: &Value, skip: &[&str]) -> String {
+    let mut t = table();
+    t.set_header(["FIELD", "VALUE"]);
+    if let Some(m) = v.as_object() {
+        for (k, v) in m.iter().filter(|(k, _)| !skip.contains(&k.as_str())) {
+            t.add_row([k.clone(), cell(v)]);
+        }
+    }
+    t.to_string()
+}
+
+/// Why an event happened, when its payload says: a reason or an error.
+fn why(e: &Value) -> Value {
+    let p = &e["payload"];
+    ["reason", "error", "failureReason", "message"]
+        .iter()
+        .find_map(|k| p[*k].as_str().filter(|s| !s.is_empty()))
+        .map_or(Value::Null, |s| Value::String(s.to_owned()))
+}
+
+fn events(items: &[Value]) -> Vec<Value> {
+    items
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e["why"] = why(&e);
+            e
+        })
+        .collect()
+}
+
+/// Renders an answer.
+pub fn render(v: &Value, view: View, format: Format) -> String {
+    match format {
+        Format::Json => serde_json::to_string_pretty(v).expect("JSON values serialize"),
+        Format::Yaml => serde_norway::to_string(v)
+            .expect("JSON values serialize")
+            .trim_end()
+            .to_owned(),
+        Format::Table => {
+            let items = v.as_array().map(Vec::as_slice).unwrap_or_default();
+            match view {
+                View::Members => list(items, MEMBERS),
+                View::Upgrades => list(items, UPGRADES),
+                View::Releases => list(items, RELEASES),
+                View::Tokens => list(items, TOKENS),
+                View::Alarms => list(items, ALARMS),
+                View::Events => list(&events(items), EVENTS),
+                View::Upgrade => {
+                    let mut out = fields(v, &["nodes", "plan", "warnings"]);
+                    if let Some(nodes) = v["nodes"].as_array() {
+                        out.push('\n');
+                        out.push_str(&list(nodes, UPGRADE_NODES));
+                        for n in nodes {
+                            if let Some(steps) = n["hostSteps"].as_array().filter(|s| !s.is_empty())
+                            {
+                                out.push_str(&format!("\nhost steps of {}:\n", cell(&n["nodeId"])));
+                                out.push_str(&list(
+                                    steps,
+                                    &[("STEP", "name"), ("STATE", "state"), ("DETAIL", "detail")],
+                                ));
+                            }
+                        }
+                    }
+                    if let Some(w) = v["warnings"].as_array().filter(|w| !w.is_empty()) {
+                        out.push_str("\nwarnings:\n");
+                        out.push_str(&list(
+                            w,
+                            &[("CODE", "code"), ("NODE", "nodeId"), ("MESSAGE", "message")],
+                        ));
+                    }
+                    out
+                }
+                View::Peers => {
+                    let mut t = table();
+                    t.set_header(["LIST", "PEERS"]);
+                    if let Some(m) = v.as_object() {
+                        for (name, peers) in m.iter().filter(|(_, p)| p.is_array()) {
+                            let peers = peers
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|p| format!("{} {}", cell(&p["nodeId"]), cell(&p["address"])))
+                                .collect::<Vec<_>>()
+                                .join("\n");
+                            t.add_row([name.clone(), peers]);
+                        }
+                    }
+                    format!("generation {}\n{t}", cell(&v["generation"]))
+                }
+                View::Object => fields(v, &[]),
+            }
+        }
+    }
+}
+
+/// One event of `events tail`: a line for people, or its JSON on one line.
+pub fn event_line(e: &Value, format: Format) -> String {
+    match format {
+        Format::Table => format!(
+            "{:>8}  {}  {:<28} {:<24} {}{}",
+            cell(&e["position"]),
+            cell(&e["occurredAt"]),
+            cell(&e["type"]),
+            cell(&e["streamId"]),
+            cell(&e["principal"]),
+            match why(e) {
+                Value::String(w) => format!("  ({w})"),
+                _ => String::new(),
+            }
+        ),
+        Format::Json => e.to_string(),
+        Format::Yaml => format!(
+            "---\n{}",
+            serde_norway::to_string(e)
+                .expect("JSON values serialize")
+                .trim_end()
+        ),
+    }
+}

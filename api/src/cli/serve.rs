@@ -1,0 +1,273 @@
+//! `stratum serve`: its settings, and the start and stop of the service.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+use stratum_domain::release::TrustedKeys;
+
+use super::{anyhow_like, Db};
+use crate::listener::{self, ConnArgs};
+use crate::raft::RaftArgs;
+use crate::service::{self, ServiceConfig};
+use crate::store::redact_url;
+
+/// Every setting of `serve`; each is a flag, an environment variable and a
+/// key of the `--config` file.
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    #[arg(long, env = "STRATUM_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Where Prometheus scrapes `GET /metrics` (no token; bind it to
+    /// the monitoring network). Off unless set.
+    #[arg(long, env = "STRATUM_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// The first start's token for `user/admin` (32 characters at least);
+    /// without it a random one is generated and printed once.
+    #[arg(long, env = "STRATUM_BOOTSTRAP_TOKEN", hide_env_values = true)]
+    pub bootstrap_token: Option<String>,
+    /// Prints the settings in effect (secrets redacted), as a `--config`
+    /// file, and exits.
+    #[arg(long)]
+    pub print_config: bool,
+    #[command(flatten)]
+    pub db: Db,
+    #[command(flatten)]
+    pub tls: crate::tls::TlsArgs,
+    #[command(flatten)]
+    pub keys: ReleaseKeyArgs,
+    #[command(flatten)]
+    pub raft: Box<RaftArgs>,
+    #[command(flatten)]
+    pub upgrade: UpgradeArgs,
+    #[command(flatten)]
+    pub conn: Box<ConnArgs>,
+}
+
+/// The keys release manifests must be signed with.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ReleaseKeyArgs {
+    /// Trusted release keys, `keyId=base64-public-key`, comma-separated.
+    #[arg(long, env = "STRATUM_RELEASE_KEYS")]
+    pub release_keys: Option<String>,
+    /// A file of trusted release keys, one `keyId=base64-public-key` a
+    /// line, `#` comments.
+    #[arg(long, env = "STRATUM_RELEASE_KEYS_FILE")]
+    pub release_keys_file: Option<PathBuf>,
+}
+
+/// How upgrades are planned: recorded in each plan.
+#[derive(Args, Debug, Clone)]
+pub struct UpgradeArgs {
+    /// How long the cluster settles after a node's restart before the next
+    /// node's turn or the end, e.g. `60s`.
+    #[arg(long, env = "STRATUM_UPGRADE_SETTLE", default_value = "60s")]
+    pub upgrade_settle: String,
+    /// Where upgrade backups go when one is configured, e.g.
+    /// `s3://backups/stratum`; without it backups stay on the node.
+    #[arg(long, env = "STRATUM_BACKUP_TARGET")]
+    pub backup_target: Option<String>,
+    /// The recipient backups to the target are encrypted to (an age or
+    /// PGP recipient).
+    #[arg(long, env = "STRATUM_BACKUP_RECIPIENT")]
+    pub backup_recipient: Option<String>,
+}
+
+impl UpgradeArgs {
+    pub fn config(&self) -> anyhow_like::Result<stratum_domain::upgrade::UpgradeConfig> {
+        let settle = humantime::parse_duration(self.upgrade_settle.trim()).map_err(|e| {
+            anyhow_like::Error(format!(
+                "STRATUM_UPGRADE_SETTLE must be a duration such as 60s or 2m, not `{}`: {e}",
+                self.upgrade_settle
+            ))
+        })?;
+        let given = |v: &Option<String>| {
+            v.as_deref()
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        let target = given(&self.backup_target);
+        let recipient = given(&self.backup_recipient);
+        if target.is_none() && recipient.is_some() {
+            return Err(anyhow_like::Error(
+                "STRATUM_BACKUP_RECIPIENT is set without STRATUM_BACKUP_TARGET".into(),
+            ));
+        }
+        Ok(stratum_domain::upgrade::UpgradeConfig {
+            backup_target: target
+                .map(|url| stratum_domain::upgrade::BackupTarget { url, recipient }),
+            settle_seconds: settle.as_secs(),
+        })
+    }
+}
+
+/// Runs the service until SIGTERM or Ctrl-C.
+pub async fn run(args: ServeArgs) -> anyhow_like::Result<i32> {
+    if args.print_config {
+        print!(
+            "{}",
+            super::config::effective("serve").map_err(anyhow_like::Error)?
+        );
+        return Ok(0);
+    }
+    // Every setting is read before anything starts: a malformed one stops
+    // the start, naming its variable.
+    let (listen, metrics_listen, db, raft, upgrade, conn) = (
+        args.listen,
+        args.metrics_listen,
+        &args.db,
+        &args.raft,
+        &args.upgrade,
+        &args.conn,
+    );
+    let tls = crate::tls::Tls::from_args(&args.tls)?;
+    let adapters = raft.adapters()?;
+    let backoff = raft.backoff()?;
+    let (mut listener_cfg, mut limits) = conn.config()?;
+    let cfg = ServiceConfig {
+        bootstrap_token: bootstrap_token(&args.bootstrap_token)?,
+        release_keys: args.keys.keys()?,
+        adapters,
+        backoff,
+        upgrade: upgrade.config()?,
+        ..Default::default()
+    };
+    // The address is taken before anything is printed or the database is
+    // opened, so a busy port stops the start before a bootstrap token is
+    // issued and shown.
+    let socket = listener::bind(listen, listener_cfg.backlog)
+        .map_err(|e| anyhow_like::Error(format!("cannot listen on {listen}: {e}")))?;
+    let metrics_socket = match metrics_listen {
+        Some(addr) => Some((
+            addr,
+            tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+                anyhow_like::Error(format!(
+                    "cannot listen on {addr} (STRATUM_METRICS_LISTEN): {e}"
+                ))
+            })?,
+        )),
+        None => None,
+    };
+    cfg.adapters.log();
+    listener_cfg.max_connections = listener::connection_limit(listener_cfg.max_connections);
+    limits.max_watchers =
+        listener::watcher_limit(limits.max_watchers, listener_cfg.max_connections);
+    let cfg = ServiceConfig { limits, ..cfg };
+    let store = super::host::open(db).await?;
+    let svc = service::start(store, cfg).await?;
+    if let Some(token) = &svc.generated_token {
+        // Shown once, on standard output, never through the log.
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "stratum: bootstrap token for user/admin (shown once, keep it): {token}"
+        )?;
+        out.flush()?;
+    }
+    tracing::info!(
+        %listen,
+        tls = tls.is_some(),
+        client_certificates = tls.as_ref().is_some_and(|t| t.client_certificates()),
+        database = %redact_url(&db.database_url),
+        max_connections = listener_cfg.max_connections,
+        backlog = listener_cfg.backlog,
+        "serving"
+    );
+    let stopping = svc.state.shutdown.clone();
+    if let Some((addr, socket)) = metrics_socket {
+        tracing::info!(listen = %addr, "serving metrics");
+        let app = crate::metrics::app(svc.state.clone());
+        let stop = stopping.clone();
+        tokio::spawn(async move {
+            let _ = axum::serve(socket, app)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await;
+        });
+    }
+    tokio::spawn({
+        let stopping = stopping.clone();
+        async move {
+            shutdown_signal().await;
+            // Event streams and long-polls end; requests in flight finish
+            // within the grace period.
+            stopping.cancel();
+        }
+    });
+    let grace = listener_cfg.shutdown_grace;
+    let app = crate::http::app(svc.state.clone());
+    if let Some(tls) = &tls {
+        tls.reload_on_hangup();
+    }
+    if !listener::serve(socket, app, listener_cfg, tls, stopping).await {
+        tracing::warn!(grace = ?grace, "requests still open after the grace period; stopping anyway");
+    }
+    tracing::info!("stopped");
+    Ok(0)
+}
+
+/// The shortest `STRATUM_BOOTSTRAP_TOKEN` accepted. Only a salted Argon2id
+/// hash of it is kept, but a short secret is still a weak one.
+pub const MIN_BOOTSTRAP_TOKEN: usize = 32;
+
+fn bootstrap_token(given: &Option<String>) -> anyhow_like::Result<Option<String>> {
+    match given.clone().ok_or(()) {
+        Ok(t) if t.is_empty() => Ok(None),
+        Ok(t) if t.chars().count() < MIN_BOOTSTRAP_TOKEN => Err(anyhow_like::Error(format!(
+            "STRATUM_BOOTSTRAP_TOKEN must be at least {MIN_BOOTSTRAP_TOKEN} characters; \
+             leave it unset and a random token is generated and printed once"
+        ))),
+        Ok(t) if crate::auth::is_generated(&t) => Err(anyhow_like::Error(
+            "STRATUM_BOOTSTRAP_TOKEN must not look like a token stratum generates \
+             (stt_ and 43 characters): those are found by a fast hash, a chosen one by a slow one"
+                .into(),
+        )),
+        Ok(t) => Ok(Some(t)),
+        Err(_) => Ok(None),
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}
+
+impl ReleaseKeyArgs {
+    /// The keys both settings name.
+    pub fn keys(&self) -> anyhow_like::Result<TrustedKeys> {
+        let mut spec = self.release_keys.clone().unwrap_or_default();
+        if let Some(path) = &self.release_keys_file {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                anyhow_like::Error(format!("release keys file {}: {e}", path.display()))
+            })?;
+            for line in text.lines().map(str::trim) {
+                if !line.is_empty() && !line.starts_with('#') {
+                    spec.push(',');
+                    spec.push_str(line);
+                }
+            }
+        }
+        let keys = TrustedKeys::parse(&spec)
+            .map_err(|e| anyhow_like::Error(format!("release keys: {e}")))?;
+        if keys.0.is_empty() {
+            tracing::warn!("no trusted release keys (STRATUM_RELEASE_KEYS): every release registration will be refused");
+        }
+        Ok(keys)
+    }
+}
