@@ -419,11 +419,9 @@ function hostStep(s) {
 // --- alarms
 
 defineView("alarms",
-  // No asOf here: the route takes only active, limit and cursor.
-  () => fetchAll("/v1/admin/alarms", { active: $("alarms-active").checked ? "true" : undefined }),
+  () => fetchAll("/v1/admin/alarms", { active: $("alarms-active").checked ? "true" : undefined, asOf: asOfParam() }),
   (alarms) => {
     alarms = alarms || [];
-    $("alarms-note").hidden = !state.asOf;
     $("alarms-count").textContent = alarms.length
       ? `${alarms.filter((a) => !a.clearedAt).length} active of ${alarms.length}` : "";
     $("alarms-body").replaceChildren(...(alarms.length ? alarms.map((a) => el("tr", { "data-alarm": a.name },
@@ -828,7 +826,7 @@ function showAsOfBanner() {
   document.body.dataset.asOf = state.asOf ? String(state.asOf.position) : "";
   if (state.asOf) {
     $("asof-text").textContent = `Time travel: showing the state as of ${state.asOf.label}. ` +
-      "Live updates are paused. The audit timeline stops at that position; alarms take no asOf and show now.";
+      "Live updates are paused. The audit timeline stops at that position.";
   }
 }
 

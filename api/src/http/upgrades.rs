@@ -975,15 +975,17 @@ pub async fn get_facts(view: View, Path(node_id): Path<String>) -> ApiResult<Res
 /// security upgrade's node has waited 7 days for its reboot. `active=true`
 /// lists only those not cleared.
 #[utoipa::path(get, path = "/v1/admin/alarms", tag = "upgrades",
-    params(("active" = Option<bool>, Query), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
+    params(("active" = Option<bool>, Query), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("asOf" = Option<u64>, Query)),
     responses((status = 200, description = "A page of alarms, in the order raised.", body = super::system::Page<stratum_projections::upgrades::AlarmRecord>)),
     security(("bearer" = [])))]
 pub async fn list_alarms(
+    State(state): State<AppState>,
     view: View,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
     let mut errors = Vec::new();
-    let get = query(&q, &["active", "limit", "cursor"], &mut errors);
+    let get = query(&q, &["active", "limit", "cursor", "asOf"], &mut errors);
+    let at = as_of(&view, get("asOf"), &mut errors)?;
     let active = match get("active") {
         None | Some("false") => false,
         Some("true") => true,
@@ -995,6 +997,7 @@ pub async fn list_alarms(
     let pg = page(get("limit"), get("cursor"), &mut errors);
     let after = doc_cursor(&pg, &mut errors);
     finish(errors)?;
+    let view = view.at(&state, at).await?;
     let alarms = view.docs(doc_kind::ALARM).into_iter().filter(|d| {
         !active
             || view

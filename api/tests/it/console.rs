@@ -59,6 +59,17 @@ fn headless(browser: &PathBuf, profile: &std::path::Path, args: &[&str], url: &s
 async fn seeded(dir: &std::path::Path) -> Server {
     let server = start(dir, &[]).await;
     server.admit_three().await;
+    for (node, rack) in [("n-1", "r1"), ("n-2", "r2"), ("n-3", "r2")] {
+        let (status, body) = server
+            .call(
+                server
+                    .http
+                    .patch(server.url(&format!("/v1/admin/cluster/members/{node}")))
+                    .json(&json!({"labels": {"topology.rack": rack}})),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
     server
         .member_post(
             "n-3",
@@ -124,6 +135,15 @@ async fn the_console_shows_members_and_the_audit_trail_in_headless_chromium() {
         "{}",
         png.len()
     );
+    // The audit timeline too.
+    let audit = artifacts().join("console-audit.png");
+    headless(
+        &browser,
+        profile.path(),
+        &[&format!("--screenshot={}", audit.display())],
+        &server.url(&format!("/console/#token={ADMIN}&view=audit")),
+    );
+    assert!(std::fs::read(&audit).unwrap().starts_with(b"\x89PNG"));
 
     // Without a token the console asks for one and reads nothing.
     let fresh = tempfile::tempdir().unwrap();

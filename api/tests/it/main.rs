@@ -12,6 +12,7 @@ mod disk_full;
 mod edges;
 mod errors;
 mod fresh_reads;
+mod guides;
 mod iam;
 mod idempotency;
 mod logs;

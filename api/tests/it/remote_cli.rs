@@ -452,3 +452,182 @@ fn completions_and_the_man_page_are_generated() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
 }
+
+#[tokio::test]
+async fn releases_upgrades_member_changes_and_time_travel_through_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let laptop = tempfile::tempdir().unwrap();
+    let l = laptop.path();
+    let server = start(
+        dir.path(),
+        &[(
+            "STRATUM_RELEASE_KEYS",
+            stratum_domain::testing::release_keys_spec(),
+        )],
+    )
+    .await;
+    server.admit("n-1", "192.0.2.11").await;
+
+    // releases register --file, signed manifests.
+    for v in ["1.0.0", "1.1.0"] {
+        let file = l.join(format!("{v}.json"));
+        std::fs::write(
+            &file,
+            stratum_domain::testing::manifest(v, "13.1", None).to_string(),
+        )
+        .unwrap();
+        let registered = json(
+            &stratum(
+                &server,
+                l,
+                &[
+                    "releases",
+                    "register",
+                    "--file",
+                    file.to_str().unwrap(),
+                    "-o",
+                    "json",
+                ],
+            ),
+            "releases register",
+        );
+        assert_eq!(registered["version"], v);
+    }
+    let releases = ok(&stratum(&server, l, &["releases", "list"]), "releases list");
+    assert!(
+        releases.contains("1.0.0") && releases.contains("1.1.0"),
+        "{releases}"
+    );
+    server.set_running_release("1.0.0").await;
+
+    // An upgrade whose prechecks fail (n-1 never applied a generation):
+    // acknowledged, rolled back; apply is refused with its 409.
+    let created = json(
+        &stratum(
+            &server,
+            l,
+            &[
+                "upgrades",
+                "create",
+                "--target-release",
+                "1.1.0",
+                "--backup",
+                "node",
+                "-o",
+                "json",
+            ],
+        ),
+        "upgrades create",
+    );
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert_eq!(created["targetRelease"], "1.1.0");
+    server
+        .eventually("the prechecks fail", || async {
+            let (_, u) = server.get(&format!("/v1/admin/upgrades/{id}")).await;
+            (u["state"] == "failed").then_some(())
+        })
+        .await;
+    let out = stratum(&server, l, &["upgrades", "apply", &id]);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("409 "));
+    let acked = json(
+        &stratum(&server, l, &["upgrades", "acknowledge", &id, "-o", "json"]),
+        "upgrades acknowledge",
+    );
+    assert!(acked["acknowledgedAt"].is_string(), "{acked}");
+    let out = stratum(&server, l, &["upgrades", "rollback", &id, "-o", "json"]);
+    let code = out.status.code();
+    assert!(
+        code == Some(0) || code == Some(4),
+        "rollback answers a record or a refusal: {out:?}"
+    );
+    if code == Some(0) {
+        let rollback: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(rollback["rollbackOf"], id.as_str());
+    } else {
+        assert!(String::from_utf8_lossy(&out.stderr).contains("error: "));
+    }
+    let table = ok(&stratum(&server, l, &["alarms", "--active"]), "alarms");
+    assert!(table.contains("NAME"), "{table}");
+
+    // members update, guarded by If-Match, then read as of before it.
+    let before = server.member("n-1").await;
+    let (_, m) = server.get("/v1/admin/cluster/membership").await;
+    let at = m["generation"].as_u64().unwrap().to_string();
+    let version = before["version"].to_string();
+    let stale = stratum(
+        &server,
+        l,
+        &[
+            "members",
+            "update",
+            "n-1",
+            "--label",
+            "topology.rack=r9",
+            "--if-match",
+            "999",
+        ],
+    );
+    assert_eq!(stale.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&stale.stderr).contains("412 "));
+    let updated = json(
+        &stratum(
+            &server,
+            l,
+            &[
+                "members",
+                "update",
+                "n-1",
+                "--label",
+                "topology.rack=r9",
+                "--binding",
+                "storage=198.51.100.11",
+                "--if-match",
+                &version,
+                "-o",
+                "json",
+            ],
+        ),
+        "members update",
+    );
+    assert_eq!(updated["rack"], "r9", "{updated}");
+    assert_eq!(updated["bindings"]["storage"], "198.51.100.11");
+    let now = json(
+        &stratum(
+            &server,
+            l,
+            &["members", "list", "--rack", "r9", "-o", "json"],
+        ),
+        "list --rack",
+    );
+    assert_eq!(now.as_array().unwrap().len(), 1);
+    let then = json(
+        &stratum(
+            &server,
+            l,
+            &["members", "list", "--as-of", &at, "-o", "json"],
+        ),
+        "list --as-of",
+    );
+    assert_ne!(then[0]["rack"], "r9", "{then}");
+    let none = json(
+        &stratum(
+            &server,
+            l,
+            &["members", "list", "--state", "active", "-o", "json"],
+        ),
+        "list --state",
+    );
+    assert_eq!(none, serde_json::json!([]));
+    // STRATUM_OUTPUT sets the format, like -o.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+        .args(["members", "list"])
+        .env("STRATUM_SERVER", &server.base)
+        .env("STRATUM_TOKEN", ADMIN)
+        .env("STRATUM_OUTPUT", "yaml")
+        .output()
+        .unwrap();
+    let yaml = ok(&out, "STRATUM_OUTPUT=yaml");
+    assert!(yaml.starts_with("- "), "{yaml}");
+    assert!(yaml.contains("nodeId: n-1"), "{yaml}");
+}
