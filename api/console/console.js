@@ -478,7 +478,8 @@ function whyOf(e) {
 /** The log's head as /readyz says it (no token needed), or null. */
 async function readyHead() {
   try {
-    const res = await fetch("/readyz", { headers: authHeaders(), cache: "no-store" });
+    // /readyz needs no token: none is sent.
+    const res = await fetch("/readyz", { cache: "no-store" });
     if (!res.ok) return null;
     const body = await res.json();
     return typeof body.position === "number" ? body.position : null;

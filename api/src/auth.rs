@@ -242,11 +242,25 @@ pub async fn authenticate(
         // A node agent's client certificate, verified against the client
         // CA in the handshake, stands for its node.
         (None, Some(node)) => {
+            // A certificate outlives its node: once the node is
+            // decommissioned, it authenticates nothing.
+            let gone = view
+                .state
+                .membership
+                .members
+                .get(&node.node_id)
+                .is_some_and(|m| {
+                    m.state == stratum_domain::membership::MemberState::Decommissioned
+                });
+            if gone {
+                return Err(refused("certificate of a decommissioned node"));
+            }
+            tracing::debug!(node = %node.node_id, certificate = %node.fingerprint, "client certificate");
             return Ok(Caller {
                 principal: format!("node/{}", node.node_id),
                 token_id: format!("x509:{}", node.fingerprint),
                 policies: vec![stratum_domain::policy::NODE_AGENT.to_owned()],
-            })
+            });
         }
         (None, None) => return Err(refused("no bearer token")),
     };

@@ -11,6 +11,10 @@ fn main() {
         std::process::exit(2);
     }
     let cli = stratum_api::cli::Cli::parse();
+    stratum_api::cli::config::settle(matches!(
+        &cli.command,
+        stratum_api::cli::Cmd::Serve(args) if args.print_config
+    ));
     if let Err(e) = cli.log.install() {
         eprintln!("stratum: {e}");
         std::process::exit(2);

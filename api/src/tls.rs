@@ -6,9 +6,10 @@
 //! with its bearer token as before. One that is presented must chain to
 //! the client CA, or the handshake fails. A verified certificate naming a
 //! node (`node/<id>` as its subject's common name or a subject alternative
-//! name, or a URI ending in `/node/<id>`) authenticates its requests as
-//! that node's principal with the `NodeAgent` policy, when they carry no
-//! bearer token.
+//! name, or the SPIFFE id `spiffe://<trust domain>/node/<id>`)
+//! authenticates its requests as that node's principal with the
+//! `NodeAgent` policy, when they carry no bearer token, unless the node
+//! was decommissioned.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -187,7 +188,9 @@ pub fn client_node(certs: Option<&[CertificateDer<'_>]>) -> Option<ClientNode> {
         .iter_common_name()
         .filter_map(|cn| cn.as_str().ok().map(str::to_owned))
         .collect();
-    if let Ok(Some(san)) = cert.subject_alternative_name() {
+    // A SAN extension that does not parse names no one: the common name
+    // alone must not decide then.
+    if let Some(san) = cert.subject_alternative_name().ok()? {
         use x509_parser::extensions::GeneralName;
         for name in &san.value.general_names {
             match name {
@@ -239,7 +242,11 @@ mod tests {
         assert_eq!(node_named("user/alice"), None);
         assert_eq!(node_named("node/"), None);
         assert_eq!(node_named("node/a/b"), None);
+        assert_eq!(node_named("node/.."), None);
+        assert_eq!(node_named("node/N-1"), None);
         assert_eq!(node_named("n-1.example"), None);
         assert_eq!(node_named("x/node/n-1"), None);
+        assert_eq!(node_named("https://evil.example/node/n-1"), None);
+        assert_eq!(node_named("spiffe://cloud.example/a/node/n-1"), None);
     }
 }

@@ -21,6 +21,10 @@ use crate::store::redact_url;
 /// The variables the file set (for `--print-config`).
 static FROM_FILE: OnceLock<(PathBuf, BTreeSet<String>)> = OnceLock::new();
 
+/// `serve --print-config`'s text, made before the file's variables are
+/// taken out of the environment again.
+static EFFECTIVE: OnceLock<Result<String, String>> = OnceLock::new();
+
 /// Every flag that is a setting, by its long name: its variable.
 fn settings() -> BTreeMap<String, String> {
     fn walk(cmd: &clap::Command, out: &mut BTreeMap<String, String>) {
@@ -107,7 +111,8 @@ pub fn apply(args: &[OsString]) -> Result<(), String> {
                 ))
             }
         };
-        if std::env::var_os(var).is_none() {
+        // An empty variable is no setting (as clap reads it).
+        if std::env::var_os(var).is_none_or(|v| v.is_empty()) {
             // Before any thread runs: nothing else reads the environment.
             std::env::set_var(var, value);
             set.insert(var.clone());
@@ -117,9 +122,29 @@ pub fn apply(args: &[OsString]) -> Result<(), String> {
     Ok(())
 }
 
+/// Once the command line is parsed: keeps what `--print-config` prints
+/// when it was asked for, then takes the variables the file set out of the
+/// environment, so that no secret of the file reaches a child process
+/// (a raft adapter's command) through it. Call it before any thread starts.
+pub fn settle(print_config: bool) {
+    if print_config {
+        let _ = EFFECTIVE.set(render("serve"));
+    }
+    if let Some((_, set)) = FROM_FILE.get() {
+        for var in set {
+            std::env::remove_var(var);
+        }
+    }
+}
+
+/// What `--print-config` prints (see [`settle`]).
+pub fn effective() -> Result<String, String> {
+    EFFECTIVE.get().cloned().unwrap_or_else(|| render("serve"))
+}
+
 /// The settings of `subcommand` in effect, as a config file: each with
 /// where it came from; secrets redacted.
-pub fn effective(subcommand: &str) -> Result<String, String> {
+fn render(subcommand: &str) -> Result<String, String> {
     let matches = Cli::command()
         .try_get_matches_from(std::env::args_os())
         .map_err(|e| e.to_string())?;
@@ -172,7 +197,9 @@ pub fn effective(subcommand: &str) -> Result<String, String> {
                 let value = vals.join(",");
                 let value = if arg.is_hide_env_values_set() {
                     "<redacted>".to_owned()
-                } else if long == "database-url" {
+                } else if value.contains("://") {
+                    // A database, backup target or OpenBao address may
+                    // carry a password.
                     redact_url(&value)
                 } else {
                     value

@@ -401,25 +401,25 @@ pub async fn import(
     Ok(v.position)
 }
 
-/// Writes events as JSON lines.
+/// Writes events as JSON lines, up to `until` or the head as the export
+/// starts.
 pub async fn export(
     store: &dyn EventStore,
     after: u64,
     until: Option<u64>,
     out: &mut impl Write,
 ) -> anyhow_like::Result<()> {
+    let until = match until {
+        Some(u) => u,
+        None => store.head().await?.position,
+    };
     let mut at = after;
-    loop {
-        let chunk = store.read_after(at, READ_CHUNK).await?;
-        if chunk.is_empty() {
-            return Ok(());
-        }
-        for e in &chunk {
-            if until.is_some_and(|u| e.position > u) {
-                return Ok(());
-            }
-            out.write_all(&stratum_domain::export::line(e).map_err(anyhow_like::Error)?)?;
-            at = e.position;
-        }
+    while let Some((lines, last)) = store::export_chunk(store, at, until)
+        .await
+        .map_err(anyhow_like::Error)?
+    {
+        out.write_all(&lines)?;
+        at = last;
     }
+    Ok(())
 }

@@ -99,14 +99,15 @@ pub enum Cmd {
     /// The six peer lists at the current generation (needs `--server`).
     Peers {
         /// Keep printing the lists each time the generation moves.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "as_of")]
         watch: bool,
-        /// Read as of a log position or an RFC 3339 time.
+        /// Read as of this log position (`asOf`).
         #[arg(long)]
         as_of: Option<String>,
     },
     /// The membership generation, digest and counts (needs `--server`).
     Membership {
+        /// Read as of this log position (`asOf`).
         #[arg(long)]
         as_of: Option<String>,
     },

@@ -24,7 +24,7 @@ impl Format {
 
 /// What an answer is, for its table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum View {
+pub enum Shape {
     Members,
     Upgrades,
     Upgrade,
@@ -34,7 +34,7 @@ pub enum View {
     Events,
     Peers,
     /// One record: a field a row.
-    Object,
+    Record,
 }
 
 /// Columns of a list: header and field.
@@ -157,7 +157,7 @@ fn events(items: &[Value]) -> Vec<Value> {
 }
 
 /// Renders an answer.
-pub fn render(v: &Value, view: View, format: Format) -> String {
+pub fn render(v: &Value, shape: Shape, format: Format) -> String {
     match format {
         Format::Json => serde_json::to_string_pretty(v).expect("JSON values serialize"),
         Format::Yaml => serde_norway::to_string(v)
@@ -166,14 +166,14 @@ pub fn render(v: &Value, view: View, format: Format) -> String {
             .to_owned(),
         Format::Table => {
             let items = v.as_array().map(Vec::as_slice).unwrap_or_default();
-            match view {
-                View::Members => list(items, MEMBERS),
-                View::Upgrades => list(items, UPGRADES),
-                View::Releases => list(items, RELEASES),
-                View::Tokens => list(items, TOKENS),
-                View::Alarms => list(items, ALARMS),
-                View::Events => list(&events(items), EVENTS),
-                View::Upgrade => {
+            match shape {
+                Shape::Members => list(items, MEMBERS),
+                Shape::Upgrades => list(items, UPGRADES),
+                Shape::Releases => list(items, RELEASES),
+                Shape::Tokens => list(items, TOKENS),
+                Shape::Alarms => list(items, ALARMS),
+                Shape::Events => list(&events(items), EVENTS),
+                Shape::Upgrade => {
                     let mut out = fields(v, &["nodes", "plan", "warnings"]);
                     if let Some(nodes) = v["nodes"].as_array() {
                         out.push('\n');
@@ -198,7 +198,7 @@ pub fn render(v: &Value, view: View, format: Format) -> String {
                     }
                     out
                 }
-                View::Peers => {
+                Shape::Peers => {
                     let mut t = table();
                     t.set_header(["LIST", "PEERS"]);
                     if let Some(m) = v.as_object() {
@@ -215,7 +215,7 @@ pub fn render(v: &Value, view: View, format: Format) -> String {
                     }
                     format!("generation {}\n{t}", cell(&v["generation"]))
                 }
-                View::Object => fields(v, &[]),
+                Shape::Record => fields(v, &[]),
             }
         }
     }

@@ -15,7 +15,7 @@ use futures::StreamExt;
 use reqwest::Method;
 use serde_json::{json, Map, Value};
 
-use super::output::{self, Format, View};
+use super::output::{self, Format, Shape};
 use super::{anyhow_like, Cmd, EventsCmd, ReleasesCmd, TokenCmd};
 
 /// How the remote CLI reaches a server.
@@ -49,20 +49,21 @@ pub struct RemoteArgs {
 pub enum MembersCmd {
     /// Lists the members, filtered.
     List {
-        /// joining, active, failed, decommissioning or decommissioned.
+        /// joining, active, failed, removing or decommissioned.
         #[arg(long)]
         state: Option<String>,
         #[arg(long)]
         role: Option<String>,
         #[arg(long)]
         rack: Option<String>,
-        /// Read as of a log position or an RFC 3339 time.
+        /// Read as of this log position (`asOf`).
         #[arg(long)]
         as_of: Option<String>,
     },
     /// Shows one member.
     Get {
         node_id: String,
+        /// Read as of this log position (`asOf`).
         #[arg(long)]
         as_of: Option<String>,
     },
@@ -113,12 +114,14 @@ pub enum MembersCmd {
 pub enum UpgradesCmd {
     /// Lists the upgrades, newest first.
     List {
+        /// Read as of this log position (`asOf`).
         #[arg(long)]
         as_of: Option<String>,
     },
     /// Shows one upgrade, node by node.
     Get {
         id: String,
+        /// Read as of this log position (`asOf`).
         #[arg(long)]
         as_of: Option<String>,
     },
@@ -156,38 +159,69 @@ pub struct Client {
     pub format: Format,
 }
 
-/// What an HTTP exchange ended with: the answer, or why there is none.
+/// What an exchange ended with: the answer, or, for one outside 2xx, its
+/// exit code (the error is printed already).
 pub enum Reply {
     Ok(Value),
-    /// An answer outside 2xx: its exit code is printed already.
     Failed(i32),
 }
 
-fn err(msg: impl Into<String>) -> anyhow_like::Error {
-    anyhow_like::Error(msg.into())
+/// Why a command did not get to an answer.
+#[derive(Debug)]
+pub enum Failure {
+    /// The command line or a file it names is wrong: exit 2.
+    Usage(String),
+    /// The server cannot be reached, or an answer broke off: exit 1.
+    Unreachable(String),
+    /// Whoever read the output stopped reading (`| head`): exit 0.
+    Closed,
 }
 
-fn read(path: &PathBuf, what: &str) -> anyhow_like::Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| err(format!("{what} {}: {e}", path.display())))
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        match e.kind() {
+            std::io::ErrorKind::BrokenPipe => Failure::Closed,
+            _ => Failure::Unreachable(e.to_string()),
+        }
+    }
+}
+
+/// Prints a line on standard output.
+fn say(line: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")?;
+    out.flush()?;
+    Ok(())
+}
+
+type Result<T> = std::result::Result<T, Failure>;
+
+fn usage(msg: impl Into<String>) -> Failure {
+    Failure::Usage(msg.into())
+}
+
+fn read(path: &PathBuf, what: &str) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| usage(format!("{what} {}: {e}", path.display())))
 }
 
 impl Client {
-    pub fn new(args: &RemoteArgs) -> anyhow_like::Result<Client> {
+    pub fn new(args: &RemoteArgs) -> Result<Client> {
         let Some(server) = &args.server else {
-            return Err(err(
+            return Err(usage(
                 "this command talks to a running server: give --server URL (or STRATUM_SERVER)",
             ));
         };
         let base = server.trim_end_matches('/').to_owned();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(err(format!(
+            return Err(usage(format!(
                 "--server {server}: must start with http:// or https://"
             )));
         }
         let token = match &args.token_file {
             Some(path) => Some(
                 String::from_utf8(read(path, "--token-file")?)
-                    .map_err(|_| err("--token-file does not hold text"))?
+                    .map_err(|_| usage("--token-file does not hold text"))?
                     .trim()
                     .to_owned(),
             ),
@@ -198,10 +232,13 @@ impl Client {
         .filter(|t| !t.is_empty());
         let mut http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
+            // A redirect is the answer (exit 3), never followed: a POST
+            // must not turn into a GET somewhere else.
+            .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("stratum-cli/", env!("CARGO_PKG_VERSION")));
         if let Some(ca) = &args.ca_cert {
             for cert in reqwest::Certificate::from_pem_bundle(&read(ca, "--ca-cert")?)
-                .map_err(|e| err(format!("--ca-cert {}: {e}", ca.display())))?
+                .map_err(|e| usage(format!("--ca-cert {}: {e}", ca.display())))?
             {
                 http = http.add_root_certificate(cert);
             }
@@ -213,14 +250,14 @@ impl Client {
                 pem.extend(read(key, "--client-key")?);
                 http = http.identity(
                     reqwest::Identity::from_pem(&pem)
-                        .map_err(|e| err(format!("--client-cert and --client-key: {e}")))?,
+                        .map_err(|e| usage(format!("--client-cert and --client-key: {e}")))?,
                 );
             }
             (None, None) => {}
-            _ => return Err(err("--client-cert and --client-key go together")),
+            _ => return Err(usage("--client-cert and --client-key go together")),
         }
         Ok(Client {
-            http: http.build().map_err(|e| err(e.to_string()))?,
+            http: http.build().map_err(|e| usage(e.to_string()))?,
             base,
             token,
             format: Format::parse(&args.output),
@@ -243,47 +280,70 @@ impl Client {
         req
     }
 
-    /// One exchange; an answer outside 2xx is printed as the error it is.
+    fn unreachable(&self, e: &reqwest::Error) -> Failure {
+        Failure::Unreachable(format!("cannot reach {}: {}", self.base, chain(e)))
+    }
+
+    /// Sends a request; an answer outside 2xx is printed as the error it
+    /// is and answered as its exit code.
+    async fn send(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<std::result::Result<reqwest::Response, i32>> {
+        let res = req.send().await.map_err(|e| self.unreachable(&e))?;
+        let status = res.status();
+        if status.is_success() {
+            return Ok(Ok(res));
+        }
+        let text = res.text().await.unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        print_error(status, &body);
+        Ok(Err(exit_code(status)))
+    }
+
+    /// One exchange with a JSON answer.
+    async fn json(&self, req: reqwest::RequestBuilder) -> Result<Reply> {
+        Ok(match self.send(req).await? {
+            Ok(res) => Reply::Ok(res.json().await.map_err(|e| self.unreachable(&e))?),
+            Err(code) => Reply::Failed(code),
+        })
+    }
+
     pub async fn call(
         &self,
         method: Method,
         path: &str,
         query: &[(&str, String)],
         body: Option<Value>,
-    ) -> anyhow_like::Result<Reply> {
+    ) -> Result<Reply> {
         let mut req = self.request(method, path, query);
         if let Some(body) = body {
             req = req.json(&body);
         }
-        let res = req
-            .send()
-            .await
-            .map_err(|e| err(format!("cannot reach {}: {}", self.base, chain(&e))))?;
-        let status = res.status();
-        let text = res
-            .text()
-            .await
-            .map_err(|e| err(format!("{}: {}", self.base, chain(&e))))?;
-        let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        if status.is_success() {
-            Ok(Reply::Ok(value))
-        } else {
-            print_error(status, &value);
-            Ok(Reply::Failed(exit_code(status)))
-        }
+        self.json(req).await
+    }
+
+    async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Reply> {
+        self.call(Method::GET, path, query, None).await
+    }
+
+    async fn post(&self, path: &str, body: Option<Value>) -> Result<Reply> {
+        self.call(Method::POST, path, &[], body).await
     }
 
     /// Every page of a list, following `nextCursor`.
-    async fn all(&self, path: &str, mut query: Vec<(&str, String)>) -> anyhow_like::Result<Reply> {
+    async fn all(&self, path: &str, mut query: Vec<(&'static str, String)>) -> Result<Reply> {
+        query.push(("limit", "1000".to_owned()));
         let mut items = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         loop {
-            let page = match self.call(Method::GET, path, &query, None).await? {
+            let page = match self.get(path, &query).await? {
                 Reply::Ok(v) => v,
                 failed => return Ok(failed),
             };
             items.extend(page["items"].as_array().cloned().unwrap_or_default());
             match page["nextCursor"].as_str() {
-                Some(c) if !c.is_empty() => {
+                Some(c) if !c.is_empty() && seen.insert(c.to_owned()) => {
                     query.retain(|(k, _)| *k != "cursor");
                     query.push(("cursor", c.to_owned()));
                 }
@@ -317,25 +377,26 @@ pub fn exit_code(status: reqwest::StatusCode) -> i32 {
 
 /// Prints an error answer: code, message, each field error, request id.
 fn print_error(status: reqwest::StatusCode, body: &Value) {
-    let e = &body["error"];
-    let e = if e.is_object() { e } else { body };
-    match (e["code"].as_str(), e["message"].as_str()) {
+    match (body["code"].as_str(), body["message"].as_str()) {
         (Some(code), Some(message)) => eprintln!("error: {} {code}: {message}", status.as_u16()),
+        _ if status.is_redirection() => eprintln!(
+            "error: {status}: the server redirects; give --server the address it answers on"
+        ),
         _ => eprintln!("error: {status}: {body}"),
     }
-    for f in e["fieldErrors"].as_array().into_iter().flatten() {
+    for f in body["fieldErrors"].as_array().into_iter().flatten() {
         eprintln!(
             "  {}: {}",
             f["field"].as_str().unwrap_or("?"),
             f["message"].as_str().unwrap_or("")
         );
     }
-    if let Some(id) = e["requestId"].as_str() {
+    if let Some(id) = body["requestId"].as_str() {
         eprintln!("  request id: {id}");
     }
 }
 
-fn pairs(flag: &str, items: &[String]) -> anyhow_like::Result<Option<Value>> {
+fn pairs(flag: &str, items: &[String]) -> Result<Option<Value>> {
     if items.is_empty() {
         return Ok(None);
     }
@@ -343,16 +404,18 @@ fn pairs(flag: &str, items: &[String]) -> anyhow_like::Result<Option<Value>> {
     for item in items {
         let (k, v) = item
             .split_once('=')
-            .ok_or_else(|| err(format!("{flag} {item}: must be KEY=VALUE")))?;
+            .ok_or_else(|| usage(format!("{flag} {item}: must be KEY=VALUE")))?;
         m.insert(k.to_owned(), Value::String(v.to_owned()));
     }
     Ok(Some(Value::Object(m)))
 }
 
-fn as_of(q: &mut Vec<(&'static str, String)>, as_of: Option<String>) {
-    if let Some(a) = as_of {
-        q.push(("asOf", a));
-    }
+/// Query parameters: the ones given.
+fn params(given: Vec<(&'static str, Option<String>)>) -> Vec<(&'static str, String)> {
+    given
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect()
 }
 
 /// A path segment, percent-encoded.
@@ -362,234 +425,70 @@ fn seg(s: &str) -> String {
         .replace('+', "%20")
 }
 
-/// Runs a remote command; answers its exit code: a server that cannot
-/// be reached, or an answer that broke off, is 1.
+/// Runs a remote command; answers its exit code.
 pub async fn run(args: &RemoteArgs, command: Cmd) -> anyhow_like::Result<i32> {
-    let client = Client::new(args)?;
-    match exchange(&client, command).await {
+    let outcome = match Client::new(args) {
+        Ok(client) => exchange(&client, command).await,
+        Err(f) => Err(f),
+    };
+    match outcome {
         Ok(code) => Ok(code),
-        Err(e) => {
+        Err(Failure::Usage(e)) => Err(anyhow_like::Error(e)),
+        Err(Failure::Closed) => Ok(0),
+        Err(Failure::Unreachable(e)) => {
             eprintln!("stratum: {e}");
             Ok(1)
         }
     }
 }
 
-async fn exchange(c: &Client, command: Cmd) -> anyhow_like::Result<i32> {
-    const MEMBERS: &str = "/v1/admin/cluster/members";
-    const UPGRADES: &str = "/v1/admin/upgrades";
-    let (reply, view) = match command {
-        Cmd::Members { command } => match command {
-            MembersCmd::List {
-                state,
-                role,
-                rack,
-                as_of: at,
-            } => {
-                let mut q = Vec::new();
-                for (k, v) in [("state", state), ("role", role), ("rack", rack)] {
-                    if let Some(v) = v {
-                        q.push((k, v));
-                    }
-                }
-                as_of(&mut q, at);
-                (c.all(MEMBERS, q).await?, View::Members)
-            }
-            MembersCmd::Get { node_id, as_of: at } => {
-                let mut q = Vec::new();
-                as_of(&mut q, at);
-                let path = format!("{MEMBERS}/{}", seg(&node_id));
-                (c.call(Method::GET, &path, &q, None).await?, View::Object)
-            }
-            MembersCmd::Update {
-                node_id,
-                role,
-                mgmt_ip,
-                labels,
-                bindings,
-                force,
-                if_match,
-            } => {
-                let mut body = Map::new();
-                if let Some(r) = role {
-                    body.insert("role".into(), r.into());
-                }
-                if let Some(ip) = mgmt_ip {
-                    body.insert("mgmtIp".into(), ip.into());
-                }
-                if let Some(l) = pairs("--label", &labels)? {
-                    body.insert("labels".into(), l);
-                }
-                if let Some(b) = pairs("--binding", &bindings)? {
-                    body.insert("bindings".into(), b);
-                }
-                if force {
-                    body.insert("force".into(), true.into());
-                }
-                let path = format!("{MEMBERS}/{}", seg(&node_id));
-                let mut req = c.request(Method::PATCH, &path, &[]).json(&body);
-                if let Some(tag) = if_match {
-                    req = req.header(reqwest::header::IF_MATCH, tag);
-                }
-                (send(c, req).await?, View::Object)
-            }
-            MembersCmd::JoinFailed {
-                node_id,
-                step,
-                error,
-            } => {
-                let path = format!("{MEMBERS}/{}/join-failed", seg(&node_id));
-                let body = json!({"step": step, "error": error});
-                (
-                    c.call(Method::POST, &path, &[], Some(body)).await?,
-                    View::Object,
-                )
-            }
-            MembersCmd::Decommission {
-                node_id,
-                reason,
-                force,
-            } => {
-                let path = format!("{MEMBERS}/{}/decommission", seg(&node_id));
-                let mut body = json!({"reason": reason});
-                if force {
-                    body["force"] = true.into();
-                }
-                (
-                    c.call(Method::POST, &path, &[], Some(body)).await?,
-                    View::Object,
-                )
-            }
-            MembersCmd::History { node_id } => {
-                let path = format!("{MEMBERS}/{}/history", seg(&node_id));
-                let reply = match c.call(Method::GET, &path, &[], None).await? {
-                    Reply::Ok(v) => Reply::Ok(v["events"].clone()),
-                    failed => failed,
-                };
-                (reply, View::Events)
-            }
-        },
-        Cmd::Peers { watch, as_of: at } => {
-            let mut q = Vec::new();
-            as_of(&mut q, at);
-            if watch {
-                return watch_peers(c, q).await;
-            }
-            (
-                c.call(Method::GET, "/v1/admin/cluster/peers", &q, None)
-                    .await?,
-                View::Peers,
-            )
-        }
-        Cmd::Membership { as_of: at } => {
-            let mut q = Vec::new();
-            as_of(&mut q, at);
-            (
-                c.call(Method::GET, "/v1/admin/cluster/membership", &q, None)
-                    .await?,
-                View::Object,
-            )
-        }
-        Cmd::Upgrades { command } => match command {
-            UpgradesCmd::List { as_of: at } => {
-                let mut q = Vec::new();
-                as_of(&mut q, at);
-                (c.all(UPGRADES, q).await?, View::Upgrades)
-            }
-            UpgradesCmd::Get { id, as_of: at } => {
-                let mut q = Vec::new();
-                as_of(&mut q, at);
-                let path = format!("{UPGRADES}/{}", seg(&id));
-                (c.call(Method::GET, &path, &q, None).await?, View::Upgrade)
-            }
-            UpgradesCmd::Create {
-                target_release,
-                mode,
-                backup,
-            } => {
-                let mut body = json!({"targetRelease": target_release});
-                if let Some(m) = mode {
-                    body["mode"] = m.into();
-                }
-                if let Some(b) = backup {
-                    body["backup"] = json!({"location": b});
-                }
-                (
-                    c.call(Method::POST, UPGRADES, &[], Some(body)).await?,
-                    View::Upgrade,
-                )
-            }
-            UpgradesCmd::Apply { id } => {
-                (upgrade_action(c, &id, "apply", None).await?, View::Upgrade)
-            }
-            UpgradesCmd::Cancel { id } => {
-                (upgrade_action(c, &id, "cancel", None).await?, View::Upgrade)
-            }
-            UpgradesCmd::Rollback { id, restore_backup } => (
-                upgrade_action(
-                    c,
-                    &id,
-                    "rollback",
-                    Some(json!({"restoreBackup": restore_backup})),
-                )
+const MEMBERS: &str = "/v1/admin/cluster/members";
+const UPGRADES: &str = "/v1/admin/upgrades";
+
+async fn exchange(c: &Client, command: Cmd) -> Result<i32> {
+    let (reply, shape) = match command {
+        Cmd::Members { command } => members(c, command).await?,
+        Cmd::Upgrades { command } => upgrades(c, command).await?,
+        Cmd::Peers { watch: true, .. } => return watch_peers(c).await,
+        Cmd::Peers { as_of, .. } => (
+            c.get("/v1/admin/cluster/peers", &params(vec![("asOf", as_of)]))
                 .await?,
-                View::Upgrade,
-            ),
-            UpgradesCmd::Acknowledge { id } => (
-                upgrade_action(c, &id, "acknowledge", None).await?,
-                View::Upgrade,
-            ),
-        },
+            Shape::Peers,
+        ),
+        Cmd::Membership { as_of } => (
+            c.get(
+                "/v1/admin/cluster/membership",
+                &params(vec![("asOf", as_of)]),
+            )
+            .await?,
+            Shape::Record,
+        ),
         Cmd::Releases { command } => match command {
             ReleasesCmd::List => (
                 c.all("/v1/admin/releases", Vec::new()).await?,
-                View::Releases,
+                Shape::Releases,
             ),
             ReleasesCmd::Register { file } => {
-                let manifest: Value = serde_json::from_slice(&read(&file, "--file")?)
-                    .map_err(|e| err(format!("{} is not a JSON manifest: {e}", file.display())))?;
+                let manifest: Value =
+                    serde_json::from_slice(&read(&file, "--file")?).map_err(|e| {
+                        usage(format!("{} is not a JSON manifest: {e}", file.display()))
+                    })?;
                 (
-                    c.call(Method::POST, "/v1/admin/releases", &[], Some(manifest))
-                        .await?,
-                    View::Object,
+                    c.post("/v1/admin/releases", Some(manifest)).await?,
+                    Shape::Record,
                 )
             }
             ReleasesCmd::Import { .. } => unreachable!("a host command"),
         },
-        Cmd::Alarms { active } => {
-            let q = if active {
-                vec![("active", "true".to_owned())]
-            } else {
-                Vec::new()
-            };
-            (c.all("/v1/admin/alarms", q).await?, View::Alarms)
-        }
-        Cmd::Token { command } => match command {
-            TokenCmd::Create {
-                principal,
-                policies,
-                expires_at,
-                ..
-            } => {
-                let mut body = json!({"principal": principal, "policies": policies});
-                if let Some(t) = expires_at {
-                    body["expiresAt"] = t.to_rfc3339().into();
-                }
-                (
-                    c.call(Method::POST, "/v1/admin/iam/tokens", &[], Some(body))
-                        .await?,
-                    View::Object,
-                )
-            }
-            TokenCmd::List { .. } => (
-                c.all("/v1/admin/iam/tokens", Vec::new()).await?,
-                View::Tokens,
-            ),
-            TokenCmd::Revoke { id, .. } => {
-                let path = format!("/v1/admin/iam/tokens/{}/revoke", seg(&id));
-                (c.call(Method::POST, &path, &[], None).await?, View::Object)
-            }
-        },
+        Cmd::Alarms { active } => (
+            c.all(
+                "/v1/admin/alarms",
+                params(vec![("active", active.then(|| "true".to_owned()))]),
+            )
+            .await?,
+            Shape::Alarms,
+        ),
+        Cmd::Token { command } => tokens(c, command).await?,
         Cmd::Events { command } => match command {
             EventsCmd::List {
                 after,
@@ -598,17 +497,12 @@ async fn exchange(c: &Client, command: Cmd) -> anyhow_like::Result<i32> {
                 event_type,
                 actor,
             } => {
-                let mut q = vec![("after", after.to_string()), ("limit", limit.to_string())];
-                for (k, v) in [("stream", stream), ("type", event_type), ("actor", actor)] {
-                    if let Some(v) = v {
-                        q.push((k, v));
-                    }
-                }
-                let reply = match c.call(Method::GET, "/v1/admin/events", &q, None).await? {
-                    Reply::Ok(v) => Reply::Ok(v["events"].clone()),
-                    failed => failed,
-                };
-                (reply, View::Events)
+                let filters = params(vec![
+                    ("stream", stream),
+                    ("type", event_type),
+                    ("actor", actor),
+                ]);
+                (list_events(c, after, limit, filters).await?, Shape::Events)
             }
             EventsCmd::Tail { after } => return tail(c, after).await,
             EventsCmd::Export { after, until, .. } => return export(c, after, until).await,
@@ -622,150 +516,329 @@ async fn exchange(c: &Client, command: Cmd) -> anyhow_like::Result<i32> {
     };
     Ok(match reply {
         Reply::Ok(v) => {
-            println!("{}", output::render(&v, view, c.format));
+            say(&output::render(&v, shape, c.format))?;
             0
         }
         Reply::Failed(code) => code,
     })
 }
 
-async fn send(c: &Client, req: reqwest::RequestBuilder) -> anyhow_like::Result<Reply> {
-    let res = req
-        .send()
-        .await
-        .map_err(|e| err(format!("cannot reach {}: {}", c.base, chain(&e))))?;
-    let status = res.status();
-    let value: Value = res.json().await.unwrap_or(Value::Null);
-    if status.is_success() {
-        Ok(Reply::Ok(value))
-    } else {
-        print_error(status, &value);
-        Ok(Reply::Failed(exit_code(status)))
-    }
+async fn members(c: &Client, command: MembersCmd) -> Result<(Reply, Shape)> {
+    let member = |id: &str, then: &str| format!("{MEMBERS}/{}{then}", seg(id));
+    Ok(match command {
+        MembersCmd::List {
+            state,
+            role,
+            rack,
+            as_of,
+        } => (
+            c.all(
+                MEMBERS,
+                params(vec![
+                    ("state", state),
+                    ("role", role),
+                    ("rack", rack),
+                    ("asOf", as_of),
+                ]),
+            )
+            .await?,
+            Shape::Members,
+        ),
+        MembersCmd::Get { node_id, as_of } => (
+            c.get(&member(&node_id, ""), &params(vec![("asOf", as_of)]))
+                .await?,
+            Shape::Record,
+        ),
+        MembersCmd::Update {
+            node_id,
+            role,
+            mgmt_ip,
+            labels,
+            bindings,
+            force,
+            if_match,
+        } => {
+            let mut body = Map::new();
+            if let Some(r) = role {
+                body.insert("role".into(), r.into());
+            }
+            if let Some(ip) = mgmt_ip {
+                body.insert("mgmtIp".into(), ip.into());
+            }
+            if let Some(l) = pairs("--label", &labels)? {
+                body.insert("labels".into(), l);
+            }
+            if let Some(b) = pairs("--binding", &bindings)? {
+                body.insert("bindings".into(), b);
+            }
+            if force {
+                body.insert("force".into(), true.into());
+            }
+            let mut req = c
+                .request(Method::PATCH, &member(&node_id, ""), &[])
+                .json(&body);
+            if let Some(tag) = if_match {
+                req = req.header(reqwest::header::IF_MATCH, tag);
+            }
+            (c.json(req).await?, Shape::Record)
+        }
+        MembersCmd::JoinFailed {
+            node_id,
+            step,
+            error,
+        } => (
+            c.post(
+                &member(&node_id, "/join-failed"),
+                Some(json!({"step": step, "error": error})),
+            )
+            .await?,
+            Shape::Record,
+        ),
+        MembersCmd::Decommission {
+            node_id,
+            reason,
+            force,
+        } => {
+            let mut body = json!({"reason": reason});
+            if force {
+                body["force"] = true.into();
+            }
+            (
+                c.post(&member(&node_id, "/decommission"), Some(body))
+                    .await?,
+                Shape::Record,
+            )
+        }
+        MembersCmd::History { node_id } => {
+            let reply = match c.get(&member(&node_id, "/history"), &[]).await? {
+                Reply::Ok(v) => Reply::Ok(v["events"].clone()),
+                failed => failed,
+            };
+            (reply, Shape::Events)
+        }
+    })
 }
 
-async fn upgrade_action(
+async fn upgrades(c: &Client, command: UpgradesCmd) -> Result<(Reply, Shape)> {
+    let action = |id: &str, action: &str| format!("{UPGRADES}/{}/{action}", seg(id));
+    Ok(match command {
+        UpgradesCmd::List { as_of } => (
+            c.all(UPGRADES, params(vec![("asOf", as_of)])).await?,
+            Shape::Upgrades,
+        ),
+        UpgradesCmd::Get { id, as_of } => (
+            c.get(
+                &format!("{UPGRADES}/{}", seg(&id)),
+                &params(vec![("asOf", as_of)]),
+            )
+            .await?,
+            Shape::Upgrade,
+        ),
+        UpgradesCmd::Create {
+            target_release,
+            mode,
+            backup,
+        } => {
+            let mut body = json!({"targetRelease": target_release});
+            if let Some(m) = mode {
+                body["mode"] = m.into();
+            }
+            if let Some(b) = backup {
+                body["backup"] = json!({"location": b});
+            }
+            (c.post(UPGRADES, Some(body)).await?, Shape::Upgrade)
+        }
+        UpgradesCmd::Apply { id } => (c.post(&action(&id, "apply"), None).await?, Shape::Upgrade),
+        UpgradesCmd::Cancel { id } => (c.post(&action(&id, "cancel"), None).await?, Shape::Upgrade),
+        UpgradesCmd::Rollback { id, restore_backup } => (
+            c.post(
+                &action(&id, "rollback"),
+                Some(json!({"restoreBackup": restore_backup})),
+            )
+            .await?,
+            Shape::Upgrade,
+        ),
+        UpgradesCmd::Acknowledge { id } => (
+            c.post(&action(&id, "acknowledge"), None).await?,
+            Shape::Upgrade,
+        ),
+    })
+}
+
+async fn tokens(c: &Client, command: TokenCmd) -> Result<(Reply, Shape)> {
+    Ok(match command {
+        TokenCmd::Create {
+            principal,
+            policies,
+            expires_at,
+            ..
+        } => {
+            let mut body = json!({"principal": principal, "policies": policies});
+            if let Some(t) = expires_at {
+                body["expiresAt"] = t.to_rfc3339().into();
+            }
+            (
+                c.post("/v1/admin/iam/tokens", Some(body)).await?,
+                Shape::Record,
+            )
+        }
+        TokenCmd::List { .. } => (
+            c.all("/v1/admin/iam/tokens", Vec::new()).await?,
+            Shape::Tokens,
+        ),
+        TokenCmd::Revoke { id, .. } => (
+            c.post(&format!("/v1/admin/iam/tokens/{}/revoke", seg(&id)), None)
+                .await?,
+            Shape::Record,
+        ),
+    })
+}
+
+/// Up to `limit` events after `after` that pass the filters: the server
+/// scans `limit` positions a page, so pages are followed (`nextAfter`)
+/// until enough events or the head.
+async fn list_events(
     c: &Client,
-    id: &str,
-    action: &str,
-    body: Option<Value>,
-) -> anyhow_like::Result<Reply> {
-    let path = format!("/v1/admin/upgrades/{}/{action}", seg(id));
-    c.call(Method::POST, &path, &[], body).await
+    mut after: u64,
+    limit: u32,
+    filters: Vec<(&'static str, String)>,
+) -> Result<Reply> {
+    let mut events = Vec::new();
+    while events.len() < limit as usize {
+        let mut q = filters.clone();
+        q.push(("after", after.to_string()));
+        q.push(("limit", limit.clamp(1, 1000).to_string()));
+        let page = match c.get("/v1/admin/events", &q).await? {
+            Reply::Ok(v) => v,
+            failed => return Ok(failed),
+        };
+        events.extend(page["events"].as_array().cloned().unwrap_or_default());
+        let next = page["nextAfter"].as_u64().unwrap_or(after);
+        if next == after {
+            break;
+        }
+        after = next;
+    }
+    events.truncate(limit as usize);
+    Ok(Reply::Ok(Value::Array(events)))
+}
+
+/// Waits before trying a server again.
+async fn pause(what: &str, why: &str) {
+    eprintln!("stratum: {what} ({why}); trying again");
+    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 /// `peers --watch`: the lists, then again each time the generation moves
-/// (the API's long-poll).
-async fn watch_peers(c: &Client, q: Vec<(&'static str, String)>) -> anyhow_like::Result<i32> {
+/// (the API's long-poll), through server restarts.
+async fn watch_peers(c: &Client) -> Result<i32> {
     let mut after: Option<u64> = None;
     loop {
-        let mut q = q.clone();
+        let mut q = Vec::new();
         if let Some(g) = after {
             q.push(("after", g.to_string()));
             q.push(("waitSeconds", "60".to_owned()));
         }
-        match c
-            .call(Method::GET, "/v1/admin/cluster/peers", &q, None)
-            .await?
-        {
-            Reply::Ok(v) => {
+        match c.get("/v1/admin/cluster/peers", &q).await {
+            Ok(Reply::Ok(v)) => {
                 let generation = v["generation"].as_u64();
                 if generation != after {
-                    println!("{}", output::render(&v, View::Peers, c.format));
+                    say(&output::render(&v, Shape::Peers, c.format))?;
                 }
                 after = generation.or(after);
             }
-            Reply::Failed(code) => return Ok(code),
+            Ok(Reply::Failed(5)) => pause("the server is unavailable", "5xx").await,
+            Ok(Reply::Failed(code)) => return Ok(code),
+            Err(Failure::Unreachable(e)) => pause("the server cannot be reached", &e).await,
+            Err(f) => return Err(f),
         }
     }
 }
 
-/// `events tail`: follows the event stream, reconnecting from the last
-/// event seen.
-async fn tail(c: &Client, after: Option<u64>) -> anyhow_like::Result<i32> {
+/// `events tail`: follows the event stream from `after` (default: the
+/// head), resuming from the last event id seen when the stream breaks.
+async fn tail(c: &Client, after: Option<u64>) -> Result<i32> {
     use eventsource_stream::Eventsource;
     let mut last = match after {
         Some(a) => a,
-        // Only what comes next: start at the head.
-        None => match c.call(Method::GET, "/readyz", &[], None).await? {
-            Reply::Ok(v) => v["position"].as_u64().unwrap_or(0),
-            Reply::Failed(code) => return Ok(code),
+        None => loop {
+            // Only what comes next: the head, as `/readyz` tells it.
+            match c.get("/readyz", &[]).await {
+                Ok(Reply::Ok(v)) => break v["position"].as_u64().unwrap_or(0),
+                Ok(Reply::Failed(5)) => pause("the server is not ready", "5xx").await,
+                Ok(Reply::Failed(code)) => return Ok(code),
+                Err(Failure::Unreachable(e)) => pause("the server cannot be reached", &e).await,
+                Err(f) => return Err(f),
+            }
         },
     };
     loop {
-        let res = c
+        let req = c
             .request(
                 Method::GET,
                 "/v1/admin/events/stream",
                 &[("after", last.to_string())],
             )
-            .header("Last-Event-ID", last.to_string())
-            .send()
-            .await;
-        let res = match res {
-            Ok(r) if r.status().is_success() => r,
-            Ok(r) => {
-                let status = r.status();
-                let body = r.json().await.unwrap_or(Value::Null);
-                print_error(status, &body);
-                if status.is_server_error() {
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
-                }
-                return Ok(exit_code(status));
-            }
-            Err(e) => {
-                eprintln!("stratum: the stream broke ({}); reconnecting", chain(&e));
-                tokio::time::sleep(Duration::from_secs(1)).await;
+            .header("Last-Event-ID", last.to_string());
+        let res = match c.send(req).await {
+            Ok(Ok(res)) => res,
+            Ok(Err(5)) => {
+                pause("the stream is unavailable", "5xx").await;
                 continue;
             }
+            Ok(Err(code)) => return Ok(code),
+            Err(Failure::Unreachable(e)) => {
+                pause("the server cannot be reached", &e).await;
+                continue;
+            }
+            Err(f) => return Err(f),
         };
         let mut events = res.bytes_stream().eventsource();
         while let Some(ev) = events.next().await {
             match ev {
-                Ok(ev) if ev.event == "message" || ev.event.is_empty() || !ev.data.is_empty() => {
+                Ok(ev) => {
+                    // The id is the event's position: where to resume.
+                    let Ok(position) = ev.id.parse::<u64>() else {
+                        continue;
+                    };
+                    if position <= last {
+                        continue;
+                    }
                     let Ok(doc) = serde_json::from_str::<Value>(&ev.data) else {
                         continue;
                     };
-                    if let Some(p) = doc["position"].as_u64() {
-                        last = last.max(p);
-                    }
-                    println!("{}", output::event_line(&doc, c.format));
+                    last = position;
+                    say(&output::event_line(&doc, c.format))?;
                 }
-                Ok(_) => {}
                 Err(e) => {
-                    eprintln!("stratum: the stream broke ({e}); reconnecting");
+                    pause("the stream broke", &e.to_string()).await;
                     break;
                 }
             }
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
-/// `events export --server`: the export lines the host command writes, from
-/// the server's `GET /v1/admin/events/export`.
-async fn export(c: &Client, after: u64, until: Option<u64>) -> anyhow_like::Result<i32> {
+/// `events export --server`: the lines the host's export writes, from the
+/// server's `GET /v1/admin/events/export`.
+async fn export(c: &Client, after: u64, until: Option<u64>) -> Result<i32> {
     use std::io::Write;
     let mut q = vec![("after", after.to_string())];
     if let Some(u) = until {
         q.push(("until", u.to_string()));
     }
-    let res = c
-        .request(Method::GET, "/v1/admin/events/export", &q)
-        .send()
-        .await
-        .map_err(|e| err(format!("cannot reach {}: {}", c.base, chain(&e))))?;
-    let status = res.status();
-    if !status.is_success() {
-        let body = res.json().await.unwrap_or(Value::Null);
-        print_error(status, &body);
-        return Ok(exit_code(status));
-    }
+    let res = match c
+        .send(c.request(Method::GET, "/v1/admin/events/export", &q))
+        .await?
+    {
+        Ok(res) => res,
+        Err(code) => return Ok(code),
+    };
     let mut out = std::io::stdout().lock();
     let mut body = res.bytes_stream();
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| err(format!("the export broke off: {}", chain(&e))))?;
+        let chunk = chunk
+            .map_err(|e| Failure::Unreachable(format!("the export broke off: {}", chain(&e))))?;
         out.write_all(&chunk)?;
     }
     out.flush()?;

@@ -108,7 +108,7 @@ pub async fn run(args: ServeArgs) -> anyhow_like::Result<i32> {
     if args.print_config {
         print!(
             "{}",
-            super::config::effective("serve").map_err(anyhow_like::Error)?
+            super::config::effective().map_err(anyhow_like::Error)?
         );
         return Ok(0);
     }

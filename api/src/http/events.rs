@@ -41,8 +41,7 @@ pub fn routes() -> Vec<Route> {
             path: "/v1/admin/events/export",
             action: Some(Action::ReadEvents),
             handler: get(export),
-            // As long as the log is: bounded by the watcher limit's peers,
-            // the stop, and the client.
+            // As long as the log is: it holds a watcher permit instead.
             watch: super::Watch::Stream,
         },
         Route {
@@ -241,26 +240,22 @@ pub async fn export(
     let after = number("after", get("after"), &mut errors).unwrap_or(0);
     let until = number("until", get("until"), &mut errors);
     finish(errors)?;
+    // Held for as long as the export streams: exports count against the
+    // watcher limit like event streams.
+    let permit = state.watcher()?;
     // A consistent export: up to the head as the export starts.
     let until = until.unwrap_or(state.store.head().await?.position);
     let store = state.store.clone();
     let lines = futures::stream::try_unfold(after, move |at| {
         let store = store.clone();
+        let _held = &permit;
         async move {
-            if at >= until {
-                return Ok(None);
-            }
-            let chunk = store
-                .read_after(at, crate::command::READ_CHUNK)
-                .await
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-            let mut out = Vec::new();
-            let mut last = at;
-            for e in chunk.iter().take_while(|e| e.position <= until) {
-                out.extend(stratum_domain::export::line(e).map_err(std::io::Error::other)?);
-                last = e.position;
-            }
-            Ok::<_, std::io::Error>((last > at).then(|| (bytes::Bytes::from(out), last)))
+            Ok::<_, std::io::Error>(
+                crate::store::export_chunk(&*store, at, until)
+                    .await
+                    .map_err(std::io::Error::other)?
+                    .map(|(lines, last)| (bytes::Bytes::from(lines), last)),
+            )
         }
     });
     Ok((

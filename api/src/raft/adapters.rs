@@ -239,7 +239,15 @@ impl RaftAdapter for CommandAdapter {
             let Some((program, rest)) = args.split_first() else {
                 return Err(AdapterError("an empty command is configured".into()));
             };
-            let out = tokio::process::Command::new(program)
+            let mut command = tokio::process::Command::new(program);
+            // The service's own settings (a database password, the
+            // OpenBao token) are nothing a raft's tool needs.
+            for (key, _) in std::env::vars_os() {
+                if key.to_string_lossy().starts_with("STRATUM_") {
+                    command.env_remove(key);
+                }
+            }
+            let out = command
                 .args(rest)
                 .kill_on_drop(true)
                 .output()

@@ -387,15 +387,57 @@ pub(crate) fn check_schema(
     }
 }
 
-/// A database URL with any password taken out, for logs and errors.
-pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => match url[s + 3..at].split_once(':') {
-            Some((user, _)) => format!("{}://{}:***@{}", &url[..s], user, &url[at + 1..]),
-            None => url.to_owned(),
-        },
-        _ => url.to_owned(),
+/// The export lines (`stratum events export`) of the events after `at`, up
+/// to `until`, one read's worth, and the last position they hold; `None`
+/// once there are no more.
+pub async fn export_chunk(
+    store: &dyn EventStore,
+    at: u64,
+    until: u64,
+) -> Result<Option<(Vec<u8>, u64)>, String> {
+    if at >= until {
+        return Ok(None);
     }
+    let chunk = store
+        .read_after(at, crate::command::READ_CHUNK)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    let mut last = at;
+    for e in chunk.iter().take_while(|e| e.position <= until) {
+        out.extend(stratum_domain::export::line(e)?);
+        last = e.position;
+    }
+    Ok((last > at).then_some((out, last)))
+}
+
+/// A URL with any password taken out, for logs and errors: the one in its
+/// user part (`user:pass@`) and a `password` query parameter (which
+/// PostgreSQL's URLs take too).
+pub fn redact_url(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let mut out = match (base.find("://"), base.rfind('@')) {
+        (Some(s), Some(at)) if at > s => match base[s + 3..at].split_once(':') {
+            Some((user, _)) => format!("{}://{}:***@{}", &base[..s], user, &base[at + 1..]),
+            None => base.to_owned(),
+        },
+        _ => base.to_owned(),
+    };
+    if let Some(q) = query {
+        let pairs: Vec<String> = q
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
+    }
+    out
 }
 
 pub(crate) const EVENT_COLUMNS: &str = "position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id";
@@ -512,5 +554,13 @@ mod tests {
             "postgres://app:***@db:5432/stratum"
         );
         assert_eq!(redact_url("sqlite://stratum.db"), "sqlite://stratum.db");
+        assert_eq!(
+            redact_url("postgres://app@db/stratum?sslmode=require&password=s3cret"),
+            "postgres://app@db/stratum?sslmode=require&password=***"
+        );
+        assert_eq!(
+            redact_url("s3://key:s3cret@backups.example/stratum"),
+            "s3://key:***@backups.example/stratum"
+        );
     }
 }

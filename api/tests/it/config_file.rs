@@ -30,21 +30,19 @@ async fn serve_takes_its_settings_from_the_file() {
     std::fs::write(
         &file,
         format!(
-            "# stratum's settings\nlisten = \"127.0.0.1:{port}\"\ndatabase-url = \"sqlite://{}/from-file.db\"\nlog_format = \"json\"\nmax-connections = 77\n",
-            d.display()
+            "# stratum's settings\nlisten = \"127.0.0.1:{port}\"\ndatabase-url = \"sqlite://{dir}/from-file.db\"\nlog_format = \"json\"\nmax-connections = 77\nbootstrap-token = \"{ADMIN}\"\nraft-patroni-commands = '[[\"sh\", \"-c\", \"env > {dir}/{{nodeId}}.env\"]]'\n",
+            dir = d.display()
         ),
     )
     .unwrap();
     let stderr = d.join("stderr.log");
-    let child = tokio::process::Command::from(stratum(
-        &["serve", "--config", file.to_str().unwrap()],
-        &[("STRATUM_BOOTSTRAP_TOKEN", ADMIN)],
-    ))
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(&stderr).unwrap())
-    .kill_on_drop(true)
-    .spawn()
-    .unwrap();
+    let child =
+        tokio::process::Command::from(stratum(&["serve", "--config", file.to_str().unwrap()], &[]))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
     let mut server = Server {
         child,
         base: format!("http://127.0.0.1:{port}"),
@@ -65,6 +63,21 @@ async fn serve_takes_its_settings_from_the_file() {
         .unwrap_or_else(|| panic!("JSON logs, as the file says:\n{log}"));
     let serving: serde_json::Value = serde_json::from_str(serving).unwrap();
     assert_eq!(serving["max_connections"], 77, "{serving}");
+
+    // The file's settings stay in the service: a raft command it runs
+    // sees none of them (the bootstrap token least of all).
+    server.admit("n-1", "192.0.2.11").await;
+    server
+        .member_post(
+            "n-1",
+            "join-failed",
+            serde_json::json!({"step": "join/raft-patroni", "error": "timed out"}),
+        )
+        .await;
+    server.cleaned("n-1").await;
+    let env = std::fs::read_to_string(d.join("n-1.env")).unwrap();
+    assert!(!env.contains("STRATUM_"), "{env}");
+    assert!(!env.contains(ADMIN), "{env}");
 }
 
 #[test]
@@ -77,6 +90,7 @@ fn flags_win_over_variables_which_win_over_the_file_and_secrets_are_redacted() {
         "listen = \"127.0.0.1:7001\"\nidle-timeout = \"5s\"\nmax-connections = 100\n\
          request-timeout = \"20s\"\n\
          database-url = \"postgres://stratum:hunter2-db-password@db.example/stratum\"\n\
+         backup-target = \"s3://key:backup-target-secret@backups.example/stratum\"\n\
          bootstrap-token = \"a-bootstrap-secret-that-is-long-enough-0123\"\n\
          openbao-token = \"s.openbao-secret-token\"\n\
          release-keys = [\"k1=AAAA\", \"k2=BBBB\"]\n",
@@ -131,6 +145,7 @@ fn flags_win_over_variables_which_win_over_the_file_and_secrets_are_redacted() {
         "hunter2-db-password",
         "a-bootstrap-secret",
         "openbao-secret-token",
+        "backup-target-secret",
     ] {
         assert!(!text.contains(secret), "{secret} shown:\n{text}");
     }

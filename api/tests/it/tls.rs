@@ -93,13 +93,11 @@ async fn https_with_client_certificates_for_node_agents_and_a_reload_on_sighup()
     let child = serve_command_with(
         d,
         port,
+        &["--client-ca".into(), agents_file.display().to_string()],
         &[
-            "--tls-cert".into(),
-            cert_file.display().to_string(),
-            "--tls-key".into(),
-            key_file.display().to_string(),
+            ("STRATUM_TLS_CERT", cert_file.display().to_string()),
+            ("STRATUM_TLS_KEY", key_file.display().to_string()),
         ],
-        &[("STRATUM_CLIENT_CA", agents_file.display().to_string())],
     )
     .stdout(Stdio::null())
     .stderr(std::fs::File::create(d.join("stderr.log")).unwrap())
@@ -174,6 +172,37 @@ async fn https_with_client_certificates_for_node_agents_and_a_reload_on_sighup()
         .send()
         .await;
     assert!(res.is_err(), "a certificate of another CA got in: {res:?}");
+    // A certificate of the client CA that names no node, or two, is no
+    // node agent's.
+    let named = |names: &[&str]| {
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name.push(DnType::CommonName, names[0]);
+        p.subject_alt_names = names
+            .iter()
+            .map(|n| SanType::URI((*n).to_owned().try_into().unwrap()))
+            .collect();
+        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        agents_ca.issue(p)
+    };
+    for names in [&["user/alice"][..], &["node/n-1", "node/n-2"][..]] {
+        let res = client(&server_ca.pem(), Some(&named(names)))
+            .get(server.url("/v1/admin/cluster/peers"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 401, "{names:?}");
+    }
+    // A SPIFFE id names the node too.
+    let res = client(
+        &server_ca.pem(),
+        Some(&named(&["spiffe://cloud.example/node/n-2"])),
+    )
+    .post(server.url(&format!("{MEMBERS}/n-2/join-progress")))
+    .json(&json!({"step": "join/raft-openbao"}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(res.status(), 200);
     // Without a certificate and without a token: 401.
     let res = server
         .http
@@ -187,9 +216,9 @@ async fn https_with_client_certificates_for_node_agents_and_a_reload_on_sighup()
     // certificate.
     let ca_file = write(d, "server-ca.pem", &server_ca.pem());
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
-        .args(["--server", &server.base, "--ca-cert"])
-        .arg(&ca_file)
+        .args(["--server", &server.base])
         .args(["members", "list", "-o", "json"])
+        .env("STRATUM_CA_CERT", &ca_file)
         .env("STRATUM_TOKEN", ADMIN)
         .output()
         .unwrap();
@@ -210,6 +239,25 @@ async fn https_with_client_certificates_for_node_agents_and_a_reload_on_sighup()
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+
+    // Once n-2 is decommissioned, its certificate authenticates nothing.
+    let n2 = agents_ca.node("n-2");
+    let (status, body) = server
+        .post(
+            &format!("{MEMBERS}/n-2/decommission"),
+            json!({"reason": "retired"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let res = client(&server_ca.pem(), Some(&n2))
+        .get(server.url("/v1/admin/cluster/peers"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+    assert!(server
+        .log()
+        .contains("certificate of a decommissioned node"));
 
     // SIGHUP reloads the certificate: one from a new CA replaces it.
     let next_ca = Ca::new("stratum test server CA, renewed");
