@@ -380,13 +380,15 @@ pub async fn serve(
         let registered = registry.insert(conn.clone());
         tasks.spawn(connection(
             stream,
-            peer,
-            conn,
-            registered,
-            app.clone(),
-            cfg.clone(),
             tls.as_ref().map(|t| t.acceptor()),
-            stopping.clone(),
+            Serving {
+                peer,
+                conn,
+                _registered: registered,
+                app: app.clone(),
+                cfg: cfg.clone(),
+                stopping: stopping.clone(),
+            },
         ));
     }
     drop(listener);
@@ -402,23 +404,24 @@ pub async fn serve(
         .is_ok()
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn connection(
-    stream: TcpStream,
+/// What serving one connection needs, whatever its stream.
+struct Serving {
     peer: SocketAddr,
     conn: Arc<Conn>,
-    registered: Registered,
+    _registered: Registered,
     app: Router,
     cfg: ListenerConfig,
-    tls: Option<tokio_rustls::TlsAcceptor>,
     stopping: CancellationToken,
-) {
+}
+
+async fn connection(stream: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>, serving: Serving) {
     let Some(acceptor) = tls else {
-        return http(stream, None, peer, conn, registered, app, cfg, stopping).await;
+        return http(stream, None, serving).await;
     };
     // The handshake is bounded like a request head, and ends when the
     // connection is evicted or the service stops.
-    let handshake = tokio::time::timeout(cfg.header_read_timeout, acceptor.accept(stream));
+    let handshake = tokio::time::timeout(serving.cfg.header_read_timeout, acceptor.accept(stream));
+    let peer = serving.peer;
     let stream = tokio::select! {
         r = handshake => match r {
             Ok(Ok(s)) => s,
@@ -431,26 +434,28 @@ async fn connection(
                 return;
             }
         },
-        _ = conn.close.cancelled() => return,
-        _ = stopping.cancelled() => return,
+        _ = serving.conn.close.cancelled() => return,
+        _ = serving.stopping.cancelled() => return,
     };
     let node = crate::tls::client_node(stream.get_ref().1.peer_certificates());
-    http(stream, node, peer, conn, registered, app, cfg, stopping).await
+    http(stream, node, serving).await
 }
 
 /// Serves HTTP/1.1 on a connection's (plain or TLS) stream; every request
 /// carries the node a client certificate named, if any.
-#[allow(clippy::too_many_arguments)]
 async fn http<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     stream: S,
     node: Option<crate::tls::ClientNode>,
-    peer: SocketAddr,
-    conn: Arc<Conn>,
-    _registered: Registered,
-    app: Router,
-    cfg: ListenerConfig,
-    stopping: CancellationToken,
+    serving: Serving,
 ) {
+    let Serving {
+        peer,
+        conn,
+        _registered,
+        app,
+        cfg,
+        stopping,
+    } = serving;
     let io = TokioIo::new(Watched::new(stream, conn.clone(), cfg));
     let service = {
         let conn = conn.clone();

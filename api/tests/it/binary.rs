@@ -29,6 +29,15 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
+/// The test process's own `STRATUM_*` variables, which no `stratum` a test
+/// starts may inherit.
+pub(crate) fn stratum_vars() -> Vec<std::ffi::OsString> {
+    std::env::vars_os()
+        .map(|(k, _)| k)
+        .filter(|k| k.to_string_lossy().starts_with("STRATUM_"))
+        .collect()
+}
+
 /// `stratum serve` on `port` with a fresh SQLite database in `dir`: none of
 /// the test's own `STRATUM_*` variables, only the base settings and `env`.
 pub(crate) fn serve_command(dir: &Path, port: u16, env: &[(&str, String)]) -> Command {
@@ -79,10 +88,8 @@ pub(crate) fn serve_command_under(
         }
     };
     cmd.args(flags);
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("STRATUM_") {
-            cmd.env_remove(key);
-        }
+    for key in stratum_vars() {
+        cmd.env_remove(key);
     }
     cmd.env("STRATUM_LISTEN", format!("127.0.0.1:{port}"))
         .env(

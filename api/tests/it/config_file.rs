@@ -9,10 +9,8 @@ use super::binary::{free_port, Server, ADMIN};
 /// `stratum <args>` with none of the test's own `STRATUM_*` variables.
 fn stratum(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_stratum"));
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("STRATUM_") {
-            cmd.env_remove(key);
-        }
+    for key in super::binary::stratum_vars() {
+        cmd.env_remove(key);
     }
     cmd.args(args);
     for (k, v) in env {

@@ -85,10 +85,8 @@ async fn run(guide: &str) {
     std::fs::write(&file, &script).unwrap();
     let bin = Path::new(env!("CARGO_BIN_EXE_stratum")).parent().unwrap();
     let mut cmd = tokio::process::Command::new("bash");
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("STRATUM_") {
-            cmd.env_remove(key);
-        }
+    for key in super::binary::stratum_vars() {
+        cmd.env_remove(key);
     }
     cmd.args(["-euo", "pipefail"])
         .arg(&file)

@@ -11,10 +11,8 @@ use super::binary::{start, Server, ADMIN};
 /// database anywhere: it runs in an empty directory).
 fn stratum(server: &Server, dir: &std::path::Path, args: &[&str]) -> Output {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"));
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("STRATUM_") {
-            cmd.env_remove(key);
-        }
+    for key in super::binary::stratum_vars() {
+        cmd.env_remove(key);
     }
     cmd.args(args)
         .current_dir(dir)
