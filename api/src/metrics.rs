@@ -193,6 +193,10 @@ impl Metrics {
             .count();
         self.lagging.set(lagging as i64);
         for raft in Raft::ALL {
+            // Every raft has its counters from the start, at 0, so that
+            // `increase()` sees the first removal or failure.
+            self.raft_removals.with_label_values(&[raft.as_str()]);
+            self.raft_failures.with_label_values(&[raft.as_str()]);
             let n = m
                 .members
                 .values()

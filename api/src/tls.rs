@@ -214,18 +214,15 @@ pub fn client_node(certs: Option<&[CertificateDer<'_>]>) -> Option<ClientNode> {
     }
 }
 
-/// `node/<id>`, or a URI whose path ends in `/node/<id>` (a SPIFFE id).
+/// `node/<id>`, or a SPIFFE id whose path is `/node/<id>`
+/// (`spiffe://<trust domain>/node/<id>`); the id has the shape of a node
+/// id.
 fn node_named(name: &str) -> Option<String> {
-    let id = name.strip_prefix("node/").or_else(|| {
-        name.contains("://")
-            .then(|| name.rsplit_once("/node/").map(|(_, id)| id))?
-    })?;
-    let valid = !id.is_empty()
-        && id.len() <= 253
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    valid.then(|| id.to_owned())
+    let id = match name.strip_prefix("spiffe://") {
+        Some(rest) => rest.split_once('/')?.1.strip_prefix("node/")?,
+        None => name.strip_prefix("node/")?,
+    };
+    stratum_domain::membership::valid_node_id(id).then(|| id.to_owned())
 }
 
 #[cfg(test)]

@@ -57,8 +57,13 @@ pub async fn events(command: EventsCmd) -> anyhow_like::Result<i32> {
         }
         EventsCmd::Export { after, until, db } => {
             let store = open_existing(&db, Access::ReadOnly).await?;
-            export(&*store, after, until, &mut std::io::stdout().lock()).await?;
-            Ok(0)
+            let mut out = std::io::stdout().lock();
+            match export(&*store, after, until, &mut out).await {
+                Err(Exported::Write(e)) if super::closed_pipe(&e) => Ok(0),
+                Err(Exported::Write(e)) => Err(e.into()),
+                Err(Exported::Read(e)) => Err(e),
+                Ok(()) => Ok(0),
+            }
         }
         EventsCmd::List { .. } | EventsCmd::Tail { .. } => Err(anyhow_like::Error(
             "this command reads a running server: give --server URL (or STRATUM_SERVER)".into(),
@@ -82,6 +87,13 @@ pub async fn replay(
                 crate::command::load(open_existing(&db, Access::ReadOnly).await?, until).await?
             }
         };
+        if let Some(until) = until.filter(|u| *u > rm.state.position) {
+            // As the API answers 404 for an `asOf` past the head.
+            return Err(anyhow_like::Error(format!(
+                "--until {until} is past the end of the log, which ends at position {}",
+                rm.state.position
+            )));
+        }
         println!("{}", rm.membership_digest());
         return Ok(0);
     }
@@ -401,6 +413,23 @@ pub async fn import(
     Ok(v.position)
 }
 
+/// Why an export stopped: the log could not be read, or the output not
+/// written.
+#[derive(Debug)]
+pub enum Exported {
+    Read(anyhow_like::Error),
+    Write(std::io::Error),
+}
+
+impl std::fmt::Display for Exported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exported::Read(e) => write!(f, "{e}"),
+            Exported::Write(e) => write!(f, "{e}"),
+        }
+    }
+}
+
 /// Writes events as JSON lines, up to `until` or the head as the export
 /// starts.
 pub async fn export(
@@ -408,17 +437,23 @@ pub async fn export(
     after: u64,
     until: Option<u64>,
     out: &mut impl Write,
-) -> anyhow_like::Result<()> {
+) -> Result<(), Exported> {
     let until = match until {
         Some(u) => u,
-        None => store.head().await?.position,
+        None => {
+            store
+                .head()
+                .await
+                .map_err(|e| Exported::Read(e.into()))?
+                .position
+        }
     };
     let mut at = after;
     while let Some((lines, last)) = store::export_chunk(store, at, until)
         .await
-        .map_err(anyhow_like::Error)?
+        .map_err(|e| Exported::Read(anyhow_like::Error(e)))?
     {
-        out.write_all(&lines)?;
+        out.write_all(&lines).map_err(Exported::Write)?;
         at = last;
     }
     Ok(())

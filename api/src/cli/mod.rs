@@ -302,6 +302,22 @@ pub mod anyhow_like {
     pub type Result<T> = std::result::Result<T, Error>;
 }
 
+/// Whether an error is standard output's reader having gone (`| head`):
+/// the output ends there, and that is no failure.
+pub fn closed_pipe(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::BrokenPipe
+}
+
+/// Writes `bytes` to standard output.
+fn out(bytes: &[u8]) -> anyhow_like::Result<i32> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(e) if !closed_pipe(&e) => Err(e.into()),
+        _ => Ok(0),
+    }
+}
+
 /// Runs a command; answers the process exit code.
 pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
     let Cli {
@@ -312,14 +328,12 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
         Cmd::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "stratum", &mut script);
-            std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
-            Ok(0)
+            out(&script)
         }
         Cmd::Man => {
             let mut page = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut page)?;
-            std::io::Write::write_all(&mut std::io::stdout().lock(), &page)?;
-            Ok(0)
+            out(&page)
         }
         Cmd::Releases {
             command: ReleasesCmd::Import { file, db, keys },

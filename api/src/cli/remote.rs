@@ -112,7 +112,7 @@ pub enum MembersCmd {
 
 #[derive(Subcommand, Debug)]
 pub enum UpgradesCmd {
-    /// Lists the upgrades, newest first.
+    /// Lists the upgrades, in the order they were planned.
     List {
         /// Read as of this log position (`asOf`).
         #[arg(long)]

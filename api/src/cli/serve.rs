@@ -106,6 +106,9 @@ impl UpgradeArgs {
 /// Runs the service until SIGTERM or Ctrl-C.
 pub async fn run(args: ServeArgs) -> anyhow_like::Result<i32> {
     if args.print_config {
+        // What is printed is what would start: each setting is checked as
+        // a start checks it (its files read), and a bad one exits 2.
+        check(&args)?;
         print!(
             "{}",
             super::config::effective().map_err(anyhow_like::Error)?
@@ -205,6 +208,18 @@ pub async fn run(args: ServeArgs) -> anyhow_like::Result<i32> {
     }
     tracing::info!("stopped");
     Ok(0)
+}
+
+/// Reads every setting as a start does, without starting.
+fn check(args: &ServeArgs) -> anyhow_like::Result<()> {
+    args.raft.adapters()?;
+    args.raft.backoff()?;
+    args.conn.config()?;
+    args.upgrade.config()?;
+    args.keys.keys()?;
+    bootstrap_token(&args.bootstrap_token)?;
+    crate::tls::Tls::from_args(&args.tls)?;
+    Ok(())
 }
 
 /// The shortest `STRATUM_BOOTSTRAP_TOKEN` accepted. Only a salted Argon2id

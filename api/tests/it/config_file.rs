@@ -83,15 +83,19 @@ fn flags_win_over_variables_which_win_over_the_file_and_secrets_are_redacted() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let file = d.join("stratum.toml");
+    let key = stratum_domain::testing::release_keys_spec();
     std::fs::write(
         &file,
-        "listen = \"127.0.0.1:7001\"\nidle-timeout = \"5s\"\nmax-connections = 100\n\
-         request-timeout = \"20s\"\n\
-         database-url = \"postgres://stratum:hunter2-db-password@db.example/stratum\"\n\
-         backup-target = \"s3://key:backup-target-secret@backups.example/stratum\"\n\
-         bootstrap-token = \"a-bootstrap-secret-that-is-long-enough-0123\"\n\
-         openbao-token = \"s.openbao-secret-token\"\n\
-         release-keys = [\"k1=AAAA\", \"k2=BBBB\"]\n",
+        format!(
+            "listen = \"127.0.0.1:7001\"\nidle-timeout = \"5s\"\nmax-connections = 100\n\
+             request-timeout = \"20s\"\n\
+             database-url = \"postgres://stratum:hunter2-db-password@db.example/stratum\"\n\
+             backup-target = \"s3://key:backup-target-secret@backups.example/stratum\"\n\
+             bootstrap-token = \"a-bootstrap-secret-that-is-long-enough-0123\"\n\
+             openbao-addr = \"http://127.0.0.1:8200\"\n\
+             openbao-token = \"s.openbao-secret-token\"\n\
+             release-keys = [\"{key}\"]\n"
+        ),
     )
     .unwrap();
     let out = stratum(
@@ -134,7 +138,7 @@ fn flags_win_over_variables_which_win_over_the_file_and_secrets_are_redacted() {
     );
     assert_eq!(
         line("release-keys"),
-        "release-keys = \"k1=AAAA,k2=BBBB\"  # config file"
+        format!("release-keys = \"{key}\"  # config file")
     );
     assert!(line("database-url").contains("postgres://stratum:***@db.example/stratum"));
     assert!(line("bootstrap-token").contains("<redacted>"));
@@ -166,6 +170,13 @@ fn flags_win_over_variables_which_win_over_the_file_and_secrets_are_redacted() {
     .output()
     .unwrap();
     assert!(again.status.success(), "{again:?}");
+
+    // A setting a start would refuse is refused here too.
+    let out = stratum(&["serve", "--print-config", "--idle-timeout", "soon"], &[])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("STRATUM_IDLE_TIMEOUT"));
 
     // STRATUM_CONFIG names the file too.
     let out = stratum(

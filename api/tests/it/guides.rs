@@ -3,7 +3,8 @@
 //! with the built `stratum` first on `PATH` and no `STRATUM_*` variables.
 //! Ports 8080, 9464 and 8443 become free ones, and the guides' PostgreSQL
 //! database (`postgres://postgres@127.0.0.1:5432/stratum`) a fresh one.
-//! A tool a guide uses that is missing (openssl, promtool, curl) skips it
+//! A tool a guide uses that is missing (openssl, promtool, curl, jq,
+//! sqlite3, pg_dump) skips it
 //! loudly, and fails it where the guides are required
 //! (`STRATUM_REQUIRE_GUIDES=1`, as `.ci/run` sets).
 
@@ -60,7 +61,16 @@ async fn run(guide: &str) {
     let blocks = sh_blocks(&text);
     assert!(!blocks.is_empty(), "{guide} has no ```sh block");
     let mut script = blocks.join("\n");
-    for tool in ["openssl", "promtool", "curl", "python3"] {
+    for tool in [
+        "openssl",
+        "promtool",
+        "curl",
+        "python3",
+        "sqlite3",
+        "jq",
+        "pg_dump",
+        "pg_restore",
+    ] {
         if script.contains(tool) && !has(tool) {
             return skip(guide, &format!("{tool} is not installed"));
         }
