@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-30}"
+# AddressSanitizer by default; FUZZ_SANITIZER=none builds far faster (CI's
+# short run: the fuzzed code forbids `unsafe`, and the long runs keep it).
+sanitizer="${FUZZ_SANITIZER:-address}"
 targets=(stored_decode export_verify policy_document release_manifest request_bodies)
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
@@ -23,14 +26,15 @@ for f in $(ls ../replay-tests/fixtures/events | sort -t. -k1,1 -k2,2V); do
     i=$((i + 1))
 done
 
-cargo +nightly fuzz build -O >/dev/null 2>&1 || cargo +nightly fuzz build -O
+cargo +nightly fuzz build -O --sanitizer "$sanitizer" >/dev/null 2>&1 ||
+    cargo +nightly fuzz build -O --sanitizer "$sanitizer"
 status=0
 for t in "${targets[@]}"; do
     mkdir -p "corpus/$t" "artifacts/$t"
     seeds=()
     [ -d "seeds/$t" ] && seeds=("seeds/$t")
     log="artifacts/$t.log"
-    if cargo +nightly fuzz run -O "$t" "corpus/$t" "${seeds[@]}" -- \
+    if cargo +nightly fuzz run -O --sanitizer "$sanitizer" "$t" "corpus/$t" "${seeds[@]}" -- \
         -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
         -artifact_prefix="artifacts/$t/" >"$log" 2>&1; then
         verdict="no crash"

@@ -22,7 +22,7 @@ use stratum_projections::ReadModels;
 use crate::error::ApiError;
 use crate::http::AppState;
 use crate::reads::View;
-use crate::tls::ClientNode;
+use crate::tls::ClientCertificate;
 
 /// The authenticated principal of a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -229,7 +229,7 @@ pub async fn authenticate(
     view: &ReadModels,
     chosen: &ChosenSecrets,
     headers: &HeaderMap,
-    client: Option<&ClientNode>,
+    client: Option<&ClientCertificate>,
 ) -> Result<Caller, ApiError> {
     let secret = headers
         .get(header::AUTHORIZATION)
@@ -241,7 +241,7 @@ pub async fn authenticate(
         (Some(secret), _) => secret,
         // A node agent's client certificate, verified against the client
         // CA in the handshake, stands for its node.
-        (None, Some(node)) => {
+        (None, Some(ClientCertificate::Node(node))) => {
             // A certificate outlives its node: once the node is
             // decommissioned, it authenticates nothing.
             let gone = view
@@ -261,6 +261,11 @@ pub async fn authenticate(
                 token_id: format!("x509:{}", node.fingerprint),
                 policies: vec![stratum_domain::policy::NODE_AGENT.to_owned()],
             });
+        }
+        (None, Some(ClientCertificate::NoNode)) => {
+            return Err(refused(
+                "no bearer token, and the client certificate names no node",
+            ))
         }
         (None, None) => return Err(refused("no bearer token")),
     };
@@ -359,7 +364,7 @@ pub async fn gate(
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };
-    let client = req.extensions().get::<ClientNode>();
+    let client = req.extensions().get::<ClientCertificate>();
     let mut caller = match authenticate(&view, &app.chosen_secrets, req.headers(), client).await {
         Ok(c) => c,
         Err(e) => return e.into_response(),
@@ -370,7 +375,12 @@ pub async fn gate(
     let key = action.resource_policy_key(param);
     match authorize(&view, &caller, action, &resource, key.as_deref()) {
         Ok(held) => caller.policies = held,
-        Err(e) => return e.into_response(),
+        Err(e) => {
+            // Who was refused, for the request's log line.
+            let mut res = e.into_response();
+            res.extensions_mut().insert(caller);
+            return res;
+        }
     }
     req.extensions_mut().insert(caller.clone());
     req.extensions_mut().insert(View(view));

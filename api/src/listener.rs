@@ -437,15 +437,15 @@ async fn connection(stream: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>, s
         _ = serving.conn.close.cancelled() => return,
         _ = serving.stopping.cancelled() => return,
     };
-    let node = crate::tls::client_node(stream.get_ref().1.peer_certificates());
-    http(stream, node, serving).await
+    let cert = crate::tls::ClientCertificate::of(stream.get_ref().1.peer_certificates());
+    http(stream, cert, serving).await
 }
 
 /// Serves HTTP/1.1 on a connection's (plain or TLS) stream; every request
-/// carries the node a client certificate named, if any.
+/// carries what its client certificate says, if it presented one.
 async fn http<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     stream: S,
-    node: Option<crate::tls::ClientNode>,
+    cert: Option<crate::tls::ClientCertificate>,
     serving: Serving,
 ) {
     let Serving {
@@ -462,8 +462,8 @@ async fn http<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
             let busy = conn.begin();
             let app = app.clone();
-            if let Some(node) = &node {
-                req.extensions_mut().insert(node.clone());
+            if let Some(cert) = &cert {
+                req.extensions_mut().insert(cert.clone());
             }
             async move {
                 let res = app

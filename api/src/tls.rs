@@ -48,6 +48,26 @@ pub struct ClientNode {
     pub fingerprint: String,
 }
 
+/// A connection's verified client certificate, as a request carries it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientCertificate {
+    /// It names this node.
+    Node(ClientNode),
+    /// It names no node, or more than one: it authenticates nothing.
+    NoNode,
+}
+
+impl ClientCertificate {
+    /// What the certificates a client presented say, if it presented any.
+    pub fn of(certs: Option<&[CertificateDer<'_>]>) -> Option<ClientCertificate> {
+        certs.filter(|c| !c.is_empty())?;
+        Some(match client_node(certs) {
+            Some(node) => ClientCertificate::Node(node),
+            None => ClientCertificate::NoNode,
+        })
+    }
+}
+
 /// The server's TLS configuration, swapped whole when the files reload.
 pub struct Tls {
     args: TlsArgs,
@@ -95,31 +115,31 @@ impl Tls {
     pub fn client_certificates(&self) -> bool {
         self.args.client_ca.is_some()
     }
+}
 
-    /// Reloads on every SIGHUP until the process ends.
-    pub fn reload_on_hangup(self: &Arc<Self>) {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let tls = self.clone();
-            match signal(SignalKind::hangup()) {
-                Ok(mut hup) => {
-                    tokio::spawn(async move {
-                        while hup.recv().await.is_some() {
-                            match tls.reload() {
-                                Ok(()) => tracing::info!("reloaded the TLS certificate and key"),
-                                Err(e) => tracing::warn!(
-                                    error = %e,
-                                    "cannot reload the TLS files; the ones loaded before stay in use"
-                                ),
-                            }
+/// Answers SIGHUP until the process ends: the TLS files are read again
+/// when TLS is on; without it there is nothing to reload, and the signal
+/// (`systemctl reload`) must not stop the service.
+pub fn on_hangup(tls: Option<Arc<Tls>>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::hangup()) {
+            Ok(mut hup) => {
+                tokio::spawn(async move {
+                    while hup.recv().await.is_some() {
+                        match tls.as_ref().map(|t| t.reload()) {
+                            None => tracing::info!("SIGHUP: nothing to reload, TLS is off"),
+                            Some(Ok(())) => tracing::info!("reloaded the TLS certificate and key"),
+                            Some(Err(e)) => tracing::warn!(
+                                error = %e,
+                                "cannot reload the TLS files; the ones loaded before stay in use"
+                            ),
                         }
-                    });
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot listen for SIGHUP: TLS files are not reloaded")
-                }
+                    }
+                });
             }
+            Err(e) => tracing::warn!(error = %e, "cannot listen for SIGHUP"),
         }
     }
 }

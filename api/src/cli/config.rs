@@ -111,8 +111,9 @@ pub fn apply(args: &[OsString]) -> Result<(), String> {
                 ))
             }
         };
-        // An empty variable is no setting (as clap reads it).
-        if std::env::var_os(var).is_none_or(|v| v.is_empty()) {
+        // A variable that is set, even empty, is the environment's: clap
+        // reads it, and refuses an empty value where one is needed.
+        if std::env::var_os(var).is_none() {
             // Before any thread runs: nothing else reads the environment.
             std::env::set_var(var, value);
             set.insert(var.clone());

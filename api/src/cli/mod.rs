@@ -127,6 +127,9 @@ pub enum Cmd {
         /// Only the alarms not cleared.
         #[arg(long)]
         active: bool,
+        /// Read as of this log position (`asOf`).
+        #[arg(long)]
+        as_of: Option<String>,
     },
     /// API tokens: through a server with `--server`, or on the host with
     /// direct access to the database (e.g. to recover access).
@@ -267,7 +270,7 @@ pub enum EventsCmd {
         /// At most this many events.
         #[arg(long, default_value_t = 100)]
         limit: u32,
-        /// Only this stream, e.g. `member-n-1`.
+        /// Only this stream, e.g. `member/n-1`.
         #[arg(long)]
         stream: Option<String>,
         /// Only this event type, e.g. `MemberDecommissioned`.
@@ -321,8 +324,12 @@ fn out(bytes: &[u8]) -> anyhow_like::Result<i32> {
 /// Runs a command; answers the process exit code.
 pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
     let Cli {
-        command, remote, ..
+        command,
+        mut remote,
+        ..
     } = cli;
+    // An empty STRATUM_SERVER names no server.
+    remote.server = remote.server.filter(|s| !s.trim().is_empty());
     match command {
         Cmd::Serve(args) => serve::run(*args).await,
         Cmd::Completions { shell } => {

@@ -237,9 +237,15 @@ impl Client {
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("stratum-cli/", env!("CARGO_PKG_VERSION")));
         if let Some(ca) = &args.ca_cert {
-            for cert in reqwest::Certificate::from_pem_bundle(&read(ca, "--ca-cert")?)
-                .map_err(|e| usage(format!("--ca-cert {}: {e}", ca.display())))?
-            {
+            let certs = reqwest::Certificate::from_pem_bundle(&read(ca, "--ca-cert")?)
+                .map_err(|e| usage(format!("--ca-cert {}: {e}", ca.display())))?;
+            if certs.is_empty() {
+                return Err(usage(format!(
+                    "--ca-cert {}: no PEM certificate in it",
+                    ca.display()
+                )));
+            }
+            for cert in certs {
                 http = http.add_root_certificate(cert);
             }
         }
@@ -480,10 +486,13 @@ async fn exchange(c: &Client, command: Cmd) -> Result<i32> {
             }
             ReleasesCmd::Import { .. } => unreachable!("a host command"),
         },
-        Cmd::Alarms { active } => (
+        Cmd::Alarms { active, as_of } => (
             c.all(
                 "/v1/admin/alarms",
-                params(vec![("active", active.then(|| "true".to_owned()))]),
+                params(vec![
+                    ("active", active.then(|| "true".to_owned())),
+                    ("asOf", as_of),
+                ]),
             )
             .await?,
             Shape::Alarms,
@@ -707,7 +716,8 @@ async fn list_events(
     while events.len() < limit as usize {
         let mut q = filters.clone();
         q.push(("after", after.to_string()));
-        q.push(("limit", limit.clamp(1, 1000).to_string()));
+        // The most positions a page covers: fewest requests.
+        q.push(("limit", "1000".to_owned()));
         let page = match c.get("/v1/admin/events", &q).await? {
             Reply::Ok(v) => v,
             failed => return Ok(failed),

@@ -200,9 +200,7 @@ pub async fn run(args: ServeArgs) -> anyhow_like::Result<i32> {
     });
     let grace = listener_cfg.shutdown_grace;
     let app = crate::http::app(svc.state.clone());
-    if let Some(tls) = &tls {
-        tls.reload_on_hangup();
-    }
+    crate::tls::on_hangup(tls.clone());
     if !listener::serve(socket, app, listener_cfg, tls, stopping).await {
         tracing::warn!(grace = ?grace, "requests still open after the grace period; stopping anyway");
     }

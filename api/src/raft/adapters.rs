@@ -327,7 +327,7 @@ impl RaftAdapters {
             tracing::info!(
                 raft = raft.as_str(),
                 adapter = a.name(),
-                target = %a.target(),
+                calls = %a.target(),
                 "raft adapter"
             );
         }

@@ -274,6 +274,20 @@ async fn errors_print_code_message_and_fields_and_exit_by_http_class() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach http://127.0.0.1:9"));
 
+    // An empty STRATUM_SERVER is no server: a host command opens the
+    // database.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+        .args(["token", "list"])
+        .env("STRATUM_SERVER", "")
+        .env(
+            "STRATUM_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("stratum.db").display()),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("user/admin"));
+
     // A remote-only command without a server is a usage error.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
         .args(["members", "list"])
@@ -627,6 +641,11 @@ async fn releases_upgrades_member_changes_and_time_travel_through_the_cli() {
     assert_eq!(rollback["targetRelease"], "1.0.0");
     let table = ok(&stratum(&server, l, &["alarms", "--active"]), "alarms");
     assert!(table.contains("NAME"), "{table}");
+    let then = json(
+        &stratum(&server, l, &["alarms", "--as-of", "1", "-o", "json"]),
+        "alarms --as-of",
+    );
+    assert_eq!(then, serde_json::json!([]));
 
     // members update, guarded by If-Match, then read as of before it.
     let before = server.member("n-1").await;

@@ -150,6 +150,15 @@ async fn https_with_client_certificates_for_node_agents_and_a_reload_on_sighup()
     assert_eq!(res.status(), 403);
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["code"], "ACCESS_DENIED", "{body}");
+    // The refused request's line says who was refused.
+    let log = server.log();
+    assert!(
+        log.lines().any(|l| l
+            .contains("route=\"/v1/admin/cluster/members/{nodeId}/join-progress\"")
+            && l.contains("status=403")
+            && l.contains("principal=\"node/n-1\"")),
+        "{log}"
+    );
     // Nor more than NodeAgent allows.
     let res = agent.get(server.url(MEMBERS)).send().await.unwrap();
     assert_eq!(res.status(), 403);
@@ -192,6 +201,9 @@ async fn https_with_client_certificates_for_node_agents_and_a_reload_on_sighup()
             .unwrap();
         assert_eq!(res.status(), 401, "{names:?}");
     }
+    assert!(server
+        .log()
+        .contains("the client certificate names no node"));
     // A SPIFFE id names the node too.
     let res = client(
         &server_ca.pem(),
@@ -224,6 +236,16 @@ async fn https_with_client_certificates_for_node_agents_and_a_reload_on_sighup()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // A CA file with no certificate in it is a usage error.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+        .args(["--server", &server.base, "--ca-cert"])
+        .arg(&key_file)
+        .args(["members", "list"])
+        .env("STRATUM_TOKEN", ADMIN)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no PEM certificate"));
     assert_eq!(listed.as_array().unwrap().len(), 2);
     let agent_cert = write(d, "n-1.pem", &n1.0);
     let agent_key = write(d, "n-1.key", &n1.1);
@@ -302,6 +324,30 @@ async fn https_with_client_certificates_for_node_agents_and_a_reload_on_sighup()
     let r = renewed.get(server.url("/healthz")).send().await.unwrap();
     assert_eq!(r.status(), 200);
     assert!(server.log().contains("cannot reload the TLS files"));
+}
+
+/// `systemctl reload` sends SIGHUP: without TLS there is nothing to
+/// reload, and the service goes on.
+#[tokio::test]
+async fn sighup_without_tls_reloads_nothing_and_stops_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = super::binary::start(dir.path(), &[]).await;
+    let pid = server.child.id().unwrap();
+    let sent = std::process::Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    server
+        .eventually("the SIGHUP logged", || async {
+            server
+                .log()
+                .contains("SIGHUP: nothing to reload")
+                .then_some(())
+        })
+        .await;
+    let (status, _) = server.get("/v1/admin/cluster/members").await;
+    assert_eq!(status, 200, "still serving after SIGHUP");
 }
 
 #[test]
