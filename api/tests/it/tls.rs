@@ -68,6 +68,16 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// Sends the server SIGHUP, as `systemctl reload` does.
+fn hangup(server: &Server) {
+    let pid = server.child.id().unwrap().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
 /// A client trusting `ca`, presenting `identity` (cert, key) if given.
 fn client(ca: &str, identity: Option<&(String, String)>) -> reqwest::Client {
     let mut b = reqwest::Client::builder()
@@ -286,12 +296,7 @@ async fn https_with_client_certificates_for_node_agents_and_a_reload_on_sighup()
     let (cert, key) = next_ca.server();
     std::fs::write(&cert_file, cert).unwrap();
     std::fs::write(&key_file, key).unwrap();
-    let pid = server.child.id().unwrap();
-    let sent = std::process::Command::new("kill")
-        .args(["-HUP", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    hangup(&server);
     let renewed = client(&next_ca.pem(), None);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
@@ -316,10 +321,7 @@ async fn https_with_client_certificates_for_node_agents_and_a_reload_on_sighup()
         .contains("reloaded the TLS certificate and key"));
     // A broken file on SIGHUP keeps the loaded certificate in use.
     std::fs::write(&cert_file, "not a certificate").unwrap();
-    std::process::Command::new("kill")
-        .args(["-HUP", &pid.to_string()])
-        .status()
-        .unwrap();
+    hangup(&server);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let r = renewed.get(server.url("/healthz")).send().await.unwrap();
     assert_eq!(r.status(), 200);
@@ -332,12 +334,7 @@ async fn https_with_client_certificates_for_node_agents_and_a_reload_on_sighup()
 async fn sighup_without_tls_reloads_nothing_and_stops_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let server = super::binary::start(dir.path(), &[]).await;
-    let pid = server.child.id().unwrap();
-    let sent = std::process::Command::new("kill")
-        .args(["-HUP", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    hangup(&server);
     server
         .eventually("the SIGHUP logged", || async {
             server
