@@ -184,6 +184,18 @@ pub(crate) async fn start(dir: &Path, env: &[(&str, String)]) -> Server {
     start_with(dir, &[], env).await
 }
 
+/// Starts `stratum serve` trusting the test release keys.
+pub(crate) async fn start_trusting_releases(dir: &Path) -> Server {
+    start(
+        dir,
+        &[(
+            "STRATUM_RELEASE_KEYS",
+            stratum_domain::testing::release_keys_spec(),
+        )],
+    )
+    .await
+}
+
 /// Starts `stratum serve` with `flags` and `env`.
 pub(crate) async fn start_with(dir: &Path, flags: &[String], env: &[(&str, String)]) -> Server {
     start_under(dir, None, flags, env).await
@@ -391,6 +403,20 @@ impl Server {
             assert_eq!(m["state"], "active", "{m}");
         }
         self.admit("n-3", "192.0.2.13").await;
+    }
+
+    /// Each of `nodes` reports the current generation applied, as its
+    /// reconciler would, so none lags.
+    pub(crate) async fn caught_up(&self, nodes: &[&str]) {
+        let (_, m) = self.get("/v1/admin/cluster/membership").await;
+        for node in nodes {
+            self.member_post(
+                node,
+                "applied-generation",
+                json!({"generation": m["generation"]}),
+            )
+            .await;
+        }
     }
 
     pub(crate) async fn progress(&self, node_id: &str, step: &str) {

@@ -83,16 +83,7 @@ async fn metrics_pass_promtool_and_move_with_a_join_failure_its_cleanup_and_an_u
     // An upgrade, planned and under way.
     server.register_releases(&["1.0.0", "1.1.0"]).await;
     server.set_running_release("1.0.0").await;
-    let (_, m) = server.get("/v1/admin/cluster/membership").await;
-    for node in ["n-1", "n-2"] {
-        server
-            .member_post(
-                node,
-                "applied-generation",
-                json!({"generation": m["generation"]}),
-            )
-            .await;
-    }
+    server.caught_up(&["n-1", "n-2"]).await;
     let id = server.plan_upgrade("1.1.0").await;
     // Whatever state the driver has moved it to, the gauge says the same.
     let (after, upgrade_state) = server

@@ -5,7 +5,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use super::binary::{start, Server, ADMIN};
+use super::binary::{start, start_trusting_releases, Server, ADMIN};
 
 /// `stratum <args>` against `server`, with only the remote settings (no
 /// database anywhere: it runs in an empty directory).
@@ -42,14 +42,7 @@ async fn an_operator_lists_gets_fails_a_join_decommissions_and_cancels_an_upgrad
     let dir = tempfile::tempdir().unwrap();
     let laptop = tempfile::tempdir().unwrap();
     let l = laptop.path();
-    let server = start(
-        dir.path(),
-        &[(
-            "STRATUM_RELEASE_KEYS",
-            stratum_domain::testing::release_keys_spec(),
-        )],
-    )
-    .await;
+    let server = start_trusting_releases(dir.path()).await;
     server.admit_three().await;
 
     // list: a table by default, JSON on request.
@@ -159,16 +152,7 @@ async fn an_operator_lists_gets_fails_a_join_decommissions_and_cancels_an_upgrad
     // An upgrade, cancelled.
     server.register_releases(&["1.0.0", "1.1.0"]).await;
     server.set_running_release("1.0.0").await;
-    let (_, m) = server.get("/v1/admin/cluster/membership").await;
-    for node in ["n-1", "n-2"] {
-        server
-            .member_post(
-                node,
-                "applied-generation",
-                serde_json::json!({"generation": m["generation"]}),
-            )
-            .await;
-    }
+    server.caught_up(&["n-1", "n-2"]).await;
     let id = server.plan_upgrade("1.1.0").await;
     let listed = ok(&stratum(&server, l, &["upgrades", "list"]), "upgrades list");
     assert!(listed.contains(&id), "{listed}");
@@ -556,14 +540,7 @@ async fn releases_upgrades_member_changes_and_time_travel_through_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let laptop = tempfile::tempdir().unwrap();
     let l = laptop.path();
-    let server = start(
-        dir.path(),
-        &[(
-            "STRATUM_RELEASE_KEYS",
-            stratum_domain::testing::release_keys_spec(),
-        )],
-    )
-    .await;
+    let server = start_trusting_releases(dir.path()).await;
     server.admit("n-1", "192.0.2.11").await;
 
     // releases register --file, signed manifests.

@@ -123,14 +123,7 @@ async fn upgrades_plan_with_the_configured_backup_target_settling_and_media_rele
 #[tokio::test]
 async fn without_a_backup_target_a_target_backup_is_refused_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start(
-        dir.path(),
-        &[(
-            "STRATUM_RELEASE_KEYS",
-            stratum_domain::testing::release_keys_spec(),
-        )],
-    )
-    .await;
+    let server = start_trusting_releases(dir.path()).await;
     let (status, body) = server
         .post(
             "/v1/admin/upgrades",
