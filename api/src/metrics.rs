@@ -120,8 +120,8 @@ impl Metrics {
             raft_failures: counter(
                 &r,
                 "stratum_raft_removal_failures_total",
-                "Raft removals that failed and will be retried, by raft.",
-                &["raft"],
+                "Raft removals that failed and will be retried, by raft and reason (timeout, unreachable, refused, not_confirmed, unreadable).",
+                &["raft", "reason"],
             ),
             head: gauge(
                 &r,
@@ -196,7 +196,10 @@ impl Metrics {
             // Every raft has its counters from the start, at 0, so that
             // `increase()` sees the first removal or failure.
             self.raft_removals.with_label_values(&[raft.as_str()]);
-            self.raft_failures.with_label_values(&[raft.as_str()]);
+            for reason in crate::raft::Failure::ALL {
+                self.raft_failures
+                    .with_label_values(&[raft.as_str(), reason.as_str()]);
+            }
             let n = m
                 .members
                 .values()

@@ -10,7 +10,8 @@ use std::time::Duration;
 use clap::Args;
 
 use super::adapters::{
-    CommandAdapter, OpenBaoAdapter, OvnKick, PatroniSyncobj, RaftAdapter, RaftAdapters, RecordOnly,
+    CommandAdapter, OpenBaoAdapter, OvnKick, OvnKickAdapter, PatroniSyncobj, PatroniSyncobjAdapter,
+    RaftAdapter, RaftAdapters, RecordOnly,
 };
 use super::Backoff;
 
@@ -76,13 +77,22 @@ pub struct RaftArgs {
     /// With `syncobj`: the program (default `syncobj_admin`).
     #[arg(long, env = "STRATUM_PATRONI_SYNCOBJ_ADMIN")]
     pub patroni_syncobj_admin: Option<String>,
-    /// With `syncobj`: the raft member to talk to, Patroni's
-    /// `raft.self_addr` here (default `127.0.0.1:5010`).
+    /// With `syncobj`: the raft members to talk to, `host:port` separated
+    /// by commas (Patroni's `raft.self_addr` of the control nodes; default
+    /// `127.0.0.1:5010`). The first that answers and is not the member
+    /// being removed is asked.
     #[arg(long, env = "STRATUM_PATRONI_RAFT_CONN")]
     pub patroni_raft_conn: Option<String>,
     /// With `syncobj`: the raft port of the member to remove (default 5010).
     #[arg(long, env = "STRATUM_PATRONI_RAFT_PORT")]
     pub patroni_raft_port: Option<String>,
+
+    /// The longest one call to a raft may take (an HTTP request, a run of
+    /// `ovs-appctl` or `syncobj_admin`, whose process is then killed), and
+    /// the longest a removal waits for the raft's own listing to stop
+    /// naming the peer; past it the removal is retried.
+    #[arg(long, env = "STRATUM_RAFT_TIMEOUT", default_value = "10s")]
+    pub raft_timeout: String,
 
     /// The first wait before a failed removal is tried again, e.g. `1s`;
     /// it doubles on each failure.
@@ -244,10 +254,11 @@ pub(crate) fn duration(var: &str, v: &str) -> Result<Duration, ConfigError> {
 impl RaftArgs {
     /// One adapter per raft, as these settings configure them.
     pub fn adapters(&self) -> Result<RaftAdapters, ConfigError> {
+        let timeout = duration("STRATUM_RAFT_TIMEOUT", &self.raft_timeout)?;
         Ok(RaftAdapters {
-            openbao: self.openbao()?,
-            ovn: self.ovn()?,
-            patroni: self.patroni()?,
+            openbao: self.openbao(timeout)?,
+            ovn: self.ovn(timeout)?,
+            patroni: self.patroni(timeout)?,
         })
     }
 
@@ -263,7 +274,7 @@ impl RaftArgs {
         Ok(Backoff { first, max })
     }
 
-    fn openbao(&self) -> Result<Arc<dyn RaftAdapter>, ConfigError> {
+    fn openbao(&self, timeout: Duration) -> Result<Arc<dyn RaftAdapter>, ConfigError> {
         let Some(addr) = given(&self.openbao_addr) else {
             for (var, set) in [
                 (
@@ -314,12 +325,12 @@ impl RaftArgs {
             }
             None => None,
         };
-        let adapter = OpenBaoAdapter::new(addr, token.to_owned(), ca.as_deref())
+        let adapter = OpenBaoAdapter::new(addr, token.to_owned(), ca.as_deref(), timeout)
             .map_err(|e| ConfigError(format!("STRATUM_OPENBAO_CACERT: {e}")))?;
         Ok(Arc::new(adapter))
     }
 
-    fn ovn(&self) -> Result<Arc<dyn RaftAdapter>, ConfigError> {
+    fn ovn(&self, timeout: Duration) -> Result<Arc<dyn RaftAdapter>, ConfigError> {
         let m = mode(
             "STRATUM_RAFT_OVN",
             &self.raft_ovn,
@@ -338,10 +349,13 @@ impl RaftArgs {
         }
         Ok(match m {
             Mode::RecordOnly => Arc::new(RecordOnly),
-            Mode::Commands => Arc::new(CommandAdapter::new(commands(
-                "STRATUM_RAFT_OVN_COMMANDS",
-                &self.raft_ovn_commands,
-            )?)),
+            Mode::Commands => Arc::new(
+                CommandAdapter::new(commands(
+                    "STRATUM_RAFT_OVN_COMMANDS",
+                    &self.raft_ovn_commands,
+                )?)
+                .with_timeout(timeout),
+            ),
             Mode::Preset => {
                 let d = OvnKick::default();
                 let k = OvnKick {
@@ -353,12 +367,12 @@ impl RaftArgs {
                 };
                 names_the_peer("STRATUM_OVN_NB_SERVER", &[&k.nb_server])?;
                 names_the_peer("STRATUM_OVN_SB_SERVER", &[&k.sb_server])?;
-                Arc::new(CommandAdapter::ovn_kick(&k))
+                Arc::new(OvnKickAdapter::new(k, timeout))
             }
         })
     }
 
-    fn patroni(&self) -> Result<Arc<dyn RaftAdapter>, ConfigError> {
+    fn patroni(&self, timeout: Duration) -> Result<Arc<dyn RaftAdapter>, ConfigError> {
         let m = mode(
             "STRATUM_RAFT_PATRONI",
             &self.raft_patroni,
@@ -375,10 +389,13 @@ impl RaftArgs {
         }
         Ok(match m {
             Mode::RecordOnly => Arc::new(RecordOnly),
-            Mode::Commands => Arc::new(CommandAdapter::new(commands(
-                "STRATUM_RAFT_PATRONI_COMMANDS",
-                &self.raft_patroni_commands,
-            )?)),
+            Mode::Commands => Arc::new(
+                CommandAdapter::new(commands(
+                    "STRATUM_RAFT_PATRONI_COMMANDS",
+                    &self.raft_patroni_commands,
+                )?)
+                .with_timeout(timeout),
+            ),
             Mode::Preset => {
                 let d = PatroniSyncobj::default();
                 let port = match given(&self.patroni_raft_port) {
@@ -389,11 +406,35 @@ impl RaftArgs {
                         ))
                     })?,
                 };
-                Arc::new(CommandAdapter::patroni_syncobj(&PatroniSyncobj {
-                    program: or_default(&self.patroni_syncobj_admin, d.program),
-                    conn: or_default(&self.patroni_raft_conn, d.conn),
-                    port,
-                }))
+                let conns = match given(&self.patroni_raft_conn) {
+                    None => d.conns,
+                    Some(list) => list
+                        .split(',')
+                        .map(str::trim)
+                        .map(|c| {
+                            let port_ok = c
+                                .rsplit_once(':')
+                                .and_then(|(h, p)| (!h.is_empty()).then_some(p))
+                                .and_then(|p| p.parse::<u16>().ok())
+                                .is_some_and(|p| p > 0);
+                            if port_ok {
+                                Ok(c.to_owned())
+                            } else {
+                                Err(ConfigError(format!(
+                                    "STRATUM_PATRONI_RAFT_CONN must list raft members as host:port separated by commas, not `{c}`"
+                                )))
+                            }
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                };
+                Arc::new(PatroniSyncobjAdapter::new(
+                    PatroniSyncobj {
+                        program: or_default(&self.patroni_syncobj_admin, d.program),
+                        conns,
+                        port,
+                    },
+                    timeout,
+                ))
             }
         })
     }
@@ -516,6 +557,21 @@ mod tests {
             assert!(err.0.contains(var), "{flags:?}: {err}");
             assert!(!err.0.contains('\n'), "one line: {err}");
         }
+        let err = args(&["--raft-timeout", "0s"])
+            .adapters()
+            .err()
+            .expect("refused");
+        assert!(err.0.contains("STRATUM_RAFT_TIMEOUT"), "{err}");
+        let err = args(&[
+            "--raft-patroni",
+            "syncobj",
+            "--patroni-raft-conn",
+            "10.0.0.1:5010,10.0.0.2",
+        ])
+        .adapters()
+        .err()
+        .expect("refused");
+        assert!(err.0.contains("STRATUM_PATRONI_RAFT_CONN"), "{err}");
         let err = args(&["--raft-retry-min", "soon"]).backoff().unwrap_err();
         assert!(err.0.contains("STRATUM_RAFT_RETRY_MIN"), "{err}");
     }

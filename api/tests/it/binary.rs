@@ -148,6 +148,79 @@ pub(crate) fn recorder(dir: &Path, name: &str, calls: &Path) -> PathBuf {
     )
 }
 
+/// A stand-in `ovs-appctl` for faults the real one cannot be made to
+/// show: each call is appended to `calls`; `cluster/status DB` lists the
+/// servers in `<dir>/<DB>.servers` as the real one does; `cluster/kick DB
+/// SERVER` prints `started removal` and, unless `<dir>/kick-is-lost`
+/// exists (a leader that lost leadership in between), takes SERVER out.
+pub(crate) fn fake_ovs_appctl(dir: &Path, calls: &Path, nb: &[&str], sb: &[&str]) -> PathBuf {
+    for (db, servers) in [("OVN_Northbound", nb), ("OVN_Southbound", sb)] {
+        let text: String = servers.iter().map(|s| format!("{s}\n")).collect();
+        std::fs::write(dir.join(format!("{db}.servers")), text).unwrap();
+    }
+    program(
+        dir,
+        "ovs-appctl",
+        &format!(
+            r#"printf '%s\n' "$*" >> '{calls}'
+[ "${{1#--timeout=}}" != "$1" ] && shift
+shift 2
+state='{dir}'/"$2".servers
+case "$1" in
+  cluster/status)
+    printf 'a1b2\nName: %s\nStatus: cluster member\nRole: leader\nLeader: self\nServers:\n' "$2"
+    while read -r s; do printf '    a1b2 (a1b2 at %s)\n' "$s"; done < "$state"
+    ;;
+  cluster/kick)
+    echo 'started removal'
+    if [ ! -e '{dir}/kick-is-lost' ]; then grep -vxF -- "$3" "$state" > "$state.new" || true; mv "$state.new" "$state"; fi
+    ;;
+esac
+exit 0"#,
+            calls = calls.display(),
+            dir = dir.display(),
+        ),
+    )
+}
+
+/// A stand-in `syncobj_admin`: each call is appended to `calls`;
+/// `-status` lists `self` and the members in `<dir>/syncobj.members`
+/// (the first line is the leader), `-remove ADDR` prints `FAIL REMOVE
+/// ADDR` while `<dir>/syncobj.fail` exists, and otherwise `SUCCESS REMOVE
+/// ADDR` and takes ADDR out; the time of each `-remove` is appended to
+/// `<calls>.times`. It exits 0 whatever happened, as the real one
+/// does.
+pub(crate) fn fake_syncobj_admin(dir: &Path, calls: &Path, members: &[&str]) -> PathBuf {
+    let text: String = members.iter().map(|s| format!("{s}\n")).collect();
+    std::fs::write(dir.join("syncobj.members"), text).unwrap();
+    program(
+        dir,
+        "syncobj_admin",
+        &format!(
+            r#"printf '%s\n' "$*" >> '{calls}'
+state='{dir}/syncobj.members'
+conn="$2"
+case "$3" in
+  -status)
+    echo "leader: $(head -n1 "$state")"
+    echo "self: $conn"
+    while read -r m; do [ "$m" != "$conn" ] && echo "partner_node_status_server_$m: 2"; done < "$state"
+    echo "state: 2"
+    ;;
+  -remove)
+    date +%s%N >> '{calls}.times'
+    if [ -e '{dir}/syncobj.fail' ]; then echo "FAIL REMOVE $4"; exit 0; fi
+    grep -vxF -- "$4" "$state" > "$state.new" || true; mv "$state.new" "$state"
+    echo "SUCCESS REMOVE $4"
+    ;;
+esac
+exit 0"#,
+            calls = calls.display(),
+            dir = dir.display(),
+        ),
+    )
+}
+
 /// The lines of a file; none when it does not exist (yet).
 pub(crate) fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)

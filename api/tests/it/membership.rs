@@ -7,7 +7,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
-use stratum_api::raft::{AdapterError, Backoff, RaftAdapter, RaftAdapters, RaftPeer, Removal};
+use stratum_api::raft::{
+    AdapterError, Backoff, Failure, RaftAdapter, RaftAdapters, RaftPeer, Removal,
+};
 
 use crate::support::{assert_error_shape, config, each_backend, spawn_app, spawn_with, TestApp};
 
@@ -426,7 +428,10 @@ impl RaftAdapter for Flaky {
     async fn remove_peer(&self, _peer: &RaftPeer) -> Result<Removal, AdapterError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if self.failing.load(Ordering::SeqCst) {
-            Err(AdapterError("openbao: 503 Service Unavailable".into()))
+            Err(AdapterError::new(
+                Failure::Refused,
+                "openbao: 503 Service Unavailable",
+            ))
         } else {
             Ok(Removal::AlreadyGone)
         }

@@ -14,6 +14,29 @@ use crate::binary::*;
 /// The token the stand-in OpenBao expects; it must never reach the log.
 const BAO_TOKEN: &str = "s.raft-serve-openbao-root-token-5f1c";
 const REMOVE_PEER: &str = "/v1/sys/storage/raft/remove-peer";
+const CONFIGURATION: &str = "/v1/sys/storage/raft/configuration";
+
+/// The stand-in OpenBao's raft configuration names `ids` (`times` times,
+/// or always), the first as its leader; a lower `priority` answers first.
+async fn bao_lists(bao: &MockServer, ids: &[&str], times: Option<u64>, priority: u8) {
+    let servers: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| json!({"node_id": id, "address": format!("{id}:8201"), "leader": i == 0, "voter": true}))
+        .collect();
+    let mock = Mock::given(method("GET"))
+        .and(path(CONFIGURATION))
+        .and(header("X-Vault-Token", BAO_TOKEN))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"data": {"config": {"index": 0, "servers": servers}}})),
+        )
+        .with_priority(priority);
+    match times {
+        Some(n) => mock.up_to_n_times(n).mount(bao).await,
+        None => mock.mount(bao).await,
+    }
+}
 
 #[tokio::test]
 async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft() {
@@ -28,30 +51,26 @@ async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft(
         .expect(1)
         .mount(&bao)
         .await;
+    bao_lists(&bao, &["n-1", "n-3"], Some(1), 1).await;
+    bao_lists(&bao, &["n-1"], None, 2).await;
     let kicks = d.join("ovs-appctl.calls");
-    let appctl = recorder(d, "ovs-appctl", &kicks);
+    let appctl = fake_ovs_appctl(
+        d,
+        &kicks,
+        &["ssl:192.0.2.11:6643", "ssl:192.0.2.13:6643"],
+        &["ssl:192.0.2.11:6644", "ssl:192.0.2.13:6644"],
+    );
     let nb_ctl = d.join("ovnnb_db.ctl");
     let sb_ctl = d.join("ovnsb_db.ctl");
     // syncobj_admin exits 0 whatever happened, and says SUCCESS only when
     // it removed the server, as the real one does. This one says FAIL
-    // while the flag file exists; every call is recorded with its time.
+    // while the flag file exists; every call is recorded, each -remove
+    // with its time.
     let removes = d.join("syncobj_admin.calls");
-    let times = d.join("syncobj_admin.times");
-    let failing = d.join("syncobj_admin.fail");
+    let times = d.join("syncobj_admin.calls.times");
+    let failing = d.join("syncobj.fail");
     std::fs::write(&failing, "").unwrap();
-    let syncobj = program(
-        d,
-        "syncobj_admin",
-        &format!(
-            "printf '%s\\n' \"$*\" >> '{calls}'\n\
-             date +%s%N >> '{times}'\n\
-             if [ -e '{failing}' ]; then echo \"FAIL REMOVE $4\"; else echo \"SUCCESS REMOVE $4\"; fi\n\
-             exit 0",
-            calls = removes.display(),
-            times = times.display(),
-            failing = failing.display(),
-        ),
-    );
+    let syncobj = fake_syncobj_admin(d, &removes, &["10.0.0.1:2222", "192.0.2.13:2222"]);
     let server = start(
         d,
         &[
@@ -144,23 +163,39 @@ async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft(
     );
     assert_eq!(r.body_json::<Value>().unwrap(), json!({"server_id": "n-3"}));
 
-    // (c) Two kicks, one per OVN database, at the default servers.
+    // (c) Two kicks, one per OVN database, at the default servers, each
+    // with ovs-appctl's own timeout, and each database's listing read.
+    let calls = lines(&kicks);
+    let kicked: Vec<&String> = calls
+        .iter()
+        .filter(|l| l.contains("cluster/kick"))
+        .collect();
     assert_eq!(
-        lines(&kicks),
+        kicked,
         [
-            format!(
-                "-t {} cluster/kick OVN_Northbound ssl:192.0.2.13:6643",
+            &format!(
+                "--timeout=10 -t {} cluster/kick OVN_Northbound ssl:192.0.2.13:6643",
                 nb_ctl.display()
             ),
-            format!(
-                "-t {} cluster/kick OVN_Southbound ssl:192.0.2.13:6644",
+            &format!(
+                "--timeout=10 -t {} cluster/kick OVN_Southbound ssl:192.0.2.13:6644",
                 sb_ctl.display()
             ),
         ]
     );
+    for db in ["OVN_Northbound", "OVN_Southbound"] {
+        assert!(
+            calls
+                .iter()
+                .any(|l| l.ends_with(&format!("cluster/status {db}"))),
+            "{calls:?}"
+        );
+    }
 
-    // (d) Failures and a success, each at the configured conn and port.
-    let removes = lines(&removes);
+    // (d) Failures and a success, each sent to the raft's leader for the
+    // peer at the configured port; the listing read at the configured conn.
+    let calls = lines(&removes);
+    let removes: Vec<&String> = calls.iter().filter(|l| l.contains("-remove")).collect();
     assert!(
         removes.len() >= 4,
         "retried until it succeeded: {removes:?}"
@@ -168,8 +203,12 @@ async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft(
     assert!(
         removes
             .iter()
-            .all(|l| l == "-conn 10.0.0.1:2222 -remove 192.0.2.13:2222"),
+            .all(|l| *l == "-conn 10.0.0.1:2222 -remove 192.0.2.13:2222"),
         "{removes:?}"
+    );
+    assert!(
+        calls.iter().any(|l| l == "-conn 10.0.0.1:2222 -status"),
+        "{calls:?}"
     );
 
     // (e) Each removal names the adapter that made it; then the completion.
@@ -411,7 +450,12 @@ async fn serve_runs_configured_commands_and_the_ovn_server_forms_it_is_given() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let kicks = d.join("ovs-appctl.calls");
-    let appctl = recorder(d, "ovs-appctl", &kicks);
+    let appctl = fake_ovs_appctl(
+        d,
+        &kicks,
+        &["tcp:192.0.2.11:16643", "tcp:[2001:db8::6]:16643"],
+        &["n-1", "n-6"],
+    );
     let patroni_calls = d.join("patroni.calls");
     let patroni = recorder(d, "etcd-delete-member", &patroni_calls);
     let commands = json!([[
@@ -448,11 +492,16 @@ async fn serve_runs_configured_commands_and_the_ovn_server_forms_it_is_given() {
         )
         .await;
     server.cleaned("n-6").await;
+    let calls = lines(&kicks);
+    let kicked: Vec<&String> = calls
+        .iter()
+        .filter(|l| l.contains("cluster/kick"))
+        .collect();
     assert_eq!(
-        lines(&kicks),
+        kicked,
         [
-            "-t /var/run/ovn/ovnnb_db.ctl cluster/kick OVN_Northbound tcp:[2001:db8::6]:16643",
-            "-t /var/run/ovn/ovnsb_db.ctl cluster/kick OVN_Southbound n-6",
+            "--timeout=10 -t /var/run/ovn/ovnnb_db.ctl cluster/kick OVN_Northbound tcp:[2001:db8::6]:16643",
+            "--timeout=10 -t /var/run/ovn/ovnsb_db.ctl cluster/kick OVN_Southbound n-6",
         ]
     );
     assert_eq!(
@@ -608,5 +657,97 @@ async fn a_bootstrap_token_on_a_bootstrapped_database_is_said_to_be_ignored() {
     assert!(
         !log.contains(ADMIN),
         "the token itself is never logged: {log}"
+    );
+}
+
+/// OVN's `cluster/kick` prints `started removal` and exits 0 even when the
+/// leader then loses leadership and drops the change. Stratum records the
+/// removal only once `cluster/status` stops naming the server: while it
+/// does, the member stays `removing`, nothing is recorded, and the failure
+/// is counted as `not_confirmed`.
+#[tokio::test]
+async fn a_kick_that_was_lost_is_never_recorded_as_a_removal() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let calls = d.join("ovs-appctl.calls");
+    let appctl = fake_ovs_appctl(
+        d,
+        &calls,
+        &["tcp:192.0.2.11:6643", "tcp:192.0.2.13:6643"],
+        &["tcp:192.0.2.11:6644", "tcp:192.0.2.13:6644"],
+    );
+    std::fs::write(d.join("kick-is-lost"), "").unwrap();
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let server = start(
+        d,
+        &[
+            ("STRATUM_RAFT_OVN", "kick".to_owned()),
+            ("STRATUM_OVS_APPCTL", appctl.display().to_string()),
+            ("STRATUM_OVN_NB_SERVER", "tcp:{host}:6643".to_owned()),
+            ("STRATUM_OVN_SB_SERVER", "tcp:{host}:6644".to_owned()),
+            ("STRATUM_RAFT_TIMEOUT", "500ms".to_owned()),
+            ("STRATUM_RAFT_RETRY_MIN", "100ms".to_owned()),
+            ("STRATUM_RAFT_RETRY_MAX", "200ms".to_owned()),
+            ("STRATUM_METRICS_LISTEN", metrics.clone()),
+        ],
+    )
+    .await;
+    server.admit_three().await;
+    server.progress("n-3", "join/raft-patroni").await;
+    server.progress("n-3", "join/raft-openbao").await;
+    server.progress("n-3", "join/raft-ovn").await;
+    let m = server.member_post("n-3", "join-complete", json!({})).await;
+    assert_eq!(m["state"], "active", "{m}");
+    server
+        .member_post("n-3", "decommission", json!({"reason": "hardware retired"}))
+        .await;
+    server
+        .eventually("three kicks that did not take", || async {
+            (lines(&calls)
+                .iter()
+                .filter(|l| l.contains("cluster/kick"))
+                .count()
+                >= 3)
+                .then_some(())
+        })
+        .await;
+    let m = server.member("n-3").await;
+    assert_eq!(m["state"], "removing", "{m}");
+    assert!(m["raftCleanupAt"].is_null(), "{m}");
+    let history = server.history("n-3").await;
+    assert!(
+        of_type(&history, "RaftPeerRemoved")
+            .iter()
+            .all(|e| e["payload"]["raft"] != "ovn"),
+        "a kick the listing did not follow records nothing: {history:?}"
+    );
+    let text = reqwest::get(format!("http://{metrics}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = text
+        .lines()
+        .find(|l| {
+            l.starts_with(
+                r#"stratum_raft_removal_failures_total{raft="ovn",reason="not_confirmed"}"#,
+            )
+        })
+        .unwrap_or_else(|| panic!("{text}"));
+    let n: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(n >= 2, "{line}");
+    assert!(
+        server.log().contains("still names the peer"),
+        "the log says why: {}",
+        server.log()
+    );
+    // The kick takes: recorded, and the member decommissioned.
+    std::fs::remove_file(d.join("kick-is-lost")).unwrap();
+    let m = server.cleaned("n-3").await;
+    assert_eq!(m["state"], "decommissioned", "{m}");
+    assert_eq!(
+        lines(&d.join("OVN_Northbound.servers")),
+        ["tcp:192.0.2.11:6643"]
     );
 }
