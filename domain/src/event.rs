@@ -42,6 +42,9 @@ pub enum DomainEvent {
         raft: Raft,
         already_gone: bool,
         adapter: String,
+        /// The peer led the raft: leadership was moved to another voter
+        /// before it was removed (by a transfer where the raft needs one).
+        leader_moved: bool,
     },
     RaftCleanupCompleted {
         node_id: String,

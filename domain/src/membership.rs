@@ -295,6 +295,8 @@ pub enum MemberCommand {
         raft: Raft,
         already_gone: bool,
         adapter: String,
+        /// The peer led the raft and leadership was moved off it first.
+        leader_moved: bool,
     },
     /// A change of role, address, bindings or labels (`PATCH`): a field
     /// left out stays as it is; bindings and labels replace the whole map.
@@ -751,6 +753,7 @@ impl Membership {
                 raft,
                 already_gone,
                 adapter,
+                leader_moved,
             } => {
                 let m = self.member(node_id)?;
                 let pending = m.pending_cleanup();
@@ -763,6 +766,7 @@ impl Membership {
                     raft: *raft,
                     already_gone: *already_gone,
                     adapter: adapter.clone(),
+                    leader_moved: *leader_moved,
                 }];
                 if pending.len() == 1 {
                     events.push(DomainEvent::RaftCleanupCompleted {

@@ -113,6 +113,7 @@ fn removal(node: &str, raft: Raft) -> MemberCommand {
         raft,
         already_gone: false,
         adapter: ADAPTER.into(),
+        leader_moved: false,
     }
 }
 
@@ -990,6 +991,7 @@ fn each_raft_of_a_failed_member_is_removed_once() {
             raft: Raft::Openbao,
             already_gone: true,
             adapter: "openbao-http".into(),
+            leader_moved: false,
         },
     );
     assert_eq!(
@@ -999,6 +1001,7 @@ fn each_raft_of_a_failed_member_is_removed_once() {
             raft: Raft::Openbao,
             already_gone: true,
             adapter: "openbao-http".into(),
+            leader_moved: false,
         }]
     );
     assert_eq!(member(&s, "n-3").pending_cleanup(), vec![Raft::Patroni]);
@@ -1018,6 +1021,7 @@ fn each_raft_of_a_failed_member_is_removed_once() {
                 raft: Raft::Patroni,
                 already_gone: false,
                 adapter: ADAPTER.into(),
+                leader_moved: false,
             },
             DomainEvent::RaftCleanupCompleted {
                 node_id: "n-3".into()
@@ -1063,6 +1067,7 @@ fn the_last_removal_of_a_removing_member_decommissions_it() {
                 raft: Raft::Openbao,
                 already_gone: false,
                 adapter: ADAPTER.into(),
+                leader_moved: false,
             },
             DomainEvent::RaftCleanupCompleted {
                 node_id: "n-3".into()
@@ -1831,6 +1836,7 @@ fn command_strategy() -> impl Strategy<Value = MemberCommand> {
                 raft,
                 already_gone,
                 adapter: ADAPTER.into(),
+                leader_moved: false,
             }),
         1 => (pick(&REQUESTS), pick(&NODES), pick(&IPS), labels_strategy()).prop_map(
             |(request_id, node, ip, labels)| MemberCommand::RequestJoin {

@@ -133,6 +133,7 @@ pub fn one_of_each() -> Vec<DomainEvent> {
             raft: Raft::Ovn,
             already_gone: true,
             adapter: "ovn-kick".into(),
+            leader_moved: true,
         },
         DomainEvent::RaftCleanupCompleted { node_id: n() },
         DomainEvent::MemberJoinRetried { node_id: n() },
@@ -420,14 +421,37 @@ pub fn upgrade_examples() -> Vec<DomainEvent> {
     ]
 }
 
+/// An example event as the bytes of stored `version` of its type decode:
+/// the fields that version did not have hold the upcasters' documented
+/// defaults.
+pub fn as_decoded_from(event: &DomainEvent, version: u16) -> DomainEvent {
+    if version >= crate::stored::schema_version(event) {
+        return event.clone();
+    }
+    if version == 1 {
+        return with_v1_defaults(event);
+    }
+    let mut e = event.clone();
+    // Version 2 of a type that has a version 3.
+    if let DomainEvent::RaftPeerRemoved { leader_moved, .. } = &mut e {
+        *leader_moved = false;
+    }
+    e
+}
+
 /// An example event as its version-1 bytes decode: the fields v1 did not
 /// have hold the upcasters' documented defaults.
 pub fn with_v1_defaults(event: &DomainEvent) -> DomainEvent {
     use crate::upgrade::*;
     let mut e = event.clone();
     match &mut e {
-        DomainEvent::RaftPeerRemoved { adapter, .. } => {
-            *adapter = crate::stored::upcast::UNRECORDED_ADAPTER.into()
+        DomainEvent::RaftPeerRemoved {
+            adapter,
+            leader_moved,
+            ..
+        } => {
+            *adapter = crate::stored::upcast::UNRECORDED_ADAPTER.into();
+            *leader_moved = false;
         }
         DomainEvent::ReleaseRegistered(r) => r.source = ReleaseSource::Manifest,
         DomainEvent::UpgradePlanned(u) => {

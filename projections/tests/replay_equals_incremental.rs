@@ -57,6 +57,7 @@ fn command() -> impl Strategy<Value = MemberCommand> {
             node_id,
             raft: Raft::ALL[r],
             already_gone: false,
+            leader_moved: false,
             adapter: "record-only".to_owned(),
         }),
         (node, 0..ROLES.len(), 0..6u8, any::<bool>()).prop_map(|(node_id, r, ip, force)| {

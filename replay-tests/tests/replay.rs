@@ -76,11 +76,7 @@ fn every_stored_version_of_every_event_type_decodes() {
             .iter()
             .find(|e| e.event_type() == event_type)
             .unwrap();
-        let want = if version < stratum_domain::stored::schema_version(original) {
-            stratum_domain::testing::with_v1_defaults(original)
-        } else {
-            original.clone()
-        };
+        let want = stratum_domain::testing::as_decoded_from(original, version);
         assert_eq!(event, want, "{}", path.display());
         decoded += 1;
     }

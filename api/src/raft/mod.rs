@@ -279,6 +279,7 @@ async fn record_removal(
             raft,
             already_gone: outcome.already_gone(),
             adapter: adapter.to_owned(),
+            leader_moved: outcome.leader_moved(),
         }),
         SERVICE_PRINCIPAL,
     );

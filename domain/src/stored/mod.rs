@@ -20,6 +20,7 @@
 pub mod upcast;
 pub mod v1;
 pub mod v2;
+pub mod v3;
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +31,7 @@ use crate::event::{
 use crate::membership::Raft;
 use v1::*;
 use v2::*;
+use v3::*;
 
 /// An event ready for the log: type, schema version and postcard payload.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,11 +101,13 @@ pub fn encode(event: &DomainEvent) -> Encoded {
             raft,
             already_gone,
             adapter,
-        } => bytes(&RaftPeerRemovedV2 {
+            leader_moved,
+        } => bytes(&RaftPeerRemovedV3 {
             node_id: node_id.clone(),
             raft: (*raft).into(),
             already_gone: *already_gone,
             adapter: adapter.clone(),
+            leader_moved: *leader_moved,
         }),
         DomainEvent::MemberUpdated(e) => bytes(&MemberUpdatedV1 {
             node_id: e.node_id.clone(),
@@ -214,6 +218,7 @@ pub const STORED_VERSIONS: &[(&str, u16)] = &[
     ("RaftCleanupCompleted", 1),
     ("RaftPeerRemoved", 1),
     ("RaftPeerRemoved", 2),
+    ("RaftPeerRemoved", 3),
     ("ReleaseRegistered", 1),
     ("ReleaseRegistered", 2),
     ("ResourcePolicySet", 1),
@@ -239,8 +244,8 @@ pub const STORED_VERSIONS: &[(&str, u16)] = &[
 /// The version `encode` writes of an event's type: the newest.
 pub fn schema_version(event: &DomainEvent) -> u16 {
     match event {
+        DomainEvent::RaftPeerRemoved { .. } => 3,
         DomainEvent::MemberJoinFailed(_)
-        | DomainEvent::RaftPeerRemoved { .. }
         | DomainEvent::ReleaseRegistered(_)
         | DomainEvent::UpgradePlanned(_)
         | DomainEvent::UpgradeNodeReported(_)
@@ -302,18 +307,15 @@ pub fn decode(
                 rafts: rafts_from_bits(t, v, e.rafts)?,
             })
         }
-        ("RaftPeerRemoved", 1 | 2) => {
-            let e: RaftPeerRemovedV2 = if v == 1 {
-                upcast::raft_peer_removed_v1_to_v2(de(t, v, payload)?)
-            } else {
-                de(t, v, payload)?
+        ("RaftPeerRemoved", 1..=3) => {
+            let e: RaftPeerRemovedV3 = match v {
+                1 => upcast::raft_peer_removed_v2_to_v3(upcast::raft_peer_removed_v1_to_v2(de(
+                    t, v, payload,
+                )?)),
+                2 => upcast::raft_peer_removed_v2_to_v3(de(t, v, payload)?),
+                _ => de(t, v, payload)?,
             };
-            DomainEvent::RaftPeerRemoved {
-                node_id: e.node_id,
-                raft: e.raft.into(),
-                already_gone: e.already_gone,
-                adapter: e.adapter,
-            }
+            e.into()
         }
         ("MemberUpdated", 1) => {
             let e: MemberUpdatedV1 = de(t, v, payload)?;
@@ -555,6 +557,39 @@ mod tests {
     }
 
     #[test]
+    fn raft_peer_removed_v2_upcasts_to_v3_with_no_leader_moved() {
+        let v2 = RaftPeerRemovedV2 {
+            node_id: "n-1".into(),
+            raft: RaftV1::Patroni,
+            already_gone: false,
+            adapter: "patroni-syncobj".into(),
+        };
+        let v3 = upcast::raft_peer_removed_v2_to_v3(v2.clone());
+        assert!(!v3.leader_moved);
+        assert_eq!(
+            decode("RaftPeerRemoved", 2, &bytes(&v2)).unwrap(),
+            decode("RaftPeerRemoved", 3, &bytes(&v3)).unwrap()
+        );
+        // What an export showed of a v2 removal before v3 existed reads as
+        // its bytes do now.
+        let old = serde_json::json!({"nodeId": "n-1", "raft": "patroni", "alreadyGone": false, "adapter": "patroni-syncobj"});
+        assert_eq!(
+            upcast::decode_exported("RaftPeerRemoved", 2, &old),
+            Some(decode("RaftPeerRemoved", 2, &bytes(&v2)).unwrap())
+        );
+        let moved = RaftPeerRemovedV3 {
+            leader_moved: true,
+            ..v3
+        };
+        let DomainEvent::RaftPeerRemoved { leader_moved, .. } =
+            decode("RaftPeerRemoved", 3, &bytes(&moved)).unwrap()
+        else {
+            panic!("a removal decodes as a removal")
+        };
+        assert!(leader_moved);
+    }
+
+    #[test]
     fn an_export_made_before_an_upcast_reads_like_one_made_after() {
         // What an export showed of a v1 removal before v2 existed.
         let old = serde_json::json!({"nodeId": "n-1", "raft": "ovn", "alreadyGone": false});
@@ -575,7 +610,7 @@ mod tests {
             upcast::decode_exported("RaftPeerRemoved", 1, &tampered),
             Some(from_bytes)
         );
-        // A version that was never upcast is read as it is.
+        // A payload that is not the version's shape is read as it is.
         assert_eq!(upcast::decode_exported("RaftPeerRemoved", 2, &old), None);
     }
 

@@ -1,7 +1,7 @@
 //! Upcasters: each turns a version into the next, small and separately
 //! tested, so old bytes reach the newest shape step by step.
 
-use super::{v1, v2};
+use super::{v1, v2, v3};
 
 /// What a v1 removal says of its adapter: it did not record one.
 pub const UNRECORDED_ADAPTER: &str = "unrecorded";
@@ -24,14 +24,9 @@ pub fn decode_exported(
     }
     Some(match (event_type, schema_version) {
         ("RaftPeerRemoved", 1) => {
-            let e = raft_peer_removed_v1_to_v2(read(payload)?);
-            DomainEvent::RaftPeerRemoved {
-                node_id: e.node_id,
-                raft: e.raft.into(),
-                already_gone: e.already_gone,
-                adapter: e.adapter,
-            }
+            raft_peer_removed_v2_to_v3(raft_peer_removed_v1_to_v2(read(payload)?)).into()
         }
+        ("RaftPeerRemoved", 2) => raft_peer_removed_v2_to_v3(read(payload)?).into(),
         ("ReleaseRegistered", 1) => {
             DomainEvent::ReleaseRegistered(release_registered_v1_to_v2(read(payload)?).into())
         }
@@ -207,5 +202,29 @@ pub fn member_join_failed_v1_to_v2(e: v1::MemberJoinFailedV1) -> v2::MemberJoinF
             .rafts
             .into_iter()
             .fold(0, |bits, r| bits | v2::raft_bit(r.into())),
+    }
+}
+
+/// v2 removals did not say whether the peer led the raft; none of their
+/// adapters moved a leader.
+pub fn raft_peer_removed_v2_to_v3(e: v2::RaftPeerRemovedV2) -> v3::RaftPeerRemovedV3 {
+    v3::RaftPeerRemovedV3 {
+        node_id: e.node_id,
+        raft: e.raft,
+        already_gone: e.already_gone,
+        adapter: e.adapter,
+        leader_moved: false,
+    }
+}
+
+impl From<v3::RaftPeerRemovedV3> for crate::event::DomainEvent {
+    fn from(e: v3::RaftPeerRemovedV3) -> Self {
+        crate::event::DomainEvent::RaftPeerRemoved {
+            node_id: e.node_id,
+            raft: e.raft.into(),
+            already_gone: e.already_gone,
+            adapter: e.adapter,
+            leader_moved: e.leader_moved,
+        }
     }
 }

@@ -20,7 +20,11 @@ pub struct MemberJoinFailedV2 {
 /// `RaftPeerRemoved` v2 names the adapter that said the peer is gone,
 /// so an auditor can tell a removal from a raft from a record-only
 /// default that called nothing. v1 did not say.
+///
+/// Its serde names are camelCase, as exports showed its payload before v3
+/// (postcard writes no names, so the stored bytes are the same).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RaftPeerRemovedV2 {
     pub node_id: String,
     pub raft: RaftV1,

@@ -73,6 +73,15 @@ pub(super) async fn run(argv: &[String], timeout: Duration) -> Result<Ran, Adapt
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         code: out.status.code(),
     };
+    use std::os::unix::process::ExitStatusExt;
+    // `ovs-appctl --timeout` ends itself with SIGALRM when its server does
+    // not answer.
+    if out.status.signal() == Some(14) {
+        return Err(AdapterError::new(
+            Failure::Timeout,
+            format!("{program} timed out: {}", ran.message()),
+        ));
+    }
     if matches!(ran.code, Some(126 | 127) | None) {
         return Err(AdapterError::new(
             Failure::Unreachable,

@@ -58,8 +58,8 @@ struct Db<'a> {
 pub(super) struct Status {
     /// The addresses of the servers the raft's configuration names.
     pub servers: Vec<String>,
-    /// Whether the server answering is the leader.
-    pub leader: bool,
+    /// The address of the server answering (`(self)`).
+    pub me: Option<String>,
 }
 
 impl OvnKickAdapter {
@@ -156,10 +156,28 @@ impl RaftAdapter for OvnKickAdapter {
             if !status.servers.contains(&db.server) {
                 continue;
             }
+            if status.me.as_deref() == Some(db.server.as_str()) {
+                // Kicking itself, the server would leave, and its socket
+                // would answer nothing more about the raft.
+                return Err(AdapterError::new(
+                    Failure::Refused,
+                    format!(
+                        "{} at {} is the server being removed; name another member's control socket to remove it",
+                        db.name, db.ctl
+                    ),
+                ));
+            }
             // The answer only says the change started: on a follower,
-            // "sent removal request to leader".
-            self.appctl(db.ctl, &["cluster/kick", db.name, &db.server])
-                .await?;
+            // "sent removal request to leader", even when the leader then
+            // drops it. `unknown server`: it left since the listing.
+            if let Err(e) = self
+                .appctl(db.ctl, &["cluster/kick", db.name, &db.server])
+                .await
+            {
+                if !e.message.contains("unknown server") {
+                    return Err(e);
+                }
+            }
             let what = format!("cluster/status {} at {}", db.name, db.ctl);
             until_gone(Instant::now() + self.timeout, &what, || async {
                 Ok(self.status(&db).await?.servers.contains(&db.server))
@@ -173,7 +191,7 @@ impl RaftAdapter for OvnKickAdapter {
 
 /// Reads `cluster/status`: the answering server must be a cluster member,
 /// and its `Servers:` section names each server as `<sid> (<sid> at
-/// <address>)`, its own with `(self)`.
+/// <address>)`, its own followed by `(self)`. Every server listed votes.
 pub(super) fn parse_status(text: &str) -> Result<Status, String> {
     let field = |name: &str| {
         text.lines()
@@ -185,12 +203,12 @@ pub(super) fn parse_status(text: &str) -> Result<Status, String> {
             "the server answering is not a cluster member (Status: {member})"
         ));
     }
-    let leader = field("Role:") == Some("leader");
     let mut lines = text.lines().skip_while(|l| l.trim() != "Servers:");
     if lines.next().is_none() {
         return Err("it has no Servers section".into());
     }
     let mut servers = Vec::new();
+    let mut me = None;
     for line in lines {
         if !line.starts_with(char::is_whitespace) || line.trim().is_empty() {
             break;
@@ -202,10 +220,79 @@ pub(super) fn parse_status(text: &str) -> Result<Status, String> {
         let end = rest
             .find(')')
             .ok_or_else(|| format!("an unclosed server line: {}", line.trim()))?;
-        servers.push(rest[..end].trim().to_owned());
+        let address = rest[..end].trim().to_owned();
+        if rest[end + 1..].trim_start().starts_with("(self)") {
+            me = Some(address.clone());
+        }
+        servers.push(address);
     }
     if servers.is_empty() {
         return Err("its Servers section names no server".into());
     }
-    Ok(Status { servers, leader })
+    Ok(Status { servers, me })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// As ovsdb-server 3.1 prints it on a follower.
+    const FOLLOWER: &str = "9330
+Name: OVN_Northbound
+Cluster ID: d7a5 (d7a5c3e6-e118-42b1-bae7-bee8f3fe0503)
+Server ID: 9330 (9330c4fd-8e25-4736-818d-f5e2b5bfb278)
+Address: tcp:127.0.1.12:6643
+Status: cluster member
+Role: follower
+Term: 1
+Leader: 02e1
+Vote: unknown
+
+Election timer: 1000
+Log: [2, 6]
+Entries not yet committed: 0
+Entries not yet applied: 0
+Connections: ->0000 <-02e1 <-650e ->650e <-efd0 ->efd0
+Disconnections: 0
+Servers:
+    02e1 (02e1 at tcp:127.0.1.11:6643) last msg 39 ms ago
+    efd0 (efd0 at tcp:127.0.1.21:6643)
+    9330 (9330 at tcp:127.0.1.12:6643) (self)
+    650e (650e at tcp:127.0.1.13:6643)
+";
+
+    #[test]
+    fn a_follower_s_status_lists_every_server_and_itself() {
+        let s = parse_status(FOLLOWER).unwrap();
+        assert_eq!(
+            s.servers,
+            [
+                "tcp:127.0.1.11:6643",
+                "tcp:127.0.1.21:6643",
+                "tcp:127.0.1.12:6643",
+                "tcp:127.0.1.13:6643"
+            ]
+        );
+        assert_eq!(s.me.as_deref(), Some("tcp:127.0.1.12:6643"));
+        // Whole addresses: 127.0.1.1 is not 127.0.1.11.
+        assert!(!s.servers.contains(&"tcp:127.0.1.1:6643".to_owned()));
+    }
+
+    #[test]
+    fn a_leader_s_status_with_indexes_reads_the_same() {
+        let text = FOLLOWER.replace("Role: follower", "Role: leader").replace(
+            "(02e1 at tcp:127.0.1.11:6643) last msg 39 ms ago",
+            "(02e1 at tcp:127.0.1.11:6643) next_index=6 match_index=5 last msg 29 ms ago",
+        );
+        assert_eq!(parse_status(&text).unwrap().servers.len(), 4);
+    }
+
+    #[test]
+    fn a_server_that_left_or_joins_is_no_listing() {
+        let leaving = FOLLOWER.replace("Status: cluster member", "Status: leaving cluster");
+        assert!(parse_status(&leaving)
+            .unwrap_err()
+            .contains("not a cluster member"));
+        assert!(parse_status("unknown cluster").is_err());
+    }
 }
