@@ -235,15 +235,23 @@ async function fetchAll(path, params) {
   return items;
 }
 
+/**
+ * Text from the record, isolated: whatever direction controls it holds
+ * cannot reorder the console's own words around it (Unicode bidi
+ * isolation; the service refuses such characters, but old records may
+ * hold them).
+ */
+const iso = (v) => el("bdi", null, text(v));
+
 function memberNotes(m) {
   const notes = [];
-  if (m.state === "joining" && m.joinStep) notes.push(`at ${m.joinStep}`);
-  if (m.failedStep || m.failedError) notes.push(`join failed at ${text(m.failedStep)}: ${text(m.failedError)}`);
+  if (m.state === "joining" && m.joinStep) notes.push(["at ", iso(m.joinStep)]);
+  if (m.failedStep || m.failedError) notes.push(["join failed at ", iso(m.failedStep), ": ", iso(m.failedError)]);
   if (m.decommissionReason) {
-    notes.push(`decommissioned: ${m.decommissionReason}` + (m.decommissionedBy ? ` (by ${m.decommissionedBy})` : ""));
+    notes.push(["decommissioned: ", iso(m.decommissionReason), m.decommissionedBy ? [" (by ", iso(m.decommissionedBy), ")"] : null]);
   }
   if (m.raftCleanupPending && m.raftCleanupPending.length) notes.push(`raft cleanup pending: ${m.raftCleanupPending.join(", ")}`);
-  return notes.join("; ");
+  return notes.flatMap((n, i) => (i ? ["; ", n] : [n]));
 }
 
 defineView("members",
@@ -463,16 +471,23 @@ function auditFilters() {
 
 /** What the server's own filters keep (exact matches, events.rs). */
 function matchesFilters(e, f) {
-  return (!f.stream || e.streamId === f.stream) && (!f.type || e.type === f.type) && (!f.actor || e.principal === f.actor);
+  return (!f.stream || e.streamId === f.stream) && (!f.type || e.type === f.type) &&
+    (!f.actor || e.principal === f.actor || e.initiator === f.actor);
 }
 
 /** Why it happened: the payload's reason, or a join failure's error. */
 function whyOf(e) {
   const p = e.payload || {};
-  if (typeof p.reason === "string" && p.reason) return p.reason;
-  if (typeof p.error === "string" && p.error) return p.step ? `${p.step}: ${p.error}` : p.error;
-  if (typeof p.message === "string" && p.message) return p.message;
+  if (typeof p.reason === "string" && p.reason) return iso(p.reason);
+  if (typeof p.error === "string" && p.error) return p.step ? [iso(p.step), ": ", iso(p.error)] : iso(p.error);
+  if (typeof p.message === "string" && p.message) return iso(p.message);
   return "";
+}
+
+/** Who did it: the initiator, and the service when it acted for them. */
+function byOf(e) {
+  const who = e.initiator || e.principal;
+  return who && e.principal && who !== e.principal ? [iso(who), " (via ", iso(e.principal), ")"] : iso(who);
 }
 
 /** The log's head as /readyz says it (no token needed), or null. */
@@ -585,7 +600,7 @@ function auditRow(e) {
     el("td", { class: "nowrap" }, time(e.occurredAt)),
     el("td", null, el("span", { class: "etype", "data-type": e.type }, text(e.type))),
     el("td", null, el("code", null, text(e.streamId))),
-    el("td", null, text(e.principal)),
+    el("td", { "data-by": e.initiator || e.principal }, byOf(e)),
     el("td", { class: "why" }, why || dash),
     el("td", null, details));
 }
@@ -594,6 +609,7 @@ function noteSeen(e) {
   if (e.streamId) audit.seen.streams.add(e.streamId);
   if (e.type) audit.seen.types.add(e.type);
   if (e.principal) audit.seen.actors.add(e.principal);
+  if (e.initiator) audit.seen.actors.add(e.initiator);
 }
 
 function fillDatalists() {

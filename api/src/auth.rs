@@ -87,6 +87,188 @@ pub struct ChosenSecrets {
     refused: std::sync::Mutex<std::collections::HashMap<[u8; 32], std::time::Instant>>,
     pending: std::sync::Mutex<std::collections::HashMap<[u8; 32], Check>>,
     lane: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// Refused secrets, by the address that presented them.
+    pub throttle: Throttle,
+}
+
+/// The address a request came from, as the listener accepted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Peer(pub std::net::IpAddr);
+
+/// Refused secrets an address may present per minute before it is
+/// answered 429 for a while.
+pub const REFUSALS_PER_MINUTE: u32 = 30;
+/// Slow checks one address may have waiting at once.
+const CHECKS_PER_ADDRESS: usize = 2;
+
+/// Authentication failures throttled per source address (a keyed token
+/// bucket of [`REFUSALS_PER_MINUTE`]): an address that guesses is answered
+/// 429 with `Retry-After` and never reaches the slow check, so it cannot
+/// crowd out anyone else's first use of a chosen secret. A valid secret is
+/// never refused for others' guesses: a generated token is found by its
+/// hash alone, and a chosen one already verified is known, whatever the
+/// address.
+pub struct Throttle {
+    refusals: governor::DefaultKeyedRateLimiter<std::net::IpAddr>,
+    /// Addresses over their budget, and until when.
+    blocked: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, std::time::Instant>>,
+    /// Slow checks waiting, by address.
+    checking: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+impl Default for Throttle {
+    fn default() -> Self {
+        let per_minute = std::num::NonZeroU32::new(REFUSALS_PER_MINUTE).expect("above zero");
+        Self {
+            refusals: governor::RateLimiter::keyed(governor::Quota::per_minute(per_minute)),
+            blocked: Default::default(),
+            checking: Default::default(),
+        }
+    }
+}
+
+impl Throttle {
+    /// How long `ip` must still wait, if it is over its budget.
+    fn blocked_for(&self, ip: std::net::IpAddr) -> Option<std::time::Duration> {
+        let mut blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
+        match blocked.get(&ip) {
+            Some(until) if *until > std::time::Instant::now() => {
+                Some(*until - std::time::Instant::now())
+            }
+            Some(_) => {
+                blocked.remove(&ip);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Counts a refused secret of `ip`; answers how long it must now wait
+    /// when that was one too many.
+    fn refused(&self, ip: std::net::IpAddr) -> Option<std::time::Duration> {
+        use governor::clock::Clock;
+        let wait = match self.refusals.check_key(&ip) {
+            Ok(()) => return None,
+            Err(not_until) => not_until
+                .wait_time_from(governor::clock::DefaultClock::default().now())
+                .max(std::time::Duration::from_secs(1)),
+        };
+        let mut blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
+        if blocked.len() >= REFUSED_KEPT {
+            blocked.retain(|_, until| *until > std::time::Instant::now());
+            self.refusals.retain_recent();
+        }
+        blocked.insert(ip, std::time::Instant::now() + wait);
+        Some(wait)
+    }
+
+    /// A place for one more slow check of `ip`, given back when dropped.
+    fn check_slot(&self, ip: std::net::IpAddr) -> Option<CheckSlot<'_>> {
+        let mut checking = self.checking.lock().unwrap_or_else(|e| e.into_inner());
+        let n = checking.entry(ip).or_default();
+        if *n >= CHECKS_PER_ADDRESS {
+            return None;
+        }
+        *n += 1;
+        Some(CheckSlot(self, ip))
+    }
+}
+
+struct CheckSlot<'a>(&'a Throttle, std::net::IpAddr);
+
+impl Drop for CheckSlot<'_> {
+    fn drop(&mut self) {
+        let mut checking = self.0.checking.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = checking.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                checking.remove(&self.1);
+            }
+        }
+    }
+}
+
+/// Reports a node agent may send per second, each kind on its own, and
+/// the burst above it: far more than an agent needs (a join reports a
+/// handful of steps, facts change rarely, the applied generation once per
+/// membership change), far less than a loop.
+pub const REPORTS_PER_SECOND: u32 = 5;
+pub const REPORT_BURST: u32 = 20;
+
+/// The node agents' reports (join progress and failure, facts, applied
+/// generation), limited per node and kind: past the limit, 429 with
+/// `Retry-After`.
+pub struct NodeReports {
+    limiter: governor::DefaultKeyedRateLimiter<(String, Action)>,
+}
+
+impl Default for NodeReports {
+    fn default() -> Self {
+        let rate = std::num::NonZeroU32::new(REPORTS_PER_SECOND).expect("above zero");
+        let burst = std::num::NonZeroU32::new(REPORT_BURST).expect("above zero");
+        Self {
+            limiter: governor::RateLimiter::keyed(
+                governor::Quota::per_second(rate).allow_burst(burst),
+            ),
+        }
+    }
+}
+
+impl NodeReports {
+    /// Whether `caller` may send one more `action` now; the wait if not.
+    /// Only node agents' reports are limited.
+    fn admit(&self, caller: &Caller, action: Action) -> Result<(), ApiError> {
+        use governor::clock::Clock;
+        let report = matches!(
+            action,
+            Action::ReportJoinProgress
+                | Action::ReportJoinFailure
+                | Action::ReportNodeFacts
+                | Action::ReportAppliedGeneration
+        );
+        if !report || !caller.principal.starts_with("node/") {
+            return Ok(());
+        }
+        if self.limiter.len() > 100_000 {
+            self.limiter.retain_recent();
+        }
+        match self.limiter.check_key(&(caller.principal.clone(), action)) {
+            Ok(()) => Ok(()),
+            Err(not_until) => {
+                crate::metrics::global()
+                    .reports_limited
+                    .with_label_values(&[action.name()])
+                    .inc();
+                let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+                let secs = wait.as_secs().max(1);
+                let mut e = ApiError::new(
+                    stratum_domain::ErrorCode::RateLimited,
+                    format!(
+                        "{} reports {} faster than an agent needs to; retry in {secs} s.",
+                        caller.principal,
+                        action.name()
+                    ),
+                );
+                e.details = Some(serde_json::json!({ "retryAfterSeconds": secs }));
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A 429 for an address that guessed too often.
+fn throttled(wait: std::time::Duration) -> ApiError {
+    crate::metrics::global()
+        .auth_refused
+        .with_label_values(&["throttled"])
+        .inc();
+    let secs = wait.as_secs().max(1);
+    let mut e = ApiError::new(
+        stratum_domain::ErrorCode::RateLimited,
+        format!("Too many refused secrets from this address; retry in {secs} s."),
+    );
+    e.details = Some(serde_json::json!({ "retryAfterSeconds": secs }));
+    e
 }
 
 /// One slow check, shared by the requests presenting the same secret: the
@@ -230,6 +412,26 @@ pub async fn authenticate(
     chosen: &ChosenSecrets,
     headers: &HeaderMap,
     client: Option<&ClientCertificate>,
+    peer: Option<Peer>,
+) -> Result<Caller, ApiError> {
+    let result = identify(view, chosen, headers, client, peer).await;
+    // A refusal counts against its address; one too many is a 429.
+    if let (Err(e), Some(Peer(ip))) = (&result, peer) {
+        if e.code == stratum_domain::ErrorCode::Unauthenticated {
+            if let Some(wait) = chosen.throttle.refused(ip) {
+                return Err(throttled(wait));
+            }
+        }
+    }
+    result
+}
+
+async fn identify(
+    view: &ReadModels,
+    chosen: &ChosenSecrets,
+    headers: &HeaderMap,
+    client: Option<&ClientCertificate>,
+    peer: Option<Peer>,
 ) -> Result<Caller, ApiError> {
     let secret = headers
         .get(header::AUTHORIZATION)
@@ -293,10 +495,28 @@ pub async fn authenticate(
             if candidates.is_empty() {
                 return Err(refused("unknown token"));
             }
+            // A secret this process verified is known at once; any other
+            // takes the slow check, which a guessing address never reaches.
+            let _slot = match (peer, chosen.verified(&presented)) {
+                (Some(Peer(ip)), None) => {
+                    if let Some(wait) = chosen.throttle.blocked_for(ip) {
+                        return Err(throttled(wait));
+                    }
+                    match chosen.throttle.check_slot(ip) {
+                        Some(slot) => Some(slot),
+                        None => return Err(throttled(std::time::Duration::from_secs(1))),
+                    }
+                }
+                _ => None,
+            };
             let id = chosen
                 .find(secret, presented, candidates)
                 .await
                 .map_err(|Busy| {
+                    crate::metrics::global()
+                        .auth_refused
+                        .with_label_values(&["busy"])
+                        .inc();
                     ApiError::new(
                         stratum_domain::ErrorCode::Unavailable,
                         "Too many unrecognized secrets are being checked right now; retry shortly.",
@@ -323,11 +543,37 @@ pub async fn authenticate(
     })
 }
 
-/// A 401, with why (never the secret) logged.
+/// A 401, with why (never the secret) logged and counted.
 fn refused(reason: &'static str) -> ApiError {
     tracing::info!(reason, "authentication refused");
+    crate::metrics::global()
+        .auth_refused
+        .with_label_values(&[reason_label(reason)])
+        .inc();
     ApiError::unauthenticated()
 }
+
+/// The `reason` label of a refusal: a few fixed values.
+fn reason_label(reason: &str) -> &'static str {
+    match reason {
+        "no bearer token" => "no_token",
+        "unknown token" => "unknown_token",
+        "revoked token" => "revoked",
+        "expired token" => "expired",
+        _ => "certificate",
+    }
+}
+
+/// Every `reason` label of `stratum_auth_refused_total`.
+pub const REFUSAL_REASONS: [&str; 7] = [
+    "no_token",
+    "unknown_token",
+    "revoked",
+    "expired",
+    "certificate",
+    "throttled",
+    "busy",
+];
 
 /// Decides whether `caller` may perform `action` on `resource`, by the
 /// domain's one rule over the read models of this request's moment, so a
@@ -365,15 +611,19 @@ pub async fn gate(
         Err(e) => return e.into_response(),
     };
     let client = req.extensions().get::<ClientCertificate>();
-    let mut caller = match authenticate(&view, &app.chosen_secrets, req.headers(), client).await {
-        Ok(c) => c,
-        Err(e) => return e.into_response(),
-    };
+    let peer = req.extensions().get::<Peer>().copied();
+    let mut caller =
+        match authenticate(&view, &app.chosen_secrets, req.headers(), client, peer).await {
+            Ok(c) => c,
+            Err(e) => return e.into_response(),
+        };
     tracing::Span::current().record("principal", caller.principal.as_str());
     let param = |k: &str| params.iter().find(|(n, _)| *n == k).map(|(_, v)| v);
     let resource = action.resource(param);
     let key = action.resource_policy_key(param);
-    match authorize(&view, &caller, action, &resource, key.as_deref()) {
+    match authorize(&view, &caller, action, &resource, key.as_deref())
+        .and_then(|held| app.reports.admit(&caller, action).map(|()| held))
+    {
         Ok(held) => caller.policies = held,
         Err(e) => {
             // Who was refused, for the request's log line.

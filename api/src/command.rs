@@ -43,24 +43,28 @@ pub const READ_CHUNK: u32 = 10_000;
 /// before it is answered 503 (the writer retries the fold meanwhile).
 const FOLLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// An `Idempotency-Key` and the hash of the request it came with.
+/// An `Idempotency-Key`, scoped to the route it came with, and the hash
+/// of the request's body. Keys are the caller's: the store keeps them per
+/// principal (as Stripe and the IETF Idempotency-Key draft do), and here
+/// per method and path too, so one key on two routes is two keys.
 #[derive(Clone, Debug)]
 pub struct IdempotencyKey {
+    /// `<METHOD> <path> <key>`.
     pub key: String,
     pub request_hash: Vec<u8>,
 }
 
 impl IdempotencyKey {
-    /// The request hash covers the method, the path and the body.
+    /// The body is compared as parsed JSON: another key order or spacing
+    /// is the same request. A body that is not JSON is compared as bytes.
     pub fn new(key: String, method: &str, path: &str, body: &[u8]) -> Self {
+        let canonical = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| serde_json_canonicalizer::to_vec(&v).ok());
         let mut h = Sha256::new();
-        h.update(method.as_bytes());
-        h.update([0]);
-        h.update(path.as_bytes());
-        h.update([0]);
-        h.update(body);
+        h.update(canonical.as_deref().unwrap_or(body));
         Self {
-            key,
+            key: format!("{method} {path} {key}"),
             request_hash: h.finalize().to_vec(),
         }
     }

@@ -65,6 +65,7 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
         ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         ErrorCode::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
         ErrorCode::UpgradeInProgress | ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
@@ -206,7 +207,10 @@ pub fn json_response(status: StatusCode, body: &Value) -> Response {
 /// write freeze knows what its upgrade waits on), or a short default for
 /// an unreachable dependency.
 pub fn set_retry_after(res: &mut Response, body: &Value) {
-    if res.status() == StatusCode::SERVICE_UNAVAILABLE {
+    if matches!(
+        res.status(),
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
+    ) {
         let secs = body["details"]["retryAfterSeconds"]
             .as_u64()
             .unwrap_or(RETRY_AFTER_SECS);

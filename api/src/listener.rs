@@ -465,6 +465,9 @@ async fn http<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             if let Some(cert) = &cert {
                 req.extensions_mut().insert(cert.clone());
             }
+            // Where it came from: authentication failures are throttled
+            // per address.
+            req.extensions_mut().insert(crate::auth::Peer(peer.ip()));
             async move {
                 let res = app
                     .oneshot(req.map(Body::new))

@@ -29,6 +29,8 @@ pub struct Metrics {
     pub commit_duration: Histogram,
     pub raft_removals: IntCounterVec,
     pub raft_failures: IntCounterVec,
+    pub auth_refused: IntCounterVec,
+    pub reports_limited: IntCounterVec,
     head: IntGauge,
     generation: IntGauge,
     members: IntGaugeVec,
@@ -123,6 +125,18 @@ impl Metrics {
                 "Raft removals that failed and will be retried, by raft and reason (timeout, unreachable, refused, not_confirmed, unreadable).",
                 &["raft", "reason"],
             ),
+            auth_refused: counter(
+                &r,
+                "stratum_auth_refused_total",
+                "Requests refused authentication, by reason (no_token, unknown_token, revoked, expired, certificate; throttled: an address over its budget of refused secrets; busy: too many slow checks waiting).",
+                &["reason"],
+            ),
+            reports_limited: counter(
+                &r,
+                "stratum_node_reports_limited_total",
+                "Node agents' reports answered 429 for coming faster than an agent needs, by action.",
+                &["action"],
+            ),
             head: gauge(
                 &r,
                 "stratum_log_head_position",
@@ -192,6 +206,9 @@ impl Metrics {
             })
             .count();
         self.lagging.set(lagging as i64);
+        for reason in crate::auth::REFUSAL_REASONS {
+            self.auth_refused.with_label_values(&[reason]);
+        }
         for raft in Raft::ALL {
             // Every raft has its counters from the start, at 0, so that
             // `increase()` sees the first removal or failure.

@@ -49,6 +49,8 @@ pub struct Shared {
     pub watchers: Arc<tokio::sync::Semaphore>,
     /// The chosen token secrets this process verified, in memory only.
     pub chosen_secrets: Arc<crate::auth::ChosenSecrets>,
+    /// Node agents' reports, limited per node.
+    pub reports: Arc<crate::auth::NodeReports>,
     /// The shared head check every read waits on (see [`crate::reads`]).
     pub reads: Arc<crate::reads::Freshness>,
     /// The peer lists, rendered once per position.
@@ -119,6 +121,7 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         watchers: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_watchers)),
         limits: Arc::new(cfg.limits.clone()),
         chosen_secrets: Default::default(),
+        reports: Default::default(),
         reads: Arc::new(crate::reads::Freshness::new(store.clone())),
         peers: Default::default(),
     }));

@@ -332,6 +332,15 @@ impl store::EventStore for CountingStore {
         self.count("read_stream");
         self.inner.read_stream(stream_id).await
     }
+    async fn read_stream_page(
+        &self,
+        stream_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> store::StoreResult<Vec<stratum_domain::log::Recorded>> {
+        self.count("read_stream_page");
+        self.inner.read_stream_page(stream_id, after, limit).await
+    }
     async fn token_docs(&self) -> store::StoreResult<Vec<(String, String)>> {
         self.count("token_docs");
         self.inner.token_docs().await

@@ -43,6 +43,9 @@ pub enum ErrorCode {
     RunningReleaseAlreadySet,
     RunningReleaseNotSet,
     PolicyExists,
+    /// Too many refused secrets from one address, or a node agent
+    /// reporting faster than it needs to: 429 with `Retry-After`.
+    RateLimited,
     Unavailable,
     Internal,
 }
@@ -82,6 +85,7 @@ impl ErrorCode {
             ErrorCode::RunningReleaseAlreadySet => "RUNNING_RELEASE_ALREADY_SET",
             ErrorCode::RunningReleaseNotSet => "RUNNING_RELEASE_NOT_SET",
             ErrorCode::PolicyExists => "POLICY_EXISTS",
+            ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::Unavailable => "UNAVAILABLE",
             ErrorCode::Internal => "INTERNAL",
         }

@@ -20,6 +20,7 @@ pub mod state;
 pub mod stored;
 #[doc(hidden)]
 pub mod testing;
+pub mod text;
 pub mod upgrade;
 #[cfg(test)]
 mod upgrade_record_tests;

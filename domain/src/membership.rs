@@ -404,7 +404,7 @@ fn check_line(f: &mut Findings, field: &str, value: &Option<String>, max: usize)
         f.push(field, "must be one line");
     } else if value.len() > max {
         f.push(field, format!("must be at most {max} bytes"));
-    } else {
+    } else if crate::text::check_safe(f, field, value) {
         return Some(value.clone());
     }
     None
@@ -429,18 +429,8 @@ fn check_node_id(f: &mut Findings, field: &str, value: &str) {
     }
 }
 
-/// The most bytes a label key or value may have.
-pub const LABEL_MAX_BYTES: usize = 253;
-
 fn check_labels(f: &mut Findings, field: &str, labels: &StringMap) {
-    for (k, v) in labels {
-        if k.is_empty() || k.len() > LABEL_MAX_BYTES {
-            f.push(field, "label keys must be 1 to 253 bytes");
-        }
-        if v.len() > LABEL_MAX_BYTES {
-            f.push(&format!("{field}.{k}"), "must be at most 253 bytes");
-        }
-    }
+    crate::text::check_labels(f, field, labels);
 }
 
 fn check_bindings(f: &mut Findings, bindings: &StringMap) -> StringMap {

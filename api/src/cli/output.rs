@@ -92,7 +92,7 @@ const EVENTS: &[(&str, &str)] = &[
     ("TIME", "occurredAt"),
     ("TYPE", "type"),
     ("STREAM", "streamId"),
-    ("PRINCIPAL", "principal"),
+    ("BY", "by"),
     ("WHY", "why"),
 ];
 
@@ -145,15 +145,52 @@ fn why(e: &Value) -> Value {
         .map_or(Value::Null, |s| Value::String(s.to_owned()))
 }
 
+/// Who did it: the initiator, and the service's principal when it acted
+/// on the initiator's behalf.
+fn by(e: &Value) -> String {
+    let principal = cell(&e["principal"]);
+    match e["initiator"].as_str() {
+        Some(i) if i != principal => format!("{i} (via {principal})"),
+        _ => principal,
+    }
+}
+
 fn events(items: &[Value]) -> Vec<Value> {
     items
         .iter()
         .map(|e| {
             let mut e = e.clone();
             e["why"] = why(&e);
+            e["by"] = Value::String(by(&e));
             e
         })
         .collect()
+}
+
+/// Text as it may reach a terminal: every character that could change
+/// how it reads (the domain's rule of [`stratum_domain::text`]: controls,
+/// bidirectional and other format characters), but the output's own line
+/// breaks, becomes a visible `\uXXXX` escape, which is also how JSON
+/// escapes it. Text already in the record is shown, never obeyed.
+pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_at = |c: char| {
+        c != '\n' && stratum_domain::text::unsafe_char(c.encode_utf8(&mut [0; 4])).is_some()
+    };
+    if !text.chars().any(unsafe_at) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_at(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Renders an answer.
@@ -230,7 +267,7 @@ pub fn event_line(e: &Value, format: Format) -> String {
             cell(&e["occurredAt"]),
             cell(&e["type"]),
             cell(&e["streamId"]),
-            cell(&e["principal"]),
+            by(e),
             match why(e) {
                 Value::String(w) => format!("  ({w})"),
                 _ => String::new(),
@@ -243,5 +280,31 @@ pub fn event_line(e: &Value, format: Format) -> String {
                 .expect("JSON values serialize")
                 .trim_end()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_terminal;
+
+    #[test]
+    fn escapes_and_overrides_are_shown_not_obeyed() {
+        assert_eq!(
+            for_terminal("ok\u{1b}]0;PWNED\u{7}"),
+            "ok\\u001B]0;PWNED\\u0007"
+        );
+        assert_eq!(
+            for_terminal("planned maintenance \u{202E}gnp.exe"),
+            "planned maintenance \\u202Egnp.exe"
+        );
+        assert_eq!(for_terminal("tag \u{E0041}"), "tag \\uDB40\\uDC41");
+        // Ordinary text and the output's own lines are left as they are.
+        let plain = "Zürich – rack 7 ✓ 节点\nnext line";
+        assert!(matches!(for_terminal(plain), std::borrow::Cow::Borrowed(_)));
+        // In JSON output the escape is JSON's own: it reads back as the text.
+        let json = serde_json::to_string(&serde_json::json!({"r": "a\u{202E}b\u{9b}"})).unwrap();
+        let shown = for_terminal(&json);
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back["r"], "a\u{202E}b\u{9b}");
     }
 }

@@ -187,10 +187,12 @@ impl From<std::io::Error> for Failure {
 }
 
 /// Prints a line on standard output.
+/// Prints a line of output. Whatever the record holds, no character of it
+/// reaches the terminal raw if it could change how the text reads.
 fn say(line: &str) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}")?;
+    writeln!(out, "{}", output::for_terminal(line))?;
     out.flush()?;
     Ok(())
 }
@@ -338,7 +340,18 @@ impl Client {
     }
 
     /// Every page of a list, following `nextCursor`.
-    async fn all(&self, path: &str, mut query: Vec<(&'static str, String)>) -> Result<Reply> {
+    async fn all(&self, path: &str, query: Vec<(&'static str, String)>) -> Result<Reply> {
+        self.all_of(path, query, "items").await
+    }
+
+    /// Every page of an answer whose pages hold their items under `key`,
+    /// following `nextCursor`.
+    async fn all_of(
+        &self,
+        path: &str,
+        mut query: Vec<(&'static str, String)>,
+        key: &str,
+    ) -> Result<Reply> {
         query.push(("limit", "1000".to_owned()));
         let mut items = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -347,7 +360,7 @@ impl Client {
                 Reply::Ok(v) => v,
                 failed => return Ok(failed),
             };
-            items.extend(page["items"].as_array().cloned().unwrap_or_default());
+            items.extend(page[key].as_array().cloned().unwrap_or_default());
             match page["nextCursor"].as_str() {
                 Some(c) if !c.is_empty() && seen.insert(c.to_owned()) => {
                     query.retain(|(k, _)| *k != "cursor");
@@ -383,22 +396,23 @@ pub fn exit_code(status: reqwest::StatusCode) -> i32 {
 
 /// Prints an error answer: code, message, each field error, request id.
 fn print_error(status: reqwest::StatusCode, body: &Value) {
+    let say = |line: String| eprintln!("{}", output::for_terminal(&line));
     match (body["code"].as_str(), body["message"].as_str()) {
-        (Some(code), Some(message)) => eprintln!("error: {} {code}: {message}", status.as_u16()),
-        _ if status.is_redirection() => eprintln!(
+        (Some(code), Some(message)) => say(format!("error: {} {code}: {message}", status.as_u16())),
+        _ if status.is_redirection() => say(format!(
             "error: {status}: the server redirects; give --server the address it answers on"
-        ),
-        _ => eprintln!("error: {status}: {body}"),
+        )),
+        _ => say(format!("error: {status}: {body}")),
     }
     for f in body["fieldErrors"].as_array().into_iter().flatten() {
-        eprintln!(
+        say(format!(
             "  {}: {}",
             f["field"].as_str().unwrap_or("?"),
             f["message"].as_str().unwrap_or("")
-        );
+        ));
     }
     if let Some(id) = body["requestId"].as_str() {
-        eprintln!("  request id: {id}");
+        say(format!("  request id: {id}"));
     }
 }
 
@@ -618,13 +632,11 @@ async fn members(c: &Client, command: MembersCmd) -> Result<(Reply, Shape)> {
                 Shape::Record,
             )
         }
-        MembersCmd::History { node_id } => {
-            let reply = match c.get(&member(&node_id, "/history"), &[]).await? {
-                Reply::Ok(v) => Reply::Ok(v["events"].clone()),
-                failed => failed,
-            };
-            (reply, Shape::Events)
-        }
+        MembersCmd::History { node_id } => (
+            c.all_of(&member(&node_id, "/history"), Vec::new(), "events")
+                .await?,
+            Shape::Events,
+        ),
     })
 }
 

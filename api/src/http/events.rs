@@ -118,8 +118,8 @@ pub async fn stream(
             }
             if let Some(e) = t.pending.pop_front() {
                 t.last = e.position;
-                let data = match event_json(&e) {
-                    Ok(v) => v.to_string(),
+                let data = match events_json(&t.state.store, std::slice::from_ref(&e)).await {
+                    Ok(v) => v[0].to_string(),
                     Err(err) => json!({ "error": err.message }).to_string(),
                 };
                 let sse = SseEvent::default()
@@ -152,9 +152,107 @@ pub async fn stream(
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
 }
 
-/// One event as auditors read it: every envelope field and the payload
-/// decoded to JSON.
-pub fn event_json(e: &Recorded) -> Result<Value, ApiError> {
+/// One page of a stream's history: at most `limit` (default 100, at most
+/// 1,000) events after the `cursor`'s stream version, oldest first, with
+/// `nextCursor` when there may be more. `what` names the resource in a 404.
+pub async fn history_page(
+    state: &AppState,
+    stream_id: &str,
+    what: String,
+    q: &HashMap<String, String>,
+) -> ApiResult<Json<Value>> {
+    let mut errors = Vec::new();
+    let get = query(q, &["limit", "cursor"], &mut errors);
+    let pg = page(get("limit"), get("cursor"), &mut errors);
+    let after = match pg.cursor.as_deref().map(str::parse::<u64>) {
+        None => 0,
+        Some(Ok(v)) => v,
+        Some(Err(_)) => {
+            errors.push(stratum_domain::FieldError::new(
+                "cursor",
+                "is not a cursor this service answered",
+            ));
+            0
+        }
+    };
+    finish(errors)?;
+    let events = state
+        .store
+        .read_stream_page(stream_id, after, pg.limit)
+        .await?;
+    if events.is_empty() && after == 0 {
+        return Err(ApiError::not_found(what));
+    }
+    let next = (events.len() == pg.limit as usize)
+        .then(|| {
+            events
+                .last()
+                .map(|e| super::extract::encode_cursor(&e.stream_version.to_string()))
+        })
+        .flatten();
+    let events = events_json(&state.store, &events).await?;
+    Ok(Json(json!({ "events": events, "nextCursor": next })))
+}
+
+/// The most causation links followed to find who asked for an event.
+const MAX_HOPS: usize = 32;
+
+/// Who asked for each event: its principal, or, for an event the service
+/// appended on its own principal (`stratum`, a process manager), the
+/// initiator of the event that caused it, followed through `causation`.
+/// An event of the service with no cause is the service's own doing (a
+/// retry, a timed alarm): its initiator is `stratum`. Principal and
+/// causation are covered by the hash chain, so the initiator is as
+/// tamper-evident as they are, for old events and new alike.
+pub async fn initiators(
+    store: &std::sync::Arc<dyn crate::store::EventStore>,
+    events: &[Recorded],
+) -> Result<HashMap<u64, String>, ApiError> {
+    use stratum_domain::iam::SERVICE_PRINCIPAL;
+    let mut known: HashMap<u64, (String, Option<u64>)> = events
+        .iter()
+        .map(|e| (e.position, (e.meta.principal.clone(), e.meta.causation)))
+        .collect();
+    let mut out = HashMap::with_capacity(events.len());
+    for e in events {
+        let (mut principal, mut cause) = (e.meta.principal.clone(), e.meta.causation);
+        for _ in 0..MAX_HOPS {
+            let Some(p) = cause.filter(|_| principal == SERVICE_PRINCIPAL) else {
+                break;
+            };
+            if !known.contains_key(&p) {
+                let Some(c) = store
+                    .read_after(p.saturating_sub(1), 1)
+                    .await?
+                    .into_iter()
+                    .next()
+                else {
+                    break;
+                };
+                known.insert(c.position, (c.meta.principal.clone(), c.meta.causation));
+            }
+            (principal, cause) = known[&p].clone();
+        }
+        out.insert(e.position, principal);
+    }
+    Ok(out)
+}
+
+/// Events as auditors read them, each with who asked for it.
+pub async fn events_json(
+    store: &std::sync::Arc<dyn crate::store::EventStore>,
+    events: &[Recorded],
+) -> Result<Vec<Value>, ApiError> {
+    let who = initiators(store, events).await?;
+    events
+        .iter()
+        .map(|e| event_json(e, who.get(&e.position).map_or(&e.meta.principal, |w| w)))
+        .collect()
+}
+
+/// One event as auditors read it: every envelope field, the payload
+/// decoded to JSON, and `initiator`, who asked for it (see [`initiators`]).
+pub fn event_json(e: &Recorded, initiator: &str) -> Result<Value, ApiError> {
     let payload = decode(&e.event_type, e.schema_version, &e.payload)
         .map_err(|err| ApiError::internal(format!("position {}: {err}", e.position)))?;
     Ok(json!({
@@ -166,6 +264,7 @@ pub fn event_json(e: &Recorded) -> Result<Value, ApiError> {
         "eventId": e.event_id,
         "occurredAt": e.occurred_at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
         "principal": e.meta.principal,
+        "initiator": initiator,
         "requestId": e.meta.request_id,
         "causation": e.meta.causation,
         "correlation": e.meta.correlation,
@@ -212,15 +311,18 @@ pub async fn list_events(
     finish(errors)?;
     let scanned = state.store.read_after(after, limit).await?;
     let next_after = scanned.last().map_or(after, |e| e.position);
-    let events = scanned
-        .iter()
+    let kept: Vec<Recorded> = scanned
+        .into_iter()
         .filter(|e| get("stream").is_none_or(|s| e.stream_id == s))
         .filter(|e| get("type").is_none_or(|t| e.event_type == t))
-        .filter(|e| get("actor").is_none_or(|a| e.meta.principal == a))
         .filter(|e| from.is_none_or(|f| e.occurred_at >= f))
         .filter(|e| to.is_none_or(|t| e.occurred_at < t))
-        .map(event_json)
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect();
+    let mut events = events_json(&state.store, &kept).await?;
+    // An actor is whoever acted or asked: the principal or the initiator.
+    if let Some(a) = get("actor") {
+        events.retain(|e| e["principal"] == a || e["initiator"] == a);
+    }
     Ok(Json(json!({ "events": events, "nextAfter": next_after })))
 }
 

@@ -268,14 +268,27 @@ pub mod shape {
             .into()
     }
 
-    /// Labels: keys of 1 to 253 bytes, values of at most 253.
+    /// Labels in the Kubernetes syntax: keys `[prefix/]name`, values empty
+    /// or a name; at most 64 of them and 16 KiB of keys and values.
     pub fn labels(_: RefOr<Schema>) -> RefOr<Schema> {
+        use stratum_domain::text;
         ObjectBuilder::new()
             .schema_type(Type::Object)
-            .property_names(Some(text(None, 1, membership::LABEL_MAX_BYTES)))
+            .description(Some(format!(
+                "Labels as Kubernetes spells them: a key is an optional DNS-subdomain prefix and `/`, then a name of at most {n} letters, digits, `-`, `_` or `.` that starts and ends with a letter or digit; a value is empty or such a name. At most {count} labels, and {bytes} bytes of keys and values together.",
+                n = text::LABEL_NAME_MAX,
+                count = text::MAX_LABELS,
+                bytes = text::MAX_LABEL_BYTES,
+            )))
+            .property_names(Some(text(
+                Some(text::LABEL_KEY_PATTERN),
+                1,
+                text::LABEL_PREFIX_MAX + 1 + text::LABEL_NAME_MAX,
+            )))
+            .max_properties(Some(text::MAX_LABELS))
             .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::RefOr(
                 RefOr::T(Schema::Object(
-                    text(None, 0, membership::LABEL_MAX_BYTES).build(),
+                    text(Some(text::LABEL_VALUE_PATTERN), 0, text::LABEL_NAME_MAX).build(),
                 )),
             )))
             .examples([serde_json::json!({"topology.rack": "r1"})])
@@ -872,7 +885,10 @@ mod tests {
             id in "[a-z0-9-]{0,66}",
             tail in "[a-zA-Z0-9_./-]{0,70}",
             prefix in prop::sample::select(vec!["", "user/", "node/", "join/", "stratum-installer"]),
+            label in "[a-zA-Z0-9_. /-]{0,40}",
         ) {
+            agree(stratum_domain::text::LABEL_KEY_PATTERN, stratum_domain::text::valid_label_key, &label)?;
+            agree(stratum_domain::text::LABEL_VALUE_PATTERN, stratum_domain::text::valid_label_value, &label)?;
             let s = format!("{prefix}{id}");
             agree(stratum_domain::membership::NODE_ID_PATTERN, stratum_domain::membership::valid_node_id, &id)?;
             agree(stratum_domain::membership::NODE_ID_PATTERN, stratum_domain::membership::valid_node_id, &tail)?;

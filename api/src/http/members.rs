@@ -8,7 +8,7 @@ use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
 use axum::{Extension, Json};
-use serde_json::{json, Value};
+use serde_json::Value;
 use stratum_domain::event::StringMap;
 use stratum_domain::iam::Action;
 use stratum_domain::membership::{member_stream, MemberCommand, MemberState, Role};
@@ -23,7 +23,7 @@ use super::extract::{as_of, finish, id_page, number, page, parsed, query, JsonBo
 use super::{run_command, set_etag, AppState, Route, MAX_WAIT};
 use crate::auth::{new_id, Caller};
 use crate::error::{ApiError, ApiResult};
-use crate::http::events::event_json;
+use crate::http::events::history_page;
 use crate::reads::View;
 use crate::request_body;
 
@@ -541,19 +541,23 @@ pub async fn get_member(
 }
 
 #[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}/history", tag = "membership",
-    params(("nodeId" = String, Path)),
-    responses((status = 200, description = "The member's events, oldest first.", body = super::system::History)),
+    params(("nodeId" = String, Path),
+           ("limit" = Option<u32>, Query, description = "Events per page: 1 to 1000, default 100."),
+           ("cursor" = Option<String>, Query, description = "The `nextCursor` of the page before.")),
+    responses((status = 200, description = "The member's events, oldest first, a page at a time.", body = super::system::History)),
     security(("bearer" = [])))]
 pub async fn member_history(
     State(state): State<AppState>,
     Path(node_id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
-    let events = state.store.read_stream(&member_stream(&node_id)).await?;
-    if events.is_empty() {
-        return Err(ApiError::not_found(format!("Member {node_id}")));
-    }
-    let events: Vec<Value> = events.iter().map(event_json).collect::<Result<_, _>>()?;
-    Ok(Json(json!({ "events": events })))
+    history_page(
+        &state,
+        &member_stream(&node_id),
+        format!("Member {node_id}"),
+        &q,
+    )
+    .await
 }
 
 #[utoipa::path(get, path = "/v1/admin/cluster/membership", tag = "membership",

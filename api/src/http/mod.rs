@@ -262,6 +262,7 @@ async fn into_error_shape(res: Response, request_id: &str) -> Response {
         414 => ErrorCode::UriTooLong,
         431 => ErrorCode::HeadersTooLarge,
         415 => ErrorCode::UnsupportedMediaType,
+        429 => ErrorCode::RateLimited,
         503 => ErrorCode::Unavailable,
         500..=599 => ErrorCode::Internal,
         _ => ErrorCode::InvalidInput,

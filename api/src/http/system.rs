@@ -85,6 +85,11 @@ pub struct EventDoc {
     occurred_at: String,
     /// The acting principal.
     principal: String,
+    /// Who asked for it: the principal, or, for an event the service
+    /// appended (`stratum`), whoever asked for the event that caused it,
+    /// followed through `causation`; `stratum` where the service acted on
+    /// its own (a retry, a timed alarm).
+    initiator: String,
     /// The server's own id of the request that caused it.
     request_id: Option<String>,
     /// The position of the event that caused it (process managers).
@@ -130,6 +135,8 @@ pub struct EventPage {
 #[allow(dead_code)]
 pub struct History {
     events: Vec<EventDoc>,
+    /// The `cursor` of the next page; none on the last.
+    next_cursor: Option<String>,
 }
 
 /// The chain verified up to the head, or the first position that does not
@@ -501,6 +508,7 @@ fn common_answers(op: &mut utoipa::openapi::path::Operation, route: &Route) {
             ("401", "UNAUTHENTICATED: no valid bearer token."),
             ("403", "ACCESS_DENIED: the token's policies do not allow the action on the resource (details.action, details.resource)."),
             ("500", "INTERNAL: an unexpected failure, with the request id."),
+            ("429", "RATE_LIMITED: too many refused secrets from this address, or a node agent reporting faster than it needs to; Retry-After says when to try again."),
             ("503", "UNAVAILABLE (the database is unreachable) or UPGRADE_IN_PROGRESS (the write freeze, details.upgradeId and details.state); Retry-After says when to try again."),
         ]);
     }
@@ -542,7 +550,7 @@ fn common_answers(op: &mut utoipa::openapi::path::Operation, route: &Route) {
         let utoipa::openapi::RefOr::T(r) = response else {
             continue;
         };
-        if status == "503" {
+        if status == "503" || status == "429" {
             r.headers.insert(
                 "Retry-After".to_owned(),
                 HeaderBuilder::new()

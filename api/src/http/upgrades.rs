@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Extension, Json};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use stratum_domain::iam::Action;
 use stratum_domain::release::verify_signature;
 use stratum_domain::release::{Component, ComponentKind};
@@ -26,7 +26,7 @@ use super::extract::{
 use super::{run_command, set_etag, AppState, Route};
 use crate::auth::{new_id, Caller};
 use crate::error::{ApiError, ApiResult};
-use crate::http::events::event_json;
+use crate::http::events::history_page;
 use crate::reads::View;
 use crate::request_body;
 
@@ -539,20 +539,18 @@ pub async fn get_upgrade(
 
 /// Every event of one upgrade, in order: the audit trail of who did what.
 #[utoipa::path(get, path = "/v1/admin/upgrades/{id}/history", tag = "upgrades",
-    params(("id" = String, Path)),
-    responses((status = 200, description = "The upgrade's events, oldest first.", body = super::system::History),
+    params(("id" = String, Path),
+           ("limit" = Option<u32>, Query, description = "Events per page: 1 to 1000, default 100."),
+           ("cursor" = Option<String>, Query, description = "The `nextCursor` of the page before.")),
+    responses((status = 200, description = "The upgrade's events, oldest first, a page at a time.", body = super::system::History),
               (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn upgrade_history(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Value>> {
-    let events = state.store.read_stream(&upgrade_stream(&id)).await?;
-    if events.is_empty() {
-        return Err(ApiError::not_found(format!("Upgrade {id}")));
-    }
-    let events: Vec<Value> = events.iter().map(event_json).collect::<Result<_, _>>()?;
-    Ok(Json(json!({ "events": events })))
+    history_page(&state, &upgrade_stream(&id), format!("Upgrade {id}"), &q).await
 }
 
 /// Apply a staged upgrade: it goes on to its backup.

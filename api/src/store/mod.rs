@@ -174,6 +174,15 @@ pub trait EventStore: Send + Sync + 'static {
     /// Every event of one stream, in version order.
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>>;
 
+    /// At most `limit` events of a stream after its version `after`, in
+    /// stream order: one page of a history.
+    async fn read_stream_page(
+        &self,
+        stream_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<Recorded>>;
+
     /// Token documents (never secrets), by id.
     async fn token_docs(&self) -> StoreResult<Vec<(String, String)>>;
 

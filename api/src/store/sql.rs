@@ -24,6 +24,7 @@ pub(crate) const SELECT_FOR_REPLAY_AS_JSON: &str = "SELECT json_group_array(json
 pub(crate) const PUT_SNAPSHOT: &str = "INSERT INTO rm_snapshots (position, state) VALUES ($1, $2) ON CONFLICT (position) DO UPDATE SET state = excluded.state";
 pub(crate) const SELECT_SNAPSHOT: &str =
     "SELECT position, state FROM rm_snapshots WHERE position <= $1 ORDER BY position DESC LIMIT 1";
+pub(crate) const SELECT_STREAM_PAGE: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events WHERE stream_id = $1 AND stream_version > $2 ORDER BY stream_version LIMIT $3";
 pub(crate) const SELECT_STREAM: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events WHERE stream_id = $1 ORDER BY stream_version";
 pub(crate) const STREAM_VERSION: &str =
     "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = $1";

@@ -244,6 +244,23 @@ impl EventStore for SqliteStore {
             .collect()
     }
 
+    async fn read_stream_page(
+        &self,
+        stream_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<Recorded>> {
+        sqlx::query(sql::SELECT_STREAM_PAGE)
+            .bind(stream_id)
+            .bind(after as i64)
+            .bind(i64::from(limit))
+            .fetch_all(&self.read)
+            .await?
+            .iter()
+            .map(recorded_from_row)
+            .collect()
+    }
+
     async fn token_docs(&self) -> StoreResult<Vec<(String, String)>> {
         Ok(sqlx::query(sql::ALL_TOKENS)
             .fetch_all(&self.read)

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::binary::{start, Server, ADMIN};
 
-fn chromium() -> Option<PathBuf> {
+pub(super) fn chromium() -> Option<PathBuf> {
     ["chromium", "chromium-browser", "google-chrome"]
         .iter()
         .find_map(|name| {
@@ -34,7 +34,12 @@ fn artifacts() -> PathBuf {
 }
 
 /// Chromium, headless, on `url`, with `args`: its standard output.
-fn headless(browser: &PathBuf, profile: &std::path::Path, args: &[&str], url: &str) -> String {
+pub(super) fn headless(
+    browser: &PathBuf,
+    profile: &std::path::Path,
+    args: &[&str],
+    url: &str,
+) -> String {
     let out = Command::new(browser)
         .args([
             "--headless",

@@ -249,12 +249,14 @@ async fn guesses_at_a_chosen_secret_are_bounded_and_a_generated_token_is_not_slo
         .map(|r| r.unwrap().status().as_u16())
         .collect();
     assert!(
-        statuses.iter().all(|s| *s == 401 || *s == 503),
+        statuses.iter().all(|s| [401, 429, 503].contains(s)),
         "{statuses:?}"
     );
+    // One address gets at most two slow checks at once, and is throttled
+    // past its budget of refused secrets.
     assert!(
-        statuses.contains(&503),
-        "the queue is bounded: {statuses:?}"
+        statuses.contains(&429),
+        "the queue is bounded per address: {statuses:?}"
     );
     assert!(
         started.elapsed() < std::time::Duration::from_secs(10),
@@ -270,7 +272,11 @@ async fn guesses_at_a_chosen_secret_are_bounded_and_a_generated_token_is_not_slo
         .send()
         .await
         .unwrap();
-    assert!(res.status() == 401, "{}", res.status());
+    assert!(
+        [401, 429].contains(&res.status().as_u16()),
+        "{}",
+        res.status()
+    );
     assert!(again.elapsed() < std::time::Duration::from_millis(500));
 
     let dir = tempfile::tempdir().unwrap();

@@ -27,6 +27,7 @@ mod replicas;
 mod sse;
 mod store;
 mod tls;
+mod trust;
 mod upgrade_record;
 mod upgrade_serve;
 mod upgrades;

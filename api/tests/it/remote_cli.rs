@@ -9,7 +9,7 @@ use super::binary::{start, start_trusting_releases, Server, ADMIN};
 
 /// `stratum <args>` against `server`, with only the remote settings (no
 /// database anywhere: it runs in an empty directory).
-fn stratum(server: &Server, dir: &std::path::Path, args: &[&str]) -> Output {
+pub(super) fn stratum(server: &Server, dir: &std::path::Path, args: &[&str]) -> Output {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"));
     for key in super::binary::stratum_vars() {
         cmd.env_remove(key);

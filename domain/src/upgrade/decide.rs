@@ -470,6 +470,8 @@ impl Upgrades {
         let bundle = f.required("bundle", bundle).cloned();
         if bundle.as_deref() == Some("") {
             f.push("bundle", "is required");
+        } else if let Some(b) = &bundle {
+            crate::text::check_safe(&mut f, "bundle", b);
         }
         let encrypted = f.required("encrypted", encrypted).copied();
         let ((location, bundle), encrypted) = f.conclude(location.zip(bundle).zip(encrypted))?;
@@ -729,9 +731,23 @@ impl Upgrades {
                     None
                 })
         });
+        if let Some(m) = r.message {
+            crate::text::check_safe(&mut f, "message", m);
+        }
         for (i, step) in r.host_steps.iter().flatten().enumerate() {
             if step.name.is_empty() {
                 f.push(&format!("hostSteps[{i}].name"), "is required");
+            }
+            crate::text::check_safe(&mut f, &format!("hostSteps[{i}].name"), &step.name);
+            crate::text::check_safe(&mut f, &format!("hostSteps[{i}].detail"), &step.detail);
+            for (j, unit) in step
+                .pending_units
+                .iter()
+                .chain(&step.restarted_units)
+                .chain(&step.stopped_units)
+                .enumerate()
+            {
+                crate::text::check_safe(&mut f, &format!("hostSteps[{i}].units[{j}]"), unit);
             }
             if !HOST_STEP_STATES.contains(&step.state.as_str()) {
                 f.push(
@@ -743,7 +759,18 @@ impl Upgrades {
         if let Some(h) = r.host_state {
             if h.is_empty() || h.len() > 64 || h.contains(['\n', '\r']) {
                 f.push("hostState", "must be one line of 1 to 64 bytes");
+            } else {
+                crate::text::check_safe(&mut f, "hostState", h);
             }
+        }
+        for (i, name) in r
+            .instances
+            .iter()
+            .chain(r.running_instances)
+            .flatten()
+            .enumerate()
+        {
+            crate::text::check_safe(&mut f, &format!("instances[{i}]"), name);
         }
         let (phase, status) = f.conclude(phase.zip(status))?;
         let u = self.upgrade(upgrade_id)?;
