@@ -196,21 +196,31 @@ fn host_principal() -> String {
     format!("host/{user}")
 }
 
-/// Runs a `stratum token` command; answers the exit code and what to print
-/// (JSON: the token record, with its secret right after `create`).
-pub async fn token(cmd: TokenCmd) -> anyhow_like::Result<(i32, String)> {
+/// Runs a `stratum token` command; answers the exit code and what to print:
+/// `list` as `-o` says (a table by default, like the remote `tokens
+/// list`); `create` and `revoke` the token record as JSON, with its secret
+/// right after `create`, for scripts to keep.
+pub async fn token(
+    cmd: TokenCmd,
+    format: super::output::Format,
+) -> anyhow_like::Result<(i32, String)> {
     use stratum_domain::iam::IamCommand;
     use stratum_domain::Command;
     let (db, command) = match cmd {
         TokenCmd::List { db } => {
             let store = open_existing(&db, Access::ReadOnly).await?;
-            let docs: Vec<String> = store
+            let docs: Vec<serde_json::Value> = store
                 .token_docs()
                 .await?
                 .into_iter()
-                .map(|(_, d)| d)
+                .filter_map(|(_, d)| serde_json::from_str(&d).ok())
                 .collect();
-            return Ok((0, docs.join("\n")));
+            let shown = super::output::render(
+                &serde_json::Value::Array(docs),
+                super::output::Shape::Tokens,
+                format,
+            );
+            return Ok((0, super::output::for_terminal(&shown).into_owned()));
         }
         TokenCmd::Create {
             principal,

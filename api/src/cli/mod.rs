@@ -345,14 +345,18 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
         Cmd::Releases {
             command: ReleasesCmd::Import { file, db, keys },
         } => Ok(host::emit(import_release(&file, &db, &keys).await?)),
-        Cmd::Token { command } if remote.server.is_none() => Ok(host::emit(token(command).await?)),
+        Cmd::Token { command } if remote.server.is_none() => Ok(host::emit(
+            token(command, output::Format::parse(&remote.output)).await?,
+        )),
+        // An export named with --file is checked offline, wherever it came
+        // from; everything else of the log goes to --server when it is set.
         Cmd::Events {
             command:
                 command @ (EventsCmd::Verify { .. }
                 | EventsCmd::Import { .. }
                 | EventsCmd::Export { .. }),
         } if remote.server.is_none()
-            || matches!(command, EventsCmd::Verify { .. } | EventsCmd::Import { .. }) =>
+            || matches!(command, EventsCmd::Verify { file: Some(_), .. }) =>
         {
             host::events(command).await
         }
@@ -363,7 +367,9 @@ pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
             until,
             file,
             db,
-        } => host::replay(check, rebuild, digest, until, file, db).await,
+        } if remote.server.is_none() || file.is_some() => {
+            host::replay(check, rebuild, digest, until, file, db).await
+        }
         command => remote::run(&remote, command).await,
     }
 }

@@ -56,14 +56,16 @@ pub enum MembersCmd {
         role: Option<String>,
         #[arg(long)]
         rack: Option<String>,
-        /// Read as of this log position (`asOf`).
+        /// Read as of this log position (`asOf`), or as of an RFC 3339
+        /// time (the last event at or before it).
         #[arg(long)]
         as_of: Option<String>,
     },
     /// Shows one member.
     Get {
         node_id: String,
-        /// Read as of this log position (`asOf`).
+        /// Read as of this log position (`asOf`), or as of an RFC 3339
+        /// time (the last event at or before it).
         #[arg(long)]
         as_of: Option<String>,
     },
@@ -114,14 +116,16 @@ pub enum MembersCmd {
 pub enum UpgradesCmd {
     /// Lists the upgrades, in the order they were planned.
     List {
-        /// Read as of this log position (`asOf`).
+        /// Read as of this log position (`asOf`), or as of an RFC 3339
+        /// time (the last event at or before it).
         #[arg(long)]
         as_of: Option<String>,
     },
     /// Shows one upgrade, node by node.
     Get {
         id: String,
-        /// Read as of this log position (`asOf`).
+        /// Read as of this log position (`asOf`), or as of an RFC 3339
+        /// time (the last event at or before it).
         #[arg(long)]
         as_of: Option<String>,
     },
@@ -324,11 +328,62 @@ impl Client {
         query: &[(&str, String)],
         body: Option<Value>,
     ) -> Result<Reply> {
-        let mut req = self.request(method, path, query);
+        let mut query = query.to_vec();
+        for (k, v) in query.iter_mut() {
+            if *k == "asOf" && !v.bytes().all(|c| c.is_ascii_digit()) {
+                *v = self.position_at(v).await?;
+            }
+        }
+        let mut req = self.request(method, path, &query);
         if let Some(body) = body {
             req = req.json(&body);
         }
         self.json(req).await
+    }
+
+    /// `--as-of` given as an RFC 3339 time: the position of the last event
+    /// at or before it, found by bisecting the log through `GET
+    /// /v1/admin/events` (which needs `audit:ReadEvents`), as the console
+    /// does.
+    async fn position_at(&self, time: &str) -> Result<String> {
+        let t = chrono::DateTime::parse_from_rfc3339(time).map_err(|_| {
+            usage(format!(
+                "--as-of must be a log position or an RFC 3339 time such as 2026-12-01T10:00:00Z, not `{time}`"
+            ))
+        })?;
+        let occurred = |p: u64| async move {
+            let q = [("after", (p - 1).to_string()), ("limit", "1".to_owned())];
+            match self
+                .json(self.request(Method::GET, "/v1/admin/events", &q))
+                .await?
+            {
+                Reply::Ok(v) => Ok(v["events"][0]["occurredAt"]
+                    .as_str()
+                    .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())),
+                Reply::Failed(code) => Err(Failure::Usage(format!(
+                    "--as-of {time}: the log could not be read to find its position (exit {code})"
+                ))),
+            }
+        };
+        let head = match self.json(self.request(Method::GET, "/readyz", &[])).await? {
+            Reply::Ok(v) => v["position"].as_u64().unwrap_or(0),
+            Reply::Failed(_) => 0,
+        };
+        // The last position at or before the time: [lo, hi] holds it.
+        let (mut lo, mut hi) = (0u64, head);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            match occurred(mid).await? {
+                Some(at) if at <= t => lo = mid,
+                _ => hi = mid - 1,
+            }
+        }
+        if lo == 0 {
+            return Err(usage(format!(
+                "--as-of {time}: the log holds no event at or before it"
+            )));
+        }
+        Ok(lo.to_string())
     }
 
     async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Reply> {
@@ -529,11 +584,23 @@ async fn exchange(c: &Client, command: Cmd) -> Result<i32> {
             }
             EventsCmd::Tail { after } => return tail(c, after).await,
             EventsCmd::Export { after, until, .. } => return export(c, after, until).await,
-            EventsCmd::Verify { .. } | EventsCmd::Import { .. } => {
-                unreachable!("host commands")
+            EventsCmd::Verify {
+                expect_head,
+                allow_empty,
+                ..
+            } => return verify(c, expect_head, allow_empty).await,
+            EventsCmd::Import { .. } => {
+                return Err(usage(
+                    "events import loads an export into a database on this host: it takes --database-url, not --server",
+                ))
             }
         },
-        Cmd::Serve(_) | Cmd::Replay { .. } | Cmd::Completions { .. } | Cmd::Man => {
+        Cmd::Replay { .. } => {
+            return Err(usage(
+                "replay reads a database on this host or an export: with a server, write its log with `stratum events export --server … > log.jsonl` and run `stratum replay --file log.jsonl`",
+            ))
+        }
+        Cmd::Serve(_) | Cmd::Completions { .. } | Cmd::Man => {
             unreachable!("not remote commands")
         }
     };
@@ -544,6 +611,73 @@ async fn exchange(c: &Client, command: Cmd) -> Result<i32> {
         }
         Reply::Failed(code) => code,
     })
+}
+
+/// `events verify --server`: the server recomputes its own chain (its
+/// word: for a check of one's own, `events export` and `verify --file`),
+/// and a head written down earlier must still be in it. Prints what the
+/// host's verify prints.
+async fn verify(
+    c: &Client,
+    expect: Option<stratum_domain::log::RecordedHead>,
+    allow_empty: bool,
+) -> Result<i32> {
+    let v = match c.get("/v1/admin/events/verify", &[]).await? {
+        Reply::Ok(v) => v,
+        Reply::Failed(code) => return Ok(code),
+    };
+    let position = v["position"].as_u64().unwrap_or(0);
+    if v["verified"] != true {
+        say(&format!(
+            "broken at position {position}: {}",
+            v["reason"]
+                .as_str()
+                .unwrap_or("the server says the chain breaks there")
+        ))?;
+        return Ok(1);
+    }
+    if position == 0 && !allow_empty {
+        say("broken at position 1: the log holds no events, and an empty log proves nothing (say --allow-empty to accept one)")?;
+        return Ok(1);
+    }
+    if let Some(head) = expect {
+        let at = match c
+            .get(
+                "/v1/admin/events",
+                &[
+                    ("after", head.position.saturating_sub(1).to_string()),
+                    ("limit", "1".to_owned()),
+                ],
+            )
+            .await?
+        {
+            Reply::Ok(v) => v["events"][0]["hash"].as_str().map(str::to_owned),
+            Reply::Failed(code) => return Ok(code),
+        };
+        let want = hex::encode(head.hash);
+        match at {
+            Some(h) if h == want => {}
+            Some(h) => {
+                say(&format!(
+                    "broken at position {}: its hash is {h}, not the {want} written down",
+                    head.position
+                ))?;
+                return Ok(1);
+            }
+            None => {
+                say(&format!(
+                    "broken at position {}: the log no longer reaches the head written down (it ends at {position})",
+                    head.position
+                ))?;
+                return Ok(1);
+            }
+        }
+    }
+    say(&format!(
+        "verified: {position} events, head {position}:{}",
+        v["hash"].as_str().unwrap_or_default()
+    ))?;
+    Ok(0)
 }
 
 async fn members(c: &Client, command: MembersCmd) -> Result<(Reply, Shape)> {

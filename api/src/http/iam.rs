@@ -155,7 +155,13 @@ pub async fn create_token(
                     c.body = with_secret(&c.body, &secret);
                 }
             }
-            outcome_response(outcome)
+            // The answer holds the secret: no cache keeps it.
+            let mut res = outcome_response(outcome);
+            res.headers_mut().insert(
+                axum::http::header::CACHE_CONTROL,
+                axum::http::HeaderValue::from_static("no-store"),
+            );
+            res
         }
         Err(e) => e.into_response(),
     }

@@ -464,25 +464,30 @@ async fn deny_beats_allow_wildcards_match_and_expiry_and_revocation_take_effect_
 
 #[tokio::test]
 async fn the_host_operator_manages_tokens_from_the_command_line() {
-    use stratum_api::cli::{token, Db, TokenCmd};
+    use stratum_api::cli::{output::Format, token, Db, TokenCmd};
     let db = sqlite();
     drop(spawn_app(&db).await);
     let at = || Db {
         database_url: db.url.clone(),
     };
-    let (code, out) = token(TokenCmd::Create {
-        principal: "user/frank".into(),
-        policies: vec!["Auditor".into()],
-        expires_at: None,
-        db: at(),
-    })
+    let (code, out) = token(
+        TokenCmd::Create {
+            principal: "user/frank".into(),
+            policies: vec!["Auditor".into()],
+            expires_at: None,
+            db: at(),
+        },
+        Format::Json,
+    )
     .await
     .unwrap();
     assert_eq!(code, 0, "{out}");
     let created: Value = serde_json::from_str(&out).unwrap();
     let secret = created["token"].as_str().unwrap().to_owned();
     let id = created["id"].as_str().unwrap().to_owned();
-    let (_, listed) = token(TokenCmd::List { db: at() }).await.unwrap();
+    let (_, listed) = token(TokenCmd::List { db: at() }, Format::Json)
+        .await
+        .unwrap();
     assert!(
         listed.contains(&id) && !listed.contains(&secret),
         "{listed}"
@@ -494,10 +499,13 @@ async fn the_host_operator_manages_tokens_from_the_command_line() {
             .status,
         StatusCode::OK
     );
-    let (code, _) = token(TokenCmd::Revoke {
-        id: id.clone(),
-        db: at(),
-    })
+    let (code, _) = token(
+        TokenCmd::Revoke {
+            id: id.clone(),
+            db: at(),
+        },
+        Format::Json,
+    )
     .await
     .unwrap();
     assert_eq!(code, 0);
@@ -507,12 +515,15 @@ async fn the_host_operator_manages_tokens_from_the_command_line() {
             .status,
         StatusCode::UNAUTHORIZED
     );
-    let (code, out) = token(TokenCmd::Create {
-        principal: "alice".into(),
-        policies: vec![],
-        expires_at: None,
-        db: at(),
-    })
+    let (code, out) = token(
+        TokenCmd::Create {
+            principal: "alice".into(),
+            policies: vec![],
+            expires_at: None,
+            db: at(),
+        },
+        Format::Json,
+    )
     .await
     .unwrap();
     assert_eq!(code, 1, "a bad principal is refused: {out}");

@@ -531,3 +531,94 @@ async fn a_node_agent_reporting_in_a_loop_is_answered_429() {
         assert_eq!(status, 200);
     }
 }
+
+#[tokio::test]
+async fn secrets_are_not_cached_the_docs_are_fenced_and_the_cli_says_what_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = start(d, &[]).await;
+    server.admit_three().await;
+    // The answer that holds a new token's secret is never cached.
+    let res = server
+        .http
+        .post(server.url("/v1/admin/iam/tokens"))
+        .bearer_auth(ADMIN)
+        .json(&json!({"principal": "user/ro", "policies": ["ReadOnly"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    // The API reference: its own origin only, never framed or sniffed.
+    for path in ["/v1/docs/", "/v1/docs/index.html"] {
+        let res = server.http.get(server.url(path)).send().await.unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+        let h = res.headers();
+        let csp = h["content-security-policy"].to_str().unwrap();
+        assert!(
+            csp.contains("default-src 'self'") && csp.contains("frame-ancestors 'none'"),
+            "{csp}"
+        );
+        assert_eq!(h["x-content-type-options"], "nosniff");
+    }
+
+    let laptop = tempfile::tempdir().unwrap();
+    let l = laptop.path();
+    // verify with --server asks the server, from any directory.
+    let out = stratum(&server, l, &["events", "verify"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.starts_with("verified: "), "{said}");
+    let head = said.trim().rsplit(' ').next().unwrap().to_owned();
+    let out = stratum(&server, l, &["events", "verify", "--expect-head", &head]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let wrong = format!("1:{}", "00".repeat(32));
+    let out = stratum(&server, l, &["events", "verify", "--expect-head", &wrong]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // replay reads a database or an export, never silently the wrong one.
+    let out = stratum(&server, l, &["replay", "--check"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("events export --server"));
+    // --as-of takes a time too.
+    let later = (chrono::Utc::now() + chrono::Duration::seconds(1)).to_rfc3339();
+    let (_, members) = server.get("/v1/admin/cluster/membership").await;
+    let out = stratum(&server, l, &["membership", "--as-of", &later, "-o", "json"]);
+    let at: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(at["digest"], members["digest"], "{at}");
+    let out = stratum(
+        &server,
+        l,
+        &["membership", "--as-of", "2001-01-01T00:00:00Z"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = stratum(&server, l, &["membership", "--as-of", "yesterday"]);
+    assert_eq!(out.status.code(), Some(2));
+    drop(server);
+    // The host's token list prints as -o says.
+    let table = host(d, &["token", "list"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains("PRINCIPAL") && table.contains("user/ro"),
+        "{table}"
+    );
+    let yaml = host(d, &["token", "list", "-o", "yaml"]);
+    let yaml = String::from_utf8_lossy(&yaml.stdout);
+    assert!(yaml.contains("principal: user/ro"), "{yaml}");
+    let json = host(d, &["token", "list", "-o", "json"]);
+    let json: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 2);
+}

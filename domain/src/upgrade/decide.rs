@@ -668,9 +668,14 @@ impl Upgrades {
             s => Err(Refusal::new(
                 ErrorCode::UpgradeNotCancelable,
                 match s {
-                    UpgradeState::Done | UpgradeState::Failed => format!(
-                        "Upgrade {upgrade_id} is {}; only an upgrade that has not taken its backup is canceled.",
-                        s.as_str()
+                    UpgradeState::Done => format!(
+                        "Upgrade {upgrade_id} is done: there is nothing left to cancel; roll it back to return to the release before it."
+                    ),
+                    UpgradeState::Failed if u.backup.is_none() => format!(
+                        "Upgrade {upgrade_id} failed before its backup, so nothing of it is left to cancel: acknowledge its findings, and plan a new upgrade once the cause is mended."
+                    ),
+                    UpgradeState::Failed => format!(
+                        "Upgrade {upgrade_id} failed after its backup: there is nothing left to cancel; roll it back with that backup, or acknowledge its findings."
                     ),
                     _ => format!(
                         "Upgrade {upgrade_id} is {}: from the backup on it runs to its end; roll it back once it is done or failed.",

@@ -137,10 +137,35 @@ pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
             "Every member is active and current.".into(),
         )
     } else {
+        let mut hints = Vec::new();
+        let with_state = |s: MemberState| {
+            state
+                .membership
+                .members
+                .values()
+                .any(|m| m.state == s)
+        };
+        if with_state(MemberState::Failed) {
+            hints.push("a failed member joins again with POST .../members/{nodeId}/retry-join or leaves with POST .../members/{nodeId}/decommission");
+        }
+        if with_state(MemberState::Joining) {
+            hints.push("a joining member must report join-complete first");
+        }
+        if with_state(MemberState::Removing) {
+            hints.push("a removing member is decommissioned once its raft cleanup is done (raftCleanupPending)");
+        }
+        if not_ready.iter().any(|n| n.contains("lagging")) {
+            hints.push("a lagging member's node agent must apply the current generation");
+        }
+        let hint = if hints.is_empty() {
+            String::new()
+        } else {
+            format!(" Then plan the upgrade again: {}.", hints.join("; "))
+        };
         check(
             "readiness",
             false,
-            format!("Not ready: {}.", not_ready.join("; ")),
+            format!("Not ready: {}.{hint}", not_ready.join("; ")),
         )
     });
 
