@@ -44,6 +44,17 @@ let initialView = null;
 
 const $ = (id) => document.getElementById(id);
 
+/**
+ * Characters that change how text reads rather than what it says: C0 and
+ * C1 controls but tab and line feed, the bidirectional marks, embeddings,
+ * overrides and isolates, and invisible format characters. The service
+ * refuses them; an older record may hold them, and the console shows them
+ * as visible escapes, never obeys them.
+ */
+const HIDDEN = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u061C\u180E\u200B\u200E\u200F\u2028-\u202E\u2060-\u2064\u2066-\u206F\uFEFF\uFFF9-\uFFFB]|\uDB40[\uDC00-\uDC7F]/g;
+const visible = (s) => s.replace(HIDDEN, (c) =>
+  [...c].map((u) => "\\u" + u.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")).join(""));
+
 /** An element with attributes and children; strings become text nodes. */
 function el(tag, attrs, ...kids) {
   const n = document.createElement(tag);
@@ -52,12 +63,12 @@ function el(tag, attrs, ...kids) {
       if (v === undefined || v === null || v === false) continue;
       if (k === "class") n.className = v;
       else if (k.startsWith("on") && typeof v === "function") n.addEventListener(k.slice(2), v);
-      else n.setAttribute(k, v === true ? "" : String(v));
+      else n.setAttribute(k, v === true ? "" : visible(String(v)));
     }
   }
   for (const k of kids.flat(Infinity)) {
     if (k === undefined || k === null || k === false) continue;
-    n.append(k instanceof Node ? k : String(k));
+    n.append(k instanceof Node ? k : visible(String(k)));
   }
   return n;
 }
@@ -370,7 +381,7 @@ function upgradeCard({ record: u, error }, open) {
     u.waitingFor ? el("p", { class: "waiting" }, u.waitingFor) : null,
     u.failureReason ? el("p", { class: "failure" }, u.failureReason) : null,
     (u.warnings && u.warnings.length) ? el("ul", { class: "warnings" }, u.warnings.map((w) =>
-      el("li", null, badge(w.code), ` ${w.nodeId} since `, time(w.since), `: ${w.message}`))) : null,
+      el("li", null, badge(w.code), ` ${w.nodeId} since `, time(w.since), ": ", iso(w.message)))) : null,
     plan.summary ? el("p", { class: "summary" }, plan.summary) : null,
     el("dl", { class: "kv compact" },
       el("dt", null, "backup"), el("dd", null, `${text(u.backup && u.backup.location)}${u.backup && u.backup.encrypted ? ", encrypted" : ""}${u.backup && u.backup.bundle ? " · " + u.backup.bundle : ""}`),
@@ -385,7 +396,7 @@ function upgradeCard({ record: u, error }, open) {
     (plan.prechecks && plan.prechecks.length) ? el("details", { class: "more" },
       el("summary", null, `prechecks (${plan.prechecks.filter((c) => c.status !== "pass").length} failed of ${plan.prechecks.length})`),
       el("table", { class: "grid" }, el("tbody", null, plan.prechecks.map((c) =>
-        el("tr", null, el("td", null, c.name), el("td", null, badge(c.status)), el("td", null, c.message)))))) : null,
+        el("tr", null, el("td", null, c.name), el("td", null, badge(c.status)), el("td", null, iso(c.message))))))) : null,
     (plan.componentChanges && plan.componentChanges.length) ? el("details", { class: "more" },
       el("summary", null, `component changes (${plan.componentChanges.length})`),
       el("table", { class: "grid" }, el("tbody", null, plan.componentChanges.map((c) =>
@@ -408,7 +419,7 @@ function nodesTable(nodes) {
       el("td", null, text(n.rebootMode)),
       el("td", null, text(n.hostState)),
       el("td", null, (n.hostSteps && n.hostSteps.length) ? el("ol", { class: "steps" }, n.hostSteps.map(hostStep)) : dash),
-      el("td", { class: "notes" }, text(n.message)),
+      el("td", { class: "notes" }, iso(n.message)),
       el("td", null, time(n.rebootedAt)),
     ))));
 }
@@ -439,7 +450,7 @@ defineView("alarms",
       el("td", null, text(a.upgradeId)),
       el("td", null, time(a.raisedAt)),
       el("td", null, time(a.clearedAt)),
-      el("td", { class: "notes" }, a.message),
+      el("td", { class: "notes" }, iso(a.message)),
     )) : [el("tr", null, el("td", { colspan: 7, class: "empty" }, "no alarms"))]));
   });
 

@@ -282,9 +282,13 @@ const REFUSED_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 /// The most wrong secrets remembered; the memory is cleared when full.
 const REFUSED_KEPT: usize = 10_000;
 
-/// Too many secrets are waiting for the slow check.
+/// Too many secrets are waiting for the slow check: from everyone
+/// (503), or from this address (429).
 #[derive(Debug)]
-pub struct Busy;
+pub enum Busy {
+    Queue,
+    Address,
+}
 
 impl ChosenSecrets {
     fn verified(&self, presented: &[u8; 32]) -> Option<String> {
@@ -319,6 +323,7 @@ impl ChosenSecrets {
         secret: &str,
         presented: [u8; 32],
         candidates: Vec<(String, String)>,
+        peer: Option<Peer>,
     ) -> Result<Option<String>, Busy> {
         let known = |id: Option<String>, candidates: &[(String, String)]| {
             id.filter(|id| candidates.iter().any(|(c, _)| c == id))
@@ -329,12 +334,20 @@ impl ChosenSecrets {
         if self.refused_lately(&presented) {
             return Ok(None);
         }
+        // Requests presenting one secret share its check; a distinct secret
+        // takes one of its address's few places in the queue.
+        let mut _slot = None;
         let check = {
             let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             match pending.get(&presented) {
                 Some(c) => c.clone(),
-                None if pending.len() >= MAX_WAITING => return Err(Busy),
-                None => pending.entry(presented).or_default().clone(),
+                None if pending.len() >= MAX_WAITING => return Err(Busy::Queue),
+                None => {
+                    if let Some(Peer(ip)) = peer {
+                        _slot = Some(self.throttle.check_slot(ip).ok_or(Busy::Address)?);
+                    }
+                    pending.entry(presented).or_default().clone()
+                }
             }
         };
         // Whether the check ends or its request is gone, its place in the
@@ -497,30 +510,26 @@ async fn identify(
             }
             // A secret this process verified is known at once; any other
             // takes the slow check, which a guessing address never reaches.
-            let _slot = match (peer, chosen.verified(&presented)) {
-                (Some(Peer(ip)), None) => {
-                    if let Some(wait) = chosen.throttle.blocked_for(ip) {
-                        return Err(throttled(wait));
-                    }
-                    match chosen.throttle.check_slot(ip) {
-                        Some(slot) => Some(slot),
-                        None => return Err(throttled(std::time::Duration::from_secs(1))),
-                    }
+            if let (Some(Peer(ip)), None) = (peer, chosen.verified(&presented)) {
+                if let Some(wait) = chosen.throttle.blocked_for(ip) {
+                    return Err(throttled(wait));
                 }
-                _ => None,
-            };
+            }
             let id = chosen
-                .find(secret, presented, candidates)
+                .find(secret, presented, candidates, peer)
                 .await
-                .map_err(|Busy| {
-                    crate::metrics::global()
-                        .auth_refused
-                        .with_label_values(&["busy"])
-                        .inc();
-                    ApiError::new(
-                        stratum_domain::ErrorCode::Unavailable,
-                        "Too many unrecognized secrets are being checked right now; retry shortly.",
-                    )
+                .map_err(|busy| match busy {
+                    Busy::Address => throttled(std::time::Duration::from_secs(1)),
+                    Busy::Queue => {
+                        crate::metrics::global()
+                            .auth_refused
+                            .with_label_values(&["busy"])
+                            .inc();
+                        ApiError::new(
+                            stratum_domain::ErrorCode::Unavailable,
+                            "Too many unrecognized secrets are being checked right now; retry shortly.",
+                        )
+                    }
                 })?
                 .ok_or_else(|| refused("unknown token"))?;
             view.state

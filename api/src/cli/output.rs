@@ -101,7 +101,8 @@ fn cell(v: &Value) -> String {
     match v {
         Value::Null => "-".to_owned(),
         Value::String(s) if s.is_empty() => "-".to_owned(),
-        Value::String(s) => s.clone(),
+        // A line break inside a value would draw a row of its own.
+        Value::String(s) => s.replace('\n', "\\n").replace('\r', "\\r"),
         Value::Array(items) if items.iter().all(|i| !i.is_object()) => {
             items.iter().map(cell).collect::<Vec<_>>().join(", ")
         }

@@ -199,19 +199,31 @@ const MAX_HOPS: usize = 32;
 
 /// Who asked for each event: its principal, or, for an event the service
 /// appended on its own principal (`stratum`, a process manager), the
-/// initiator of the event that caused it, followed through `causation`.
-/// An event of the service with no cause is the service's own doing (a
-/// retry, a timed alarm): its initiator is `stratum`. Principal and
-/// causation are covered by the hash chain, so the initiator is as
-/// tamper-evident as they are, for old events and new alike.
+/// initiator of the event of the same stream that caused it, followed
+/// through `causation` (the raft cleanup's removals and the decommission
+/// it completes are caused by the member's own `MemberRemovalStarted`). An
+/// event of the service with no cause in its own stream is the service's
+/// own doing (a retry, a timed step or alarm of the upgrade driver, whose
+/// causation is only the position that woke it): its initiator is
+/// `stratum`. Principal, causation and stream are covered by the hash
+/// chain, so the initiator is as tamper-evident as they are, for old
+/// events and new alike.
 pub async fn initiators(
     store: &std::sync::Arc<dyn crate::store::EventStore>,
     events: &[Recorded],
 ) -> Result<HashMap<u64, String>, ApiError> {
     use stratum_domain::iam::SERVICE_PRINCIPAL;
-    let mut known: HashMap<u64, (String, Option<u64>)> = events
+    type Link = (String, Option<u64>, String);
+    let mut known: HashMap<u64, Link> = events
         .iter()
-        .map(|e| (e.position, (e.meta.principal.clone(), e.meta.causation)))
+        .map(|e| {
+            let link = (
+                e.meta.principal.clone(),
+                e.meta.causation,
+                e.stream_id.clone(),
+            );
+            (e.position, link)
+        })
         .collect();
     let mut out = HashMap::with_capacity(events.len());
     for e in events {
@@ -221,17 +233,24 @@ pub async fn initiators(
                 break;
             };
             if !known.contains_key(&p) {
-                let Some(c) = store
-                    .read_after(p.saturating_sub(1), 1)
-                    .await?
-                    .into_iter()
-                    .next()
-                else {
+                let read = store.read_after(p.saturating_sub(1), 1).await?;
+                let Some(c) = read.into_iter().next().filter(|c| c.position == p) else {
                     break;
                 };
-                known.insert(c.position, (c.meta.principal.clone(), c.meta.causation));
+                let link = (
+                    c.meta.principal.clone(),
+                    c.meta.causation,
+                    c.stream_id.clone(),
+                );
+                known.insert(c.position, link);
             }
-            (principal, cause) = known[&p].clone();
+            let Some((by, next, stream)) = known.get(&p).cloned() else {
+                break;
+            };
+            if stream != e.stream_id {
+                break;
+            }
+            (principal, cause) = (by, next);
         }
         out.insert(e.position, principal);
     }

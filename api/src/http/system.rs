@@ -86,9 +86,9 @@ pub struct EventDoc {
     /// The acting principal.
     principal: String,
     /// Who asked for it: the principal, or, for an event the service
-    /// appended (`stratum`), whoever asked for the event that caused it,
-    /// followed through `causation`; `stratum` where the service acted on
-    /// its own (a retry, a timed alarm).
+    /// appended (`stratum`), whoever asked for the event of the same stream
+    /// that caused it, followed through `causation`; `stratum` where the
+    /// service acted on its own (a retry, a timed step or alarm).
     initiator: String,
     /// The server's own id of the request that caused it.
     request_id: Option<String>,

@@ -47,8 +47,13 @@ async fn a_full_disk_answers_503_appends_nothing_and_recovers_when_space_is_made
 
     // Writes until the database cannot grow: each is stored whole or not
     // at all.
-    let labels: serde_json::Map<String, Value> = (0..40)
-        .map(|i| (format!("label.{i}"), json!("x".repeat(200))))
+    let labels: serde_json::Map<String, Value> = (0..64)
+        .map(|i| {
+            (
+                format!("label.{i}.{}", "k".repeat(50)),
+                json!("x".repeat(63)),
+            )
+        })
         .collect();
     let mut admitted = 0;
     let mut refused = None;

@@ -237,10 +237,11 @@ async fn command_adapters_run_argument_vectors_with_placeholders() {
 async fn a_tool_that_hangs_is_killed_at_the_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let pid = dir.path().join("pid");
+    // A wrapper whose own child hangs: both go at the timeout.
     let a = CommandAdapter::new(vec![vec![
         "sh".into(),
         "-c".into(),
-        format!("echo $$ > {}; exec sleep 30", pid.display()),
+        format!("sleep 30 & echo $! > {}; wait", pid.display()),
     ]])
     .with_timeout(Duration::from_millis(300));
     let started = Instant::now();
@@ -258,7 +259,7 @@ async fn a_tool_that_hangs_is_killed_at_the_timeout() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(gone, "the hung tool {pid} still runs");
+    assert!(gone, "the hung tool's child {pid} still runs");
 }
 
 fn ovn(dir: &std::path::Path, appctl: &std::path::Path) -> OvnKickAdapter {

@@ -46,19 +46,33 @@ pub(super) async fn run(argv: &[String], timeout: Duration) -> Result<Ran, Adapt
             command.env_remove(key);
         }
     }
+    // Its own process group, so that a wrapper's children are killed
+    // with it at the timeout.
     command
         .args(rest)
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true);
-    let out: Output = match tokio::time::timeout(timeout, command.output()).await {
+    let child = command
+        .spawn()
+        .map_err(|e| AdapterError::new(Failure::Unreachable, format!("{program}: {e}")))?;
+    let group = child
+        .id()
+        .and_then(|id| rustix::process::Pid::from_raw(id as i32));
+    let out: Output = match tokio::time::timeout(timeout, child.wait_with_output()).await {
         Err(_) => {
+            if let Some(group) = group {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            }
             return Err(AdapterError::new(
                 Failure::Timeout,
                 format!(
                     "{program} did not finish within {}; it was killed",
                     humantime::format_duration(timeout)
                 ),
-            ))
+            ));
         }
         Ok(Err(e)) => {
             return Err(AdapterError::new(

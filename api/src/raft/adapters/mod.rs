@@ -250,7 +250,7 @@ where
 
 /// A tool's whole message on one line: every line of standard error, or
 /// of standard output when standard error is empty, joined by ` | `, at
-/// most 2,000 characters.
+/// most 16,000 characters.
 fn whole_message(stdout: &str, stderr: &str) -> String {
     let lines = |t: &str| {
         t.lines()
@@ -263,5 +263,5 @@ fn whole_message(stdout: &str, stderr: &str) -> String {
         l if l.is_empty() => lines(stdout),
         l => l,
     };
-    text.chars().take(2000).collect()
+    text.chars().take(16_000).collect()
 }

@@ -192,13 +192,13 @@ impl RaftAdapter for OpenBaoAdapter {
     }
 }
 
-/// An answer's body on one line, at most 2,000 characters.
+/// An answer's body on one line, at most 16,000 characters.
 fn one_line(body: &str) -> String {
     body.split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
         .chars()
-        .take(2000)
+        .take(16_000)
         .collect()
 }
 

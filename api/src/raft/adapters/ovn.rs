@@ -154,6 +154,25 @@ impl RaftAdapter for OvnKickAdapter {
         for db in self.dbs(peer) {
             let status = self.status(&db).await?;
             if !status.servers.contains(&db.server) {
+                // "Not listed" proves the peer gone only if the raft names
+                // servers the way the setting does: a wrong scheme or port
+                // would make every removal look done.
+                let form = match db.name {
+                    "OVN_Northbound" => &self.settings.nb_server,
+                    _ => &self.settings.sb_server,
+                };
+                if !status.servers.iter().any(|s| same_form(form, s)) {
+                    return Err(AdapterError::new(
+                        Failure::Unreadable,
+                        format!(
+                            "{} at {} lists its servers as {}, none of the form `{form}`: set STRATUM_OVN_{}_SERVER to how the raft names them",
+                            db.name,
+                            db.ctl,
+                            status.servers.join(", "),
+                            if db.name == "OVN_Northbound" { "NB" } else { "SB" },
+                        ),
+                    ));
+                }
                 continue;
             }
             if status.me.as_deref() == Some(db.server.as_str()) {
@@ -187,6 +206,16 @@ impl RaftAdapter for OvnKickAdapter {
         }
         Ok(outcome)
     }
+}
+
+/// Whether `listed` has the shape of the server form `form`: what comes
+/// before its first placeholder and after its last (`ssl:` and `:6643`).
+fn same_form(form: &str, listed: &str) -> bool {
+    let (Some(open), Some(close)) = (form.find('{'), form.rfind('}')) else {
+        return form == listed;
+    };
+    let (head, tail) = (&form[..open], &form[close + 1..]);
+    listed.len() > head.len() + tail.len() && listed.starts_with(head) && listed.ends_with(tail)
 }
 
 /// Reads `cluster/status`: the answering server must be a cluster member,
@@ -285,6 +314,14 @@ Servers:
             "(02e1 at tcp:127.0.1.11:6643) next_index=6 match_index=5 last msg 29 ms ago",
         );
         assert_eq!(parse_status(&text).unwrap().servers.len(), 4);
+    }
+
+    #[test]
+    fn a_listing_of_another_form_is_told_apart() {
+        assert!(same_form("tcp:{host}:6643", "tcp:127.0.1.11:6643"));
+        assert!(!same_form("ssl:{host}:6643", "tcp:127.0.1.11:6643"));
+        assert!(!same_form("tcp:{host}:6643", "tcp:127.0.1.11:6641"));
+        assert!(same_form("{nodeId}", "n-1"));
     }
 
     #[test]

@@ -78,13 +78,46 @@ impl PatroniSyncobjAdapter {
         Ok(out)
     }
 
-    /// The status of the first configured member that answers, other than
-    /// the peer (which may be down, or be on its way out).
+    /// The raft's membership as its leader lists it, asked through the
+    /// first configured member that answers, other than the peer (which
+    /// may be down, or be on its way out): a follower's listing may lag.
     async fn status(&self, peer: &str) -> Result<Status, AdapterError> {
+        let s = self.any_status(peer).await?;
+        if let Some(leader) = s
+            .leader
+            .as_deref()
+            .filter(|l| *l != peer && *l != s.members[0])
+        {
+            if let Ok(Ok(at_leader)) = self
+                .admin(leader, &["-status"])
+                .await
+                .map(|out| parse_status(&out))
+            {
+                if at_leader.leader.as_deref() == Some(leader) {
+                    return Ok(at_leader);
+                }
+            }
+        }
+        Ok(s)
+    }
+
+    async fn any_status(&self, peer: &str) -> Result<Status, AdapterError> {
+        let port = format!(":{}", self.settings.port);
         let mut last = None;
         for conn in self.settings.conns.iter().filter(|c| *c != peer) {
             match self.admin(conn, &["-status"]).await {
                 Ok(out) => match parse_status(&out) {
+                    // Members listed at another port than the setting's
+                    // would make every removal look done.
+                    Ok(s) if !s.members[0].ends_with(&port) => {
+                        last = Some(AdapterError::new(
+                            Failure::Unreadable,
+                            format!(
+                                "the raft member at {conn} is {}, not at port {}: set STRATUM_PATRONI_RAFT_PORT to the raft's port",
+                                s.members[0], self.settings.port
+                            ),
+                        ))
+                    }
                     Ok(s) => return Ok(s),
                     Err(why) => {
                         last = Some(AdapterError::new(
