@@ -808,6 +808,9 @@ impl Membership {
                     .required("mgmtIp", mgmt_ip)
                     .and_then(|ip| check_ip(&mut f, "mgmtIp", ip));
                 check_labels(&mut f, "labels", labels);
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(facts) {
+                    crate::text::check_json_safe(&mut f, "facts", &v);
+                }
                 let (node_id, ip) = f.conclude(id.zip(ip))?;
                 // A node asks to join as itself: a node's token files no
                 // request in another node's name.

@@ -149,6 +149,13 @@ pub fn validate_document(
             "the document must be a JSON object",
         )]);
     };
+    let mut unsafe_text = crate::error::Findings::default();
+    if !crate::text::check_json_safe(&mut unsafe_text, "document", doc) {
+        return Err(vec![PolicyIssue::invalid(
+            -1,
+            format!("the document {}", unsafe_text.0[0].message),
+        )]);
+    }
     for k in obj.keys().filter(|k| k.as_str() != "statements") {
         issues.push(PolicyIssue::invalid(
             -1,

@@ -66,6 +66,28 @@ pub fn check_safe(f: &mut Findings, field: &str, value: &str) -> bool {
     }
 }
 
+/// Pushes a finding for `field` when any string of `value` (a key or a
+/// leaf, at any depth) holds a character that changes how text reads.
+pub fn check_json_safe(f: &mut Findings, field: &str, value: &serde_json::Value) -> bool {
+    fn first_unsafe(v: &serde_json::Value) -> Option<(usize, char)> {
+        match v {
+            serde_json::Value::String(s) => unsafe_char(s),
+            serde_json::Value::Array(items) => items.iter().find_map(first_unsafe),
+            serde_json::Value::Object(m) => m
+                .iter()
+                .find_map(|(k, v)| unsafe_char(k).or_else(|| first_unsafe(v))),
+            _ => None,
+        }
+    }
+    match first_unsafe(value) {
+        Some((at, c)) => {
+            f.push(field, describe(at, c));
+            false
+        }
+        None => true,
+    }
+}
+
 /// The most labels a member may carry.
 pub const MAX_LABELS: usize = 64;
 /// The most bytes of all label keys and values of one member together.
@@ -220,6 +242,18 @@ mod tests {
             "{}",
             f.0[0].message
         );
+    }
+
+    #[test]
+    fn every_string_of_a_json_value_is_held_to_the_rule() {
+        let mut f = Findings::default();
+        let ok = serde_json::json!({"os": "Debian 12 – bookworm", "n": [1, "✓"]});
+        assert!(check_json_safe(&mut f, "facts", &ok));
+        let deep = serde_json::json!({"a": [{"b": "x\u{202e}y"}]});
+        assert!(!check_json_safe(&mut f, "facts", &deep));
+        let key = serde_json::json!({"k\u{1b}": 1});
+        assert!(!check_json_safe(&mut f, "facts", &key));
+        assert_eq!(f.0.len(), 2);
     }
 
     #[test]

@@ -912,6 +912,9 @@ impl Upgrades {
                 }
             }
         }
+        if let Ok(v) = serde_json::to_value(facts) {
+            crate::text::check_json_safe(&mut f, "facts", &v);
+        }
         f.into_result()?;
         let subject = Subject::Facts(member.node_id.clone());
         if self.facts.get(node_id).is_some_and(|r| r.facts == *facts) {
