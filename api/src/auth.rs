@@ -97,7 +97,7 @@ pub struct Peer(pub std::net::IpAddr);
 
 /// Refused secrets an address may present per minute before it is
 /// answered 429 for a while.
-pub const REFUSALS_PER_MINUTE: u32 = 30;
+pub const REFUSALS_PER_MINUTE: u32 = 60;
 /// Slow checks one address may have waiting at once.
 const CHECKS_PER_ADDRESS: usize = 2;
 
@@ -428,8 +428,10 @@ pub async fn authenticate(
     peer: Option<Peer>,
 ) -> Result<Caller, ApiError> {
     let result = identify(view, chosen, headers, client, peer).await;
-    // A refusal counts against its address; one too many is a 429.
-    if let (Err(e), Some(Peer(ip))) = (&result, peer) {
+    // A refused secret counts against its address; one too many is a 429.
+    // A request without any secret guesses nothing: it is always a 401.
+    let presented = headers.contains_key(header::AUTHORIZATION);
+    if let (Err(e), Some(Peer(ip)), true) = (&result, peer, presented) {
         if e.code == stratum_domain::ErrorCode::Unauthenticated {
             if let Some(wait) = chosen.throttle.refused(ip) {
                 return Err(throttled(wait));

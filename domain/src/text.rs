@@ -37,6 +37,57 @@ fn safe(c: char) -> bool {
     }
 }
 
+/// The characters [`unsafe_char`] refuses, as the body of a regular
+/// expression's character class (`\uXXXX` escapes in the BMP, the
+/// characters themselves beyond it), derived from the rule itself so the
+/// API's schema can never say otherwise.
+pub fn unsafe_class() -> &'static str {
+    static CLASS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CLASS.get_or_init(|| {
+        let mut ranges: Vec<(char, char)> = Vec::new();
+        for c in (0..=0x10FFFF_u32)
+            .filter_map(char::from_u32)
+            .filter(|c| !safe(*c))
+        {
+            match ranges.last_mut() {
+                Some((_, end)) if *end as u32 + 1 == c as u32 => *end = c,
+                _ => ranges.push((c, c)),
+            }
+        }
+        let one = |c: char| {
+            if (c as u32) < 0x10000 {
+                format!("\\u{:04X}", c as u32)
+            } else {
+                c.to_string()
+            }
+        };
+        ranges
+            .into_iter()
+            .map(|(a, b)| {
+                if a == b {
+                    one(a)
+                } else {
+                    format!("{}-{}", one(a), one(b))
+                }
+            })
+            .collect()
+    })
+}
+
+/// Text of any length that [`unsafe_char`] accepts, as a regular
+/// expression for the API's schema.
+pub fn safe_text_pattern() -> String {
+    format!("^[^{}]*$", unsafe_class())
+}
+
+/// One line with at least one character that is not a space, that
+/// [`unsafe_char`] accepts (line breaks are controls), as a regular
+/// expression for the API's schema.
+pub fn safe_line_pattern() -> String {
+    let u = unsafe_class();
+    format!("^[^{u}]*[^\\s{u}][^{u}]*$")
+}
+
 /// What a refusal says of an unsafe character.
 fn describe(at: usize, c: char) -> String {
     let what = match c {
@@ -242,6 +293,18 @@ mod tests {
             "{}",
             f.0[0].message
         );
+    }
+
+    #[test]
+    fn the_class_lists_exactly_what_the_rule_refuses() {
+        let class = unsafe_class();
+        assert!(class.starts_with("\\u0000-\\u001F"), "{class}");
+        assert!(class.contains("\\u2028-\\u202E"), "{class}");
+        assert!(
+            !class.contains("\\u200C"),
+            "the joiners stay allowed: {class}"
+        );
+        assert!(class.contains('\u{E0001}'), "{class}");
     }
 
     #[test]

@@ -214,19 +214,29 @@ pub mod shape {
             .into()
     }
 
-    /// One non-empty line of at most 2,048 bytes (an error line, a reason).
+    /// One non-empty line of at most 2,048 bytes (an error line, a
+    /// reason), safe to show: no control, bidirectional or other format
+    /// character (the domain's rule, `stratum_domain::text`).
     pub fn line(_: RefOr<Schema>) -> RefOr<Schema> {
-        text(Some("^[^\\r\\n]*[^\\s][^\\r\\n]*$"), 1, 2048).into()
+        text(Some(&stratum_domain::text::safe_line_pattern()), 1, 2048).into()
     }
 
-    /// One short line: a host-helper intent.
+    /// One short line, safe to show: a host-helper intent.
     pub fn short_line(_: RefOr<Schema>) -> RefOr<Schema> {
-        text(Some("^[^\\r\\n]+$"), 1, 64).into()
+        text(Some(&stratum_domain::text::safe_text_pattern()), 1, 64).into()
     }
 
-    /// A non-empty text.
+    /// A text, possibly empty, safe to show.
+    pub fn safe_text(_: RefOr<Schema>) -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some(stratum_domain::text::safe_text_pattern()))
+            .into()
+    }
+
+    /// A non-empty text, safe to show.
     pub fn non_empty(_: RefOr<Schema>) -> RefOr<Schema> {
-        text(None, 1, 4096).into()
+        text(Some(&stratum_domain::text::safe_text_pattern()), 1, 4096).into()
     }
 
     /// An IPv4 or IPv6 address.
@@ -873,7 +883,7 @@ mod tests {
 
     /// The schema's patterns are the domain's rules: a string matches one
     /// exactly when the domain accepts it.
-    fn agree(pattern: &str, rule: fn(&str) -> bool, s: &str) -> Result<(), TestCaseError> {
+    fn agree(pattern: &str, rule: impl Fn(&str) -> bool, s: &str) -> Result<(), TestCaseError> {
         let re = regex::Regex::new(pattern).unwrap();
         prop_assert_eq!(re.is_match(s), rule(s), "{:?} against {}", s, pattern);
         Ok(())
@@ -886,9 +896,11 @@ mod tests {
             tail in "[a-zA-Z0-9_./-]{0,70}",
             prefix in prop::sample::select(vec!["", "user/", "node/", "join/", "stratum-installer"]),
             label in "[a-zA-Z0-9_. /-]{0,40}",
+            free in "\\PC{0,8}|[\\x00-\\x{FFFF}]{0,8}|.{0,8}",
         ) {
             agree(stratum_domain::text::LABEL_KEY_PATTERN, stratum_domain::text::valid_label_key, &label)?;
             agree(stratum_domain::text::LABEL_VALUE_PATTERN, stratum_domain::text::valid_label_value, &label)?;
+            agree(&stratum_domain::text::safe_text_pattern(), |s| stratum_domain::text::unsafe_char(s).is_none(), &free)?;
             let s = format!("{prefix}{id}");
             agree(stratum_domain::membership::NODE_ID_PATTERN, stratum_domain::membership::valid_node_id, &id)?;
             agree(stratum_domain::membership::NODE_ID_PATTERN, stratum_domain::membership::valid_node_id, &tail)?;

@@ -730,7 +730,7 @@ request_body! {
         /// running, done, failed, or rolled_back: the node switched itself
         /// back to the release it ran before.
         state: String = "state" @required ~ super::extract::shape::one_of(&["running", "done", "failed", "rolled_back"]),
-        message: String = "message",
+        message: String = "message" ~ super::extract::shape::safe_text,
         host_steps: Vec<HostStepBody> = "hostSteps",
         /// When it rebooted; settling starts again from it.
         rebooted_at: super::extract::Timestamp = "rebootedAt",
