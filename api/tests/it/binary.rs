@@ -221,6 +221,20 @@ exit 0"#,
     )
 }
 
+/// The value of one series of `/metrics` at `addr` (its name with its
+/// labels, as Prometheus' text format spells them), 0 when it is absent.
+pub(crate) async fn metric(addr: &str, series: &str) -> u64 {
+    let text = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The lines of a file; none when it does not exist (yet).
 pub(crate) fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
@@ -406,6 +420,19 @@ impl Server {
 
     pub(crate) async fn get(&self, path: &str) -> (u16, Value) {
         self.call(self.http.get(self.url(path))).await
+    }
+
+    /// A new token's secret for `principal` with one policy, made as the
+    /// admin.
+    pub(crate) async fn token_for(&self, principal: &str, policy: &str) -> String {
+        let (status, t) = self
+            .post(
+                "/v1/admin/iam/tokens",
+                json!({"principal": principal, "policies": [policy]}),
+            )
+            .await;
+        assert_eq!(status, 201, "{t}");
+        t["token"].as_str().unwrap().to_owned()
     }
 
     pub(crate) async fn post(&self, path: &str, body: Value) -> (u16, Value) {

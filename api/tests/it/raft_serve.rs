@@ -721,22 +721,12 @@ async fn a_kick_that_was_lost_is_never_recorded_as_a_removal() {
             .all(|e| e["payload"]["raft"] != "ovn"),
         "a kick the listing did not follow records nothing: {history:?}"
     );
-    let text = reqwest::get(format!("http://{metrics}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let line = text
-        .lines()
-        .find(|l| {
-            l.starts_with(
-                r#"stratum_raft_removal_failures_total{raft="ovn",reason="not_confirmed"}"#,
-            )
-        })
-        .unwrap_or_else(|| panic!("{text}"));
-    let n: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-    assert!(n >= 2, "{line}");
+    let n = metric(
+        &metrics,
+        r#"stratum_raft_removal_failures_total{raft="ovn",reason="not_confirmed"}"#,
+    )
+    .await;
+    assert!(n >= 2, "not_confirmed failures are counted: {n}");
     assert!(
         server.log().contains("still names the peer"),
         "the log says why: {}",

@@ -586,20 +586,12 @@ async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let text = reqwest::get(format!("http://{metrics}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let timeouts = text
-        .lines()
-        .find(|l| {
-            l.starts_with(r#"stratum_raft_removal_failures_total{raft="ovn",reason="timeout"}"#)
-        })
-        .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .unwrap_or(0);
-    assert!(timeouts >= 2, "OVN's timeouts are counted: {text}");
+    let timeouts = metric(
+        &metrics,
+        r#"stratum_raft_removal_failures_total{raft="ovn",reason="timeout"}"#,
+    )
+    .await;
+    assert!(timeouts >= 2, "OVN's timeouts are counted: {timeouts}");
     rafts.sh("ovn", "resume", &["f-1"]).await;
     server.cleaned("j-3").await;
 
