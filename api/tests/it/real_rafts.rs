@@ -481,12 +481,20 @@ async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
         stopped,
     );
 
-    // j-1 leads Patroni's raft when it is decommissioned: leadership is
-    // moved off it first, and the removal says so.
+    // j-1 leads Patroni's raft and OVN's Northbound raft when it is
+    // decommissioned: pysyncobj's leadership is moved off it first, and the
+    // removal says so; OVN hands its leadership over by itself.
     rafts.join("j-1", 21, &RAFTS).await;
     server.admit("j-1", &rafts.ip(21)).await;
     reached(&server, "j-1", &RAFTS).await;
     server.member_post("j-1", "join-complete", json!({})).await;
+    rafts
+        .sh("ovn", "transfer", &["OVN_Northbound", "j-1"])
+        .await;
+    assert_eq!(
+        rafts.sh("ovn", "leader", &["OVN_Northbound"]).await.trim(),
+        "j-1"
+    );
     rafts.sh("patroni", "transfer", &["j-1"]).await;
     assert_eq!(
         rafts.sh("patroni", "leader", &[]).await.trim(),
@@ -503,6 +511,9 @@ async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
     assert_eq!(patroni["payload"]["alreadyGone"], false, "{patroni}");
     let leader = rafts.sh("patroni", "leader", &[]).await;
     assert_ne!(leader.trim(), format!("{}:5010", rafts.ip(21)));
+    assert!(!rafts.lists("ovn", "j-1", 21).await);
+    let leader = rafts.sh("ovn", "leader", &["OVN_Northbound"]).await;
+    assert_ne!(leader.trim(), "j-1", "OVN elected another leader");
 
     // OpenBao at STRATUM_OPENBAO_ADDR (f-1) is down while j-2 fails: the
     // other rafts are cleaned, OpenBao's removal waits and completes once
