@@ -47,8 +47,23 @@ impl ResourceType {
 }
 
 /// Every action of the API, with the resource type it applies to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Action {
+/// Declares the actions and [`Action::ALL`] from one list, so `ALL` can
+/// never leave one out.
+macro_rules! actions {
+    ($($variant:ident),* $(,)?) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Action {
+            $($variant),*
+        }
+
+        impl Action {
+            /// Every action, in declaration order.
+            pub const ALL: [Action; [$(Action::$variant),*].len()] = [$(Action::$variant),*];
+        }
+    };
+}
+
+actions! {
     AdmitMember,
     ApproveNodeJoin,
     RequestJoin,
@@ -97,54 +112,6 @@ pub enum Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 45] = [
-        Action::AdmitMember,
-        Action::ApproveNodeJoin,
-        Action::RequestJoin,
-        Action::ListJoinRequests,
-        Action::RejectNodeJoin,
-        Action::ReportJoinProgress,
-        Action::CompleteJoin,
-        Action::ReportJoinFailure,
-        Action::DecommissionMember,
-        Action::UpdateMember,
-        Action::ReportNodeFacts,
-        Action::ListAlarms,
-        Action::ReportAppliedGeneration,
-        Action::ListMembers,
-        Action::GetMember,
-        Action::GetMembership,
-        Action::GetPeers,
-        Action::GetTransportAdmission,
-        Action::ReadEvents,
-        Action::RegisterRelease,
-        Action::ListReleases,
-        Action::GetRelease,
-        Action::SetRunningRelease,
-        Action::GetRunningRelease,
-        Action::CreateUpgrade,
-        Action::ListUpgrades,
-        Action::GetUpgrade,
-        Action::ApplyUpgrade,
-        Action::CancelUpgrade,
-        Action::RollbackUpgrade,
-        Action::AcknowledgeUpgrade,
-        Action::ReportNodeProgress,
-        Action::ReportBackup,
-        Action::CreateToken,
-        Action::ListTokens,
-        Action::RevokeToken,
-        Action::CreatePolicy,
-        Action::ListPolicies,
-        Action::GetPolicy,
-        Action::SetPrincipalPolicies,
-        Action::GetPrincipalPolicies,
-        Action::SetMemberPolicy,
-        Action::GetMemberPolicy,
-        Action::SetUpgradePolicy,
-        Action::GetUpgradePolicy,
-    ];
-
     /// The action's name in policies, e.g. `cluster:ReportJoinFailure`.
     pub fn name(self) -> &'static str {
         match self {
@@ -219,7 +186,34 @@ impl Action {
             | Action::SetUpgradePolicy
             | Action::GetUpgradePolicy => ResourceType::Upgrade,
             Action::GetRelease => ResourceType::Release,
-            _ => ResourceType::Install,
+            // Every action left is install-wide. Named one by one, so a new
+            // action is a compile error until its scope is decided, never
+            // a quiet install scope that member-scoped Deny statements miss.
+            Action::AdmitMember
+            | Action::ApproveNodeJoin
+            | Action::RequestJoin
+            | Action::ListJoinRequests
+            | Action::RejectNodeJoin
+            | Action::ListAlarms
+            | Action::ListMembers
+            | Action::GetMembership
+            | Action::GetPeers
+            | Action::ReadEvents
+            | Action::RegisterRelease
+            | Action::ListReleases
+            | Action::SetRunningRelease
+            | Action::GetRunningRelease
+            | Action::CreateUpgrade
+            | Action::ListUpgrades
+            | Action::CancelUpgrade
+            | Action::CreateToken
+            | Action::ListTokens
+            | Action::RevokeToken
+            | Action::CreatePolicy
+            | Action::ListPolicies
+            | Action::GetPolicy
+            | Action::SetPrincipalPolicies
+            | Action::GetPrincipalPolicies => ResourceType::Install,
         }
     }
 
@@ -255,7 +249,7 @@ impl Action {
         match self.resource_type() {
             ResourceType::Member => param("nodeId").map(|n| format!("member/{n}")),
             ResourceType::Upgrade => param("id").map(|u| format!("upgrade/{u}")),
-            _ => None,
+            ResourceType::Release | ResourceType::Install => None,
         }
     }
 }
@@ -709,19 +703,19 @@ impl Iam {
                 let mut f = Findings::default();
                 let document = f.required("document", document).cloned();
                 f.into_result()?;
-                let exists = match resource_type {
-                    ResourceType::Member => state.membership.members.contains_key(id),
-                    ResourceType::Upgrade => state.upgrades.upgrades.contains_key(id),
-                    _ => false,
+                let (exists, what) = match resource_type {
+                    ResourceType::Member => (state.membership.members.contains_key(id), "Member"),
+                    ResourceType::Upgrade => (state.upgrades.upgrades.contains_key(id), "Upgrade"),
+                    // Policies attach to members and upgrades only.
+                    ResourceType::Release | ResourceType::Install => {
+                        return Err(Refusal::invalid(vec![crate::error::FieldError::new(
+                            "resourceType",
+                            "a resource policy attaches to a member or an upgrade",
+                        )]))
+                    }
                 };
                 if !exists {
-                    return Err(Refusal::not_found(format!(
-                        "{} {id}",
-                        match resource_type {
-                            ResourceType::Member => "Member",
-                            _ => "Upgrade",
-                        }
-                    )));
+                    return Err(Refusal::not_found(format!("{what} {id}")));
                 }
                 let document = document.unwrap_or_default();
                 validate_document(&document, Some(*resource_type)).map_err(policy_rejected)?;

@@ -425,3 +425,58 @@ pub fn read_as_every_body(bytes: &[u8]) -> usize {
 
 /// How long a long-poll may hold a request at most.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
+
+#[cfg(test)]
+mod scope_tests {
+    use stratum_domain::iam::{Action, ResourceType};
+
+    /// Routes whose path names a resource the action's scope does not:
+    /// each decided on purpose.
+    const INSTALL_WIDE_ON_A_RESOURCE: [(Action, &str); 3] = [
+        // A member's or an upgrade's history is a view of the log, which
+        // audit:ReadEvents reads whole.
+        (Action::ReadEvents, "a history is the log's"),
+        // Letting a failed member join again admits it anew, like its
+        // first admission.
+        (Action::AdmitMember, "retry-join is an admission"),
+        // The seed: canceling an upgrade is an install-wide decision.
+        (Action::CancelUpgrade, "the seed makes cancel install-scope"),
+    ];
+
+    /// Every action is some route's, and each route's path names the
+    /// resource its action's scope says: a member's actions `{nodeId}`,
+    /// an upgrade's `{id}`, a release's `{version}`, install-wide ones none
+    /// of them (but the exceptions above). A new action whose scope was
+    /// decided wrong fails here.
+    #[test]
+    fn every_action_is_routed_and_scoped_by_the_resource_it_names() {
+        let routes = super::routes();
+        for action in Action::ALL {
+            let on: Vec<&str> = routes
+                .iter()
+                .filter(|r| r.action == Some(action))
+                .map(|r| r.path)
+                .collect();
+            assert!(!on.is_empty(), "{action:?} is no route's action");
+            for path in on {
+                let member = path.contains("/{nodeId}") && !path.starts_with("/v1/admin/upgrades/");
+                let upgrade = path.starts_with("/v1/admin/upgrades/{id}");
+                let release = path.contains("/releases/{version}");
+                let ok = match action.resource_type() {
+                    ResourceType::Member => member && !upgrade,
+                    ResourceType::Upgrade => upgrade,
+                    ResourceType::Release => release,
+                    ResourceType::Install => {
+                        INSTALL_WIDE_ON_A_RESOURCE.iter().any(|(a, _)| *a == action)
+                            || !(member || upgrade || release)
+                    }
+                };
+                assert!(
+                    ok,
+                    "{action:?} is {:?}-scoped but routed at {path}",
+                    action.resource_type()
+                );
+            }
+        }
+    }
+}
