@@ -220,7 +220,39 @@ impl DomainEvent {
             DomainEvent::MemberJoinFailed(e) => !e.rafts.is_empty(),
             DomainEvent::MemberRemovalStarted(e) => !e.rafts.is_empty(),
             DomainEvent::MemberUpdated(e) => !e.rafts.is_empty(),
-            _ => false,
+            // Named one by one: a new event type is decided here too.
+            DomainEvent::MemberAdmitted(_)
+            | DomainEvent::JoinProgressReported { .. }
+            | DomainEvent::MemberJoinCompleted { .. }
+            | DomainEvent::RaftPeerRemoved { .. }
+            | DomainEvent::RaftCleanupCompleted { .. }
+            | DomainEvent::MemberJoinRetried { .. }
+            | DomainEvent::MemberDecommissioned { .. }
+            | DomainEvent::AppliedGenerationReported { .. }
+            | DomainEvent::JoinRequested(_)
+            | DomainEvent::JoinRequestApproved { .. }
+            | DomainEvent::JoinRequestRejected { .. }
+            | DomainEvent::TokenIssued(_)
+            | DomainEvent::TokenRevoked(_)
+            | DomainEvent::PolicyCreated(_)
+            | DomainEvent::PrincipalPoliciesSet(_)
+            | DomainEvent::ResourcePolicySet(_)
+            | DomainEvent::ReleaseRegistered(_)
+            | DomainEvent::RunningReleaseSet(_)
+            | DomainEvent::UpgradePlanned(_)
+            | DomainEvent::UpgradeStateChanged(_)
+            | DomainEvent::UpgradePrechecked(_)
+            | DomainEvent::UpgradeNodeTurnStarted(_)
+            | DomainEvent::UpgradeNodeReported(_)
+            | DomainEvent::UpgradeBackupReported(_)
+            | DomainEvent::UpgradeFailed(_)
+            | DomainEvent::UpgradeCompleted(_)
+            | DomainEvent::UpgradeCanceled(_)
+            | DomainEvent::UpgradeRolledBack(_)
+            | DomainEvent::UpgradeAcknowledged(_)
+            | DomainEvent::NodeFactsReported(_)
+            | DomainEvent::AlarmRaised(_)
+            | DomainEvent::AlarmCleared(_) => false,
         }
     }
 }

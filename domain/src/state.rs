@@ -149,7 +149,33 @@ pub fn stream_of(event: &DomainEvent) -> String {
         DomainEvent::NodeFactsReported(f) => crate::upgrade::facts_stream(&f.node_id),
         DomainEvent::AlarmRaised(AlarmRaised { name, .. })
         | DomainEvent::AlarmCleared(AlarmCleared { name, .. }) => format!("alarm/{name}"),
-        _ => unreachable!("member and upgrade events are handled above"),
+        // Named one by one, never a wildcard: a new event type does not
+        // compile until its stream is decided. (member_of and upgrade_of
+        // answered these above; they are spelled again here so that this
+        // match is whole.)
+        DomainEvent::MemberAdmitted(e) => member_stream(&e.node_id),
+        DomainEvent::JoinProgressReported { node_id, .. }
+        | DomainEvent::MemberJoinCompleted { node_id }
+        | DomainEvent::RaftPeerRemoved { node_id, .. }
+        | DomainEvent::RaftCleanupCompleted { node_id }
+        | DomainEvent::MemberJoinRetried { node_id }
+        | DomainEvent::MemberDecommissioned { node_id, .. }
+        | DomainEvent::AppliedGenerationReported { node_id, .. } => member_stream(node_id),
+        DomainEvent::MemberJoinFailed(e) => member_stream(&e.node_id),
+        DomainEvent::MemberRemovalStarted(e) => member_stream(&e.node_id),
+        DomainEvent::MemberUpdated(e) => member_stream(&e.node_id),
+        DomainEvent::UpgradePlanned(e) => upgrade_stream(&e.upgrade_id),
+        DomainEvent::UpgradeStateChanged(e) => upgrade_stream(&e.upgrade_id),
+        DomainEvent::UpgradePrechecked(e) => upgrade_stream(&e.upgrade_id),
+        DomainEvent::UpgradeNodeTurnStarted(e) => upgrade_stream(&e.upgrade_id),
+        DomainEvent::UpgradeNodeReported(e) => upgrade_stream(&e.upgrade_id),
+        DomainEvent::UpgradeBackupReported(e) => upgrade_stream(&e.upgrade_id),
+        DomainEvent::UpgradeFailed(e) => upgrade_stream(&e.upgrade_id),
+        DomainEvent::UpgradeCompleted(e) => upgrade_stream(&e.upgrade_id),
+        DomainEvent::UpgradeRolledBack(e) => upgrade_stream(&e.upgrade_id),
+        DomainEvent::UpgradeCanceled(e) | DomainEvent::UpgradeAcknowledged(e) => {
+            upgrade_stream(&e.upgrade_id)
+        }
     }
 }
 

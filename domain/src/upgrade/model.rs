@@ -787,7 +787,29 @@ pub fn upgrade_of(event: &DomainEvent) -> Option<&str> {
         | DomainEvent::AlarmCleared(super::AlarmCleared { upgrade_id, .. }) => {
             upgrade_id.as_deref()?
         }
-        _ => return None,
+        // Named one by one: a new event type is decided here too.
+        DomainEvent::MemberAdmitted(_)
+        | DomainEvent::JoinProgressReported { .. }
+        | DomainEvent::MemberJoinCompleted { .. }
+        | DomainEvent::MemberJoinFailed(_)
+        | DomainEvent::RaftPeerRemoved { .. }
+        | DomainEvent::RaftCleanupCompleted { .. }
+        | DomainEvent::MemberJoinRetried { .. }
+        | DomainEvent::MemberRemovalStarted(_)
+        | DomainEvent::MemberDecommissioned { .. }
+        | DomainEvent::MemberUpdated(_)
+        | DomainEvent::AppliedGenerationReported { .. }
+        | DomainEvent::JoinRequested(_)
+        | DomainEvent::JoinRequestApproved { .. }
+        | DomainEvent::JoinRequestRejected { .. }
+        | DomainEvent::TokenIssued(_)
+        | DomainEvent::TokenRevoked(_)
+        | DomainEvent::PolicyCreated(_)
+        | DomainEvent::PrincipalPoliciesSet(_)
+        | DomainEvent::ResourcePolicySet(_)
+        | DomainEvent::ReleaseRegistered(_)
+        | DomainEvent::RunningReleaseSet(_)
+        | DomainEvent::NodeFactsReported(_) => return None,
     })
 }
 
