@@ -1234,43 +1234,20 @@ fn not_joining(m: &Member) -> Refusal {
 
 /// The member an event is about, if it is a member event.
 pub fn member_of(event: &DomainEvent) -> Option<&str> {
-    Some(match event {
-        DomainEvent::MemberAdmitted(a) => &a.node_id,
-        DomainEvent::JoinProgressReported { node_id, .. }
-        | DomainEvent::MemberJoinCompleted { node_id }
-        | DomainEvent::RaftPeerRemoved { node_id, .. }
-        | DomainEvent::RaftCleanupCompleted { node_id }
-        | DomainEvent::MemberJoinRetried { node_id }
-        | DomainEvent::MemberDecommissioned { node_id, .. }
-        | DomainEvent::AppliedGenerationReported { node_id, .. } => node_id,
-        DomainEvent::MemberJoinFailed(e) => &e.node_id,
-        DomainEvent::MemberRemovalStarted(e) => &e.node_id,
-        DomainEvent::MemberUpdated(e) => &e.node_id,
-        DomainEvent::JoinRequested(_)
-        | DomainEvent::JoinRequestApproved { .. }
-        | DomainEvent::JoinRequestRejected { .. }
-        | DomainEvent::TokenIssued(_)
-        | DomainEvent::ReleaseRegistered(_)
-        | DomainEvent::RunningReleaseSet(_)
-        | DomainEvent::UpgradePlanned(_)
-        | DomainEvent::UpgradeStateChanged(_)
-        | DomainEvent::UpgradePrechecked(_)
-        | DomainEvent::UpgradeNodeTurnStarted(_)
-        | DomainEvent::UpgradeNodeReported(_)
-        | DomainEvent::UpgradeBackupReported(_)
-        | DomainEvent::UpgradeFailed(_)
-        | DomainEvent::UpgradeCompleted(_)
-        | DomainEvent::UpgradeCanceled(_)
-        | DomainEvent::UpgradeRolledBack(_)
-        | DomainEvent::UpgradeAcknowledged(_)
-        | DomainEvent::TokenRevoked(_)
-        | DomainEvent::PolicyCreated(_)
-        | DomainEvent::PrincipalPoliciesSet(_)
-        | DomainEvent::ResourcePolicySet(_)
-        | DomainEvent::NodeFactsReported(_)
-        | DomainEvent::AlarmRaised(_)
-        | DomainEvent::AlarmCleared(_) => return None,
-    })
+    use crate::event::About;
+    match event.about() {
+        About::Member(id) => Some(id),
+        About::Upgrade(_)
+        | About::JoinRequest(_)
+        | About::Token(_)
+        | About::Policy(_)
+        | About::Principal(_)
+        | About::ResourcePolicy(_)
+        | About::Release(_)
+        | About::RunningRelease
+        | About::Facts(_)
+        | About::Alarm { .. } => None,
+    }
 }
 
 #[cfg(test)]

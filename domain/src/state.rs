@@ -16,10 +16,9 @@ use crate::iam::{
     policy_stream, principal_stream, resource_policy_stream, token_stream, Iam, IamCommand,
 };
 use crate::log::Recorded;
-use crate::membership::{join_request_stream, member_of, member_stream, MemberCommand, Membership};
+use crate::membership::{join_request_stream, member_stream, MemberCommand, Membership};
 use crate::release::{release_stream, RUNNING_RELEASE_STREAM};
-use crate::upgrade::{upgrade_of, upgrade_stream, UpgradeCommand, Upgrades};
-use crate::upgrade::{AlarmCleared, AlarmRaised};
+use crate::upgrade::{upgrade_stream, UpgradeCommand, Upgrades};
 
 /// What a command is decided with besides the state: when and by whom.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,53 +128,26 @@ impl Command {
 
 /// The stream an event belongs to.
 pub fn stream_of(event: &DomainEvent) -> String {
-    if let Some(node_id) = member_of(event) {
-        return member_stream(node_id);
-    }
-    if let Some(id) = upgrade_of(event) {
-        return upgrade_stream(id);
-    }
-    match event {
-        DomainEvent::JoinRequested(r) => join_request_stream(&r.request_id),
-        DomainEvent::JoinRequestApproved { request_id, .. }
-        | DomainEvent::JoinRequestRejected { request_id, .. } => join_request_stream(request_id),
-        DomainEvent::TokenIssued(t) => token_stream(&t.token_id),
-        DomainEvent::TokenRevoked(t) => token_stream(&t.token_id),
-        DomainEvent::PolicyCreated(p) => policy_stream(&p.name),
-        DomainEvent::PrincipalPoliciesSet(p) => principal_stream(&p.principal),
-        DomainEvent::ResourcePolicySet(p) => resource_policy_stream(&p.resource),
-        DomainEvent::ReleaseRegistered(r) => release_stream(&r.version),
-        DomainEvent::RunningReleaseSet(_) => RUNNING_RELEASE_STREAM.to_owned(),
-        DomainEvent::NodeFactsReported(f) => crate::upgrade::facts_stream(&f.node_id),
-        DomainEvent::AlarmRaised(AlarmRaised { name, .. })
-        | DomainEvent::AlarmCleared(AlarmCleared { name, .. }) => format!("alarm/{name}"),
-        // Named one by one, never a wildcard: a new event type does not
-        // compile until its stream is decided. (member_of and upgrade_of
-        // answered these above; they are spelled again here so that this
-        // match is whole.)
-        DomainEvent::MemberAdmitted(e) => member_stream(&e.node_id),
-        DomainEvent::JoinProgressReported { node_id, .. }
-        | DomainEvent::MemberJoinCompleted { node_id }
-        | DomainEvent::RaftPeerRemoved { node_id, .. }
-        | DomainEvent::RaftCleanupCompleted { node_id }
-        | DomainEvent::MemberJoinRetried { node_id }
-        | DomainEvent::MemberDecommissioned { node_id, .. }
-        | DomainEvent::AppliedGenerationReported { node_id, .. } => member_stream(node_id),
-        DomainEvent::MemberJoinFailed(e) => member_stream(&e.node_id),
-        DomainEvent::MemberRemovalStarted(e) => member_stream(&e.node_id),
-        DomainEvent::MemberUpdated(e) => member_stream(&e.node_id),
-        DomainEvent::UpgradePlanned(e) => upgrade_stream(&e.upgrade_id),
-        DomainEvent::UpgradeStateChanged(e) => upgrade_stream(&e.upgrade_id),
-        DomainEvent::UpgradePrechecked(e) => upgrade_stream(&e.upgrade_id),
-        DomainEvent::UpgradeNodeTurnStarted(e) => upgrade_stream(&e.upgrade_id),
-        DomainEvent::UpgradeNodeReported(e) => upgrade_stream(&e.upgrade_id),
-        DomainEvent::UpgradeBackupReported(e) => upgrade_stream(&e.upgrade_id),
-        DomainEvent::UpgradeFailed(e) => upgrade_stream(&e.upgrade_id),
-        DomainEvent::UpgradeCompleted(e) => upgrade_stream(&e.upgrade_id),
-        DomainEvent::UpgradeRolledBack(e) => upgrade_stream(&e.upgrade_id),
-        DomainEvent::UpgradeCanceled(e) | DomainEvent::UpgradeAcknowledged(e) => {
-            upgrade_stream(&e.upgrade_id)
-        }
+    use crate::event::About;
+    match event.about() {
+        About::Member(id) => member_stream(id),
+        // An upgrade's alarm is part of the upgrade's history.
+        About::Upgrade(id)
+        | About::Alarm {
+            upgrade: Some(id), ..
+        } => upgrade_stream(id),
+        About::Alarm {
+            name,
+            upgrade: None,
+        } => format!("alarm/{name}"),
+        About::JoinRequest(id) => join_request_stream(id),
+        About::Token(id) => token_stream(id),
+        About::Policy(name) => policy_stream(name),
+        About::Principal(p) => principal_stream(p),
+        About::ResourcePolicy(r) => resource_policy_stream(r),
+        About::Release(v) => release_stream(v),
+        About::RunningRelease => RUNNING_RELEASE_STREAM.to_owned(),
+        About::Facts(node) => crate::upgrade::facts_stream(node),
     }
 }
 

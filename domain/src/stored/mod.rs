@@ -307,16 +307,12 @@ pub fn decode(
                 rafts: rafts_from_bits(t, v, e.rafts)?,
             })
         }
-        ("RaftPeerRemoved", 1..=3) => {
-            let e: RaftPeerRemovedV3 = match v {
-                1 => upcast::raft_peer_removed_v2_to_v3(upcast::raft_peer_removed_v1_to_v2(de(
-                    t, v, payload,
-                )?)),
-                2 => upcast::raft_peer_removed_v2_to_v3(de(t, v, payload)?),
-                _ => de(t, v, payload)?,
-            };
-            e.into()
-        }
+        ("RaftPeerRemoved", 1) => upcast::raft_peer_removed_v2_to_v3(
+            upcast::raft_peer_removed_v1_to_v2(de(t, v, payload)?),
+        )
+        .into(),
+        ("RaftPeerRemoved", 2) => upcast::raft_peer_removed_v2_to_v3(de(t, v, payload)?).into(),
+        ("RaftPeerRemoved", 3) => de::<RaftPeerRemovedV3>(t, v, payload)?.into(),
         ("MemberUpdated", 1) => {
             let e: MemberUpdatedV1 = de(t, v, payload)?;
             DomainEvent::MemberUpdated(MemberUpdated {

@@ -772,45 +772,20 @@ pub fn valid_upgrade_id(id: &str) -> bool {
 
 /// The upgrade an upgrade event belongs to.
 pub fn upgrade_of(event: &DomainEvent) -> Option<&str> {
-    Some(match event {
-        DomainEvent::UpgradePlanned(e) => &e.upgrade_id,
-        DomainEvent::UpgradeStateChanged(e) => &e.upgrade_id,
-        DomainEvent::UpgradePrechecked(e) => &e.upgrade_id,
-        DomainEvent::UpgradeNodeTurnStarted(e) => &e.upgrade_id,
-        DomainEvent::UpgradeNodeReported(e) => &e.upgrade_id,
-        DomainEvent::UpgradeBackupReported(e) => &e.upgrade_id,
-        DomainEvent::UpgradeFailed(e) => &e.upgrade_id,
-        DomainEvent::UpgradeCompleted(e) => &e.upgrade_id,
-        DomainEvent::UpgradeRolledBack(e) => &e.upgrade_id,
-        DomainEvent::UpgradeCanceled(e) | DomainEvent::UpgradeAcknowledged(e) => &e.upgrade_id,
-        DomainEvent::AlarmRaised(super::AlarmRaised { upgrade_id, .. })
-        | DomainEvent::AlarmCleared(super::AlarmCleared { upgrade_id, .. }) => {
-            upgrade_id.as_deref()?
-        }
-        // Named one by one: a new event type is decided here too.
-        DomainEvent::MemberAdmitted(_)
-        | DomainEvent::JoinProgressReported { .. }
-        | DomainEvent::MemberJoinCompleted { .. }
-        | DomainEvent::MemberJoinFailed(_)
-        | DomainEvent::RaftPeerRemoved { .. }
-        | DomainEvent::RaftCleanupCompleted { .. }
-        | DomainEvent::MemberJoinRetried { .. }
-        | DomainEvent::MemberRemovalStarted(_)
-        | DomainEvent::MemberDecommissioned { .. }
-        | DomainEvent::MemberUpdated(_)
-        | DomainEvent::AppliedGenerationReported { .. }
-        | DomainEvent::JoinRequested(_)
-        | DomainEvent::JoinRequestApproved { .. }
-        | DomainEvent::JoinRequestRejected { .. }
-        | DomainEvent::TokenIssued(_)
-        | DomainEvent::TokenRevoked(_)
-        | DomainEvent::PolicyCreated(_)
-        | DomainEvent::PrincipalPoliciesSet(_)
-        | DomainEvent::ResourcePolicySet(_)
-        | DomainEvent::ReleaseRegistered(_)
-        | DomainEvent::RunningReleaseSet(_)
-        | DomainEvent::NodeFactsReported(_) => return None,
-    })
+    use crate::event::About;
+    match event.about() {
+        About::Upgrade(id) => Some(id),
+        About::Alarm { upgrade, .. } => upgrade,
+        About::Member(_)
+        | About::JoinRequest(_)
+        | About::Token(_)
+        | About::Policy(_)
+        | About::Principal(_)
+        | About::ResourcePolicy(_)
+        | About::Release(_)
+        | About::RunningRelease
+        | About::Facts(_) => None,
+    }
 }
 
 impl Upgrades {
