@@ -573,6 +573,9 @@ async fn secrets_are_not_cached_the_docs_are_fenced_and_the_cli_says_what_it_rea
     let out = stratum(&server, l, &["replay", "--check"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("events export --server"));
+    let out = stratum(&server, l, &["events", "import", "--file", "log.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--database-url"));
     // --as-of takes a time too.
     let later = (chrono::Utc::now() + chrono::Duration::seconds(1)).to_rfc3339();
     let (_, members) = server.get("/v1/admin/cluster/membership").await;
