@@ -106,24 +106,22 @@ impl RaftCleanup {
                     continue;
                 }
             };
-            let workers: Vec<_> = Raft::ALL
-                .into_iter()
-                .map(|raft| {
-                    tokio::spawn(
-                        Worker {
-                            store: self.store.clone(),
-                            bus: self.bus.clone(),
-                            raft,
-                            adapter: self.adapters.get(raft).clone(),
-                            backoff: self.backoff,
-                            retry: HashMap::new(),
-                        }
-                        .run(),
-                    )
-                })
-                .collect();
-            // Abort the workers however this loop ends.
-            let _abort = AbortOnDrop(workers);
+            // The set aborts the workers when it is dropped, however this
+            // loop ends.
+            let mut workers = tokio::task::JoinSet::new();
+            for raft in Raft::ALL {
+                workers.spawn(
+                    Worker {
+                        store: self.store.clone(),
+                        bus: self.bus.clone(),
+                        raft,
+                        adapter: self.adapters.get(raft).clone(),
+                        backoff: self.backoff,
+                        retry: HashMap::new(),
+                    }
+                    .run(),
+                );
+            }
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 if !lead.still_held().await {
@@ -131,18 +129,8 @@ impl RaftCleanup {
                     break;
                 }
             }
-            drop(_abort);
+            drop(workers);
             drop(lead);
-        }
-    }
-}
-
-struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        for w in &self.0 {
-            w.abort();
         }
     }
 }
