@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 
 use sqlx::Connection;
 use stratum_api::command::{CommandBus, CommandRequest};
-use stratum_api::store::{self, EventStore, Head};
 use stratum_domain::log::{EventMeta, Recorded};
 use stratum_domain::membership::{MemberCommand, Role};
 use stratum_domain::state::stream_of;
 use stratum_domain::stored::encode;
 use stratum_domain::Command;
+use stratum_store::{self as store, EventStore, Head};
 
 const RUN: Duration = Duration::from_secs(10);
 

@@ -31,14 +31,13 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::store::{EventStore, IdempotencyRecord, StoreError, StoreResult, WriteTx};
+use stratum_store::{EventStore, IdempotencyRecord, StoreError, StoreResult, WriteTx, READ_CHUNK};
 
 /// The most commands one commit carries.
 const MAX_BATCH: usize = 512;
 /// How often a batch is decided again after losing a race on the log.
 const MAX_ATTEMPTS: usize = 3;
-/// Events read per query when loading the log.
-pub const READ_CHUNK: u32 = 10_000;
+
 /// How long a read waits for the read models to reach the log's head
 /// before it is answered 503 (the writer retries the fold meanwhile).
 const FOLLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use stratum_domain::{ErrorCode, FieldError, Refusal};
 
-use crate::store::StoreError;
+use stratum_store::StoreError;
 
 /// Seconds a client waits before retrying a 503 of an unreachable
 /// dependency.

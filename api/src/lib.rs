@@ -1,5 +1,6 @@
-//! The stratum service: the event store, the one write path, the HTTP API
-//! and the `stratum` command line.
+//! The stratum service: the one write path, the reads, the process
+//! managers, the HTTP API and the `stratum` command line, over the event
+//! store of the `stratum-store` crate.
 
 pub mod auth;
 pub mod cli;
@@ -11,8 +12,7 @@ pub mod metrics;
 pub mod raft;
 pub mod reads;
 pub mod service;
-pub mod store;
-#[doc(hidden)]
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod tls;
 pub mod upgrade_driver;

@@ -20,7 +20,7 @@ use stratum_projections::ReadModels;
 
 use crate::command::CommandBus;
 use crate::error::{ApiError, ApiResult};
-use crate::store::EventStore;
+use stratum_store::EventStore;
 
 /// The shared head check, one in flight at a time.
 pub struct Freshness {

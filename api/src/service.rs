@@ -12,10 +12,10 @@ use crate::auth::{new_id, new_secret, secret_hash};
 use crate::command::{Clock, CommandBus, CommandRequest};
 use crate::listener::RequestLimits;
 use crate::raft::{Backoff, RaftAdapters, RaftCleanup};
-use crate::store::{EventStore, StoreError};
 use crate::upgrade_driver::UpgradeDriver;
 use stratum_domain::release::TrustedKeys;
 use stratum_domain::upgrade::UpgradeConfig;
+use stratum_store::{EventStore, StoreError};
 
 /// What the parts of a running service share: the store, the one write
 /// path, and the configuration requests need. The HTTP layer reaches it as

@@ -18,7 +18,7 @@ pub mod policy;
 pub mod release;
 pub mod state;
 pub mod stored;
-#[doc(hidden)]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod text;
 pub mod upgrade;

@@ -41,11 +41,11 @@ use std::time::Duration;
 
 use stratum_api::command::{CommandBus, CommandRequest};
 use stratum_api::service::{self, ServiceConfig};
-use stratum_api::store::EventStore;
 use stratum_domain::membership::MemberCommand;
 use stratum_domain::release::TrustedKeys;
 use stratum_domain::upgrade::{Upgrade, UpgradeCommand, UpgradeState};
 use stratum_domain::Command;
+use stratum_store::EventStore;
 
 async fn run(bus: &CommandBus, principal: &str, c: MemberCommand) {
     let reply = bus
@@ -380,7 +380,7 @@ const SCENARIOS: [&str; 9] = [
 async fn record(name: &str) {
     let dir = tempfile_dir();
     let url = format!("sqlite://{}/record.db", dir.display());
-    let store = stratum_api::store::connect(&url).await.unwrap();
+    let store = stratum_store::connect(&url).await.unwrap();
     let svc = service::start(
         store.clone(),
         ServiceConfig {

@@ -26,7 +26,7 @@ async fn get(app: &axum::Router, path: &str) -> Value {
 /// The service on a database holding the recorded log `name`, imported as
 /// `stratum events import` does.
 async fn serve_log(db: &stratum_api::testing::TestDb, name: &str) -> service::Service {
-    let store = stratum_api::store::connect(&db.url).await.unwrap();
+    let store = stratum_store::connect(&db.url).await.unwrap();
     let path = root().join(format!("logs/{name}.jsonl"));
     stratum_api::cli::import(store.clone(), &path)
         .await

@@ -1,8 +1,8 @@
 //! Recorded logs, imported into each backend, load into the same read
 //! models as replaying them in memory.
 
-use stratum_api::store;
 use stratum_replay_tests::{read_log, render, replay, root};
+use stratum_store as store;
 
 #[tokio::test]
 async fn recorded_logs_replay_the_same_on_both_backends() {

@@ -16,7 +16,7 @@ use clap::parser::ValueSource;
 use clap::CommandFactory;
 
 use super::Cli;
-use crate::store::redact_url;
+use stratum_store::redact_url;
 
 /// The variables the file set (for `--print-config`).
 static FROM_FILE: OnceLock<(PathBuf, BTreeSet<String>)> = OnceLock::new();

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{anyhow_like, Db, EventsCmd, TokenCmd};
-use crate::command::READ_CHUNK;
-use crate::store::{
-    self, redact_url, verify_chain, Access, EventStore, StoredReadModels, Verification,
+use stratum_store::{
+    self as store, redact_url, verify_chain, Access, EventStore, StoredReadModels, Verification,
+    READ_CHUNK,
 };
 
 /// `events verify|import|export` against the database.

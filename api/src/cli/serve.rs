@@ -11,7 +11,7 @@ use super::{anyhow_like, Db};
 use crate::listener::{self, ConnArgs};
 use crate::raft::RaftArgs;
 use crate::service::{self, ServiceConfig};
-use crate::store::redact_url;
+use stratum_store::redact_url;
 
 /// Every setting of `serve`; each is a flag, an environment variable and a
 /// key of the `--config` file.

@@ -18,7 +18,7 @@ use super::extract::{finish, number, page, query};
 
 use super::{AppState, Route};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{verify_chain, Verification};
+use stratum_store::{verify_chain, Verification};
 
 pub fn routes() -> Vec<Route> {
     vec![
@@ -209,7 +209,7 @@ const MAX_HOPS: usize = 32;
 /// chain, so the initiator is as tamper-evident as they are, for old
 /// events and new alike.
 pub async fn initiators(
-    store: &std::sync::Arc<dyn crate::store::EventStore>,
+    store: &std::sync::Arc<dyn stratum_store::EventStore>,
     events: &[Recorded],
 ) -> Result<HashMap<u64, String>, ApiError> {
     use stratum_domain::iam::SERVICE_PRINCIPAL;
@@ -259,7 +259,7 @@ pub async fn initiators(
 
 /// Events as auditors read them, each with who asked for it.
 pub async fn events_json(
-    store: &std::sync::Arc<dyn crate::store::EventStore>,
+    store: &std::sync::Arc<dyn stratum_store::EventStore>,
     events: &[Recorded],
 ) -> Result<Vec<Value>, ApiError> {
     let who = initiators(store, events).await?;
@@ -372,7 +372,7 @@ pub async fn export(
         let _held = &permit;
         async move {
             Ok::<_, std::io::Error>(
-                crate::store::export_chunk(&*store, at, until)
+                stratum_store::export_chunk(&*store, at, until)
                     .await
                     .map_err(std::io::Error::other)?
                     .map(|(lines, last)| (bytes::Bytes::from(lines), last)),

@@ -264,7 +264,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         state.store.ping().await?;
         let head = state.store.head().await?;
         let (_, checkpoint) = state.store.cluster_row().await?;
-        Ok::<_, crate::store::StoreError>((head.position, checkpoint))
+        Ok::<_, stratum_store::StoreError>((head.position, checkpoint))
     };
     // The read models in memory, which every read answers from, must
     // reach the head too (within a second: a probe does not wait long).

@@ -34,7 +34,7 @@ pub use adapters::{
 pub use config::{ConfigError, RaftArgs};
 
 use crate::command::{CommandBus, CommandRequest, Outcome};
-use crate::store::{EventStore, StoreError};
+use stratum_store::{EventStore, StoreError};
 
 /// The advisory lock key of the raft cleanup role.
 pub const RAFT_CLEANUP_LOCK: i64 = 0x5354_5241_0001;

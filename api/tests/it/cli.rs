@@ -88,12 +88,10 @@ async fn changing_one_byte_of_any_stored_event_is_named_by_verify() {
                 )
                 .await;
             }
-            let got = stratum_api::store::verify_chain(&*store, None)
-                .await
-                .unwrap();
+            let got = stratum_store::verify_chain(&*store, None).await.unwrap();
             assert_eq!(
                 got,
-                stratum_api::store::Verification::Broken {
+                stratum_store::Verification::Broken {
                     position: p,
                     reason: format!(
                         "the event at {p} does not match its stored hash: its bytes were changed"
@@ -249,7 +247,7 @@ async fn an_export_imports_into_an_empty_database_on_the_other_backend() {
             &target.url,
         );
         assert_eq!(code, 0, "{}: {out}", target.backend);
-        let s = stratum_api::store::connect(&target.url).await.unwrap();
+        let s = stratum_store::connect(&target.url).await.unwrap();
         assert_eq!(
             s.head().await.unwrap(),
             head,
@@ -285,7 +283,7 @@ async fn an_export_imports_into_an_empty_database_on_the_other_backend() {
             &back.url,
         );
         assert_eq!(code, 0, "{out}");
-        let s = stratum_api::store::connect(&back.url).await.unwrap();
+        let s = stratum_store::connect(&back.url).await.unwrap();
         assert_eq!(s.head().await.unwrap(), head);
         assert_eq!(s.read_models().await.unwrap(), expected);
     }
@@ -669,7 +667,7 @@ async fn auditor_tools_read_a_read_only_copy_and_name_a_newer_schema() {
 
     // An empty log proves nothing unless it is said to be fine.
     let empty = crate::support::sqlite();
-    drop(stratum_api::store::connect(&empty.url).await.unwrap());
+    drop(stratum_store::connect(&empty.url).await.unwrap());
     let (code, out) = stratum(&["events", "verify"], &empty.url);
     assert_eq!(code, 1, "{out}");
     assert!(

@@ -184,7 +184,7 @@ async fn a_thousand_concurrent_gets_share_a_few_head_checks() {
     use axum::http::Method;
     for db in each_backend().await {
         let counting = std::sync::Arc::new(stratum_api::testing::CountingStore::new(
-            stratum_api::store::connect(&db.url).await.unwrap(),
+            stratum_store::connect(&db.url).await.unwrap(),
         ));
         let svc = stratum_api::service::start(counting.clone(), crate::support::config())
             .await

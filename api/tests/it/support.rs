@@ -7,8 +7,8 @@ use axum::Router;
 use http_body_util::BodyExt;
 use serde_json::Value;
 use stratum_api::service::{self, Service, ServiceConfig};
-use stratum_api::store;
 pub use stratum_api::testing::{each_backend, postgres, sqlite, TestDb};
+use stratum_store as store;
 use tower::ServiceExt;
 
 pub const ADMIN_TOKEN: &str = "test-admin-token-for-integration-tests";

@@ -105,9 +105,10 @@ async fn hostile_text_is_refused_naming_its_field_and_ordinary_text_is_kept() {
 /// version may have recorded them, and rebuilds the read models with the
 /// host CLI: the record holds them from then on.
 async fn record_old_hostile_text(dir: &std::path::Path) {
-    use stratum_api::store::{self, NewEvent};
     use stratum_domain::event::{DomainEvent, MemberJoinFailed};
     use stratum_domain::log::EventMeta;
+    use stratum_store as store;
+    use stratum_store::testing::{append_to_stream, NewEvent};
     let url = format!("sqlite://{}", dir.join("stratum.db").display());
     let s = store::connect(&url).await.unwrap();
     let version = s.read_stream("member/n-3").await.unwrap().len() as u64;
@@ -140,7 +141,7 @@ async fn record_old_hostile_text(dir: &std::path::Path) {
         }
     })
     .collect();
-    s.append_to_stream("member/n-3", version, events)
+    append_to_stream(&*s, "member/n-3", version, events)
         .await
         .unwrap();
     let out = host(dir, &["replay", "--rebuild"]);

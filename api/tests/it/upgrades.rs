@@ -362,7 +362,7 @@ async fn a_restart_in_the_middle_of_rolling_finishes_the_upgrade_from_the_log() 
 /// Records a node's roll done through a write path of its own, as another
 /// process (with no upgrade driver) would.
 async fn roll_done_elsewhere(db: &crate::support::TestDb, id: &str, node: &str) {
-    let store = stratum_api::store::connect(&db.url).await.unwrap();
+    let store = stratum_store::connect(&db.url).await.unwrap();
     let bus = CommandBus::start(store).await.unwrap();
     let reply = bus
         .execute(CommandRequest::new(

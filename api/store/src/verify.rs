@@ -5,8 +5,7 @@
 pub use stratum_domain::log::Verification;
 use stratum_domain::log::{ChainVerifier, RecordedHead};
 
-use super::{EventStore, StoreError};
-use crate::command::READ_CHUNK;
+use super::{EventStore, StoreError, READ_CHUNK};
 
 /// Recomputes the whole chain, reading the log in chunks; with a head
 /// recorded earlier, the log must still reach it with the same hash.

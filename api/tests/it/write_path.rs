@@ -1,59 +1,15 @@
-//! The event store's conformance, on SQLite and on PostgreSQL alike.
+//! The one write path over the event store, on SQLite and on PostgreSQL
+//! alike (the store's own conformance is `api/store/tests/conformance.rs`).
 
 use std::sync::Arc;
 
 use stratum_api::command::{CommandBus, CommandRequest};
-use stratum_api::store::{self, EventStore, NewEvent, StoreError};
-use stratum_domain::log::{ChainVerifier, EventMeta};
+use stratum_domain::log::ChainVerifier;
 use stratum_domain::membership::MemberCommand;
 use stratum_domain::Command;
+use stratum_store::{self as store, EventStore};
 
 use crate::support::each_backend;
-
-fn new_event(n: u8) -> NewEvent {
-    NewEvent {
-        event_type: "MemberJoinCompleted".into(),
-        schema_version: 1,
-        event_id: uuid::Uuid::new_v4(),
-        occurred_at: chrono::Utc::now(),
-        meta: EventMeta {
-            principal: "user/admin".into(),
-            ..Default::default()
-        },
-        payload: vec![n; 8],
-    }
-}
-
-#[tokio::test]
-async fn two_appends_with_the_same_expected_version_one_wins() {
-    for db in each_backend().await {
-        let s = store::connect(&db.url).await.unwrap();
-        s.append_to_stream("member/n-1", 0, vec![new_event(1)])
-            .await
-            .unwrap();
-        for _ in 0..10 {
-            let version = s.read_stream("member/n-1").await.unwrap().len() as u64;
-            let (a, b) = tokio::join!(
-                s.append_to_stream("member/n-1", version, vec![new_event(2)]),
-                s.append_to_stream("member/n-1", version, vec![new_event(3)]),
-            );
-            let wins = [&a, &b].iter().filter(|r| r.is_ok()).count();
-            assert_eq!(wins, 1, "{}: {a:?} {b:?}", db.backend);
-            let lost = if a.is_err() { a } else { b };
-            assert!(
-                matches!(lost, Err(StoreError::Conflict(_))),
-                "{}",
-                db.backend
-            );
-        }
-        let stream = s.read_stream("member/n-1").await.unwrap();
-        assert_eq!(stream.len(), 11, "{}", db.backend);
-        assert!(stream
-            .iter()
-            .enumerate()
-            .all(|(i, e)| e.stream_version == i as u64 + 1));
-    }
-}
 
 /// 64 writers × 1,000 commands (one event each) through the one write path,
 /// while a reader tails the log.

@@ -13,16 +13,19 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
 };
-use sqlx::{ConnectOptions, Connection, Executor, Row};
+use sqlx::{ConnectOptions, Connection, Executor};
 use stratum_domain::log::Recorded;
 use stratum_projections::Changes;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use super::read::Reads;
 use super::sql::{self, CHUNK};
+
+/// The reads both backends share, on this one.
+type R = Reads<sqlx::Sqlite>;
 use super::{
-    check_follows, head_from_row, idempotency_from_row, recorded_from_row, Access, EventStore,
-    Head, IdempotencyRecord, Leadership, ReplayEvent, StoreError, StoreResult, StoredReadModels,
-    WriteTx,
+    check_follows, head_from_row, Access, EventStore, Head, IdempotencyRecord, Leadership,
+    ReplayEvent, StoreError, StoreResult, StoredReadModels, WriteTx,
 };
 
 /// `SQLITE_READONLY_DIRECTORY`: a journal or shared-memory file would be
@@ -102,7 +105,7 @@ impl SqliteStore {
             }
             other => other?,
         };
-        let migrator = sqlx::migrate!("../migrations/sqlite");
+        let migrator = sqlx::migrate!("../../migrations/sqlite");
         super::check_schema(found, &migrator, access)?;
         if !read_only {
             migrator.run(&mut writer).await?;
@@ -171,18 +174,11 @@ impl EventStore for SqliteStore {
     }
 
     async fn head(&self) -> StoreResult<Head> {
-        head_from_row(&sqlx::query(sql::SELECT_HEAD).fetch_one(&self.read).await?)
+        R::head(&self.read).await
     }
 
     async fn read_after(&self, after: u64, limit: u32) -> StoreResult<Vec<Recorded>> {
-        sqlx::query(sql::SELECT_AFTER)
-            .bind(after as i64)
-            .bind(limit as i64)
-            .fetch_all(&self.read)
-            .await?
-            .iter()
-            .map(recorded_from_row)
-            .collect()
+        R::after(&self.read, after, i64::from(limit)).await
     }
 
     /// The bulk read path: SQLite aggregates the whole chunk into one JSON
@@ -235,13 +231,7 @@ impl EventStore for SqliteStore {
     }
 
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>> {
-        sqlx::query(sql::SELECT_STREAM)
-            .bind(stream_id)
-            .fetch_all(&self.read)
-            .await?
-            .iter()
-            .map(recorded_from_row)
-            .collect()
+        R::stream(&self.read, stream_id).await
     }
 
     async fn read_stream_page(
@@ -250,31 +240,15 @@ impl EventStore for SqliteStore {
         after: u64,
         limit: u32,
     ) -> StoreResult<Vec<Recorded>> {
-        sqlx::query(sql::SELECT_STREAM_PAGE)
-            .bind(stream_id)
-            .bind(after as i64)
-            .bind(i64::from(limit))
-            .fetch_all(&self.read)
-            .await?
-            .iter()
-            .map(recorded_from_row)
-            .collect()
+        R::stream_page(&self.read, stream_id, after, limit).await
     }
 
     async fn token_docs(&self) -> StoreResult<Vec<(String, String)>> {
-        Ok(sqlx::query(sql::ALL_TOKENS)
-            .fetch_all(&self.read)
-            .await?
-            .iter()
-            .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1)))
-            .collect())
+        R::token_docs(&self.read).await
     }
 
     async fn cluster_row(&self) -> StoreResult<(u64, u64)> {
-        let row = sqlx::query(sql::SELECT_CLUSTER)
-            .fetch_one(&self.read)
-            .await?;
-        Ok((row.get::<i64, _>(0) as u64, row.get::<i64, _>(1) as u64))
+        R::cluster_row(&self.read).await
     }
 
     async fn idempotency(
@@ -282,39 +256,11 @@ impl EventStore for SqliteStore {
         principal: &str,
         key: &str,
     ) -> StoreResult<Option<IdempotencyRecord>> {
-        sqlx::query(sql::SELECT_IDEMPOTENCY)
-            .bind(principal)
-            .bind(key)
-            .fetch_optional(&self.read)
-            .await?
-            .as_ref()
-            .map(idempotency_from_row)
-            .transpose()
+        R::idempotency(&self.read, principal, key).await
     }
 
     async fn read_models(&self) -> StoreResult<StoredReadModels> {
-        let pairs = |rows: Vec<sqlx::sqlite::SqliteRow>| {
-            rows.iter()
-                .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1)))
-                .collect::<Vec<_>>()
-        };
-        let members = pairs(sqlx::query(sql::ALL_MEMBERS).fetch_all(&self.read).await?);
-        let join_requests = pairs(
-            sqlx::query(sql::ALL_JOIN_REQUESTS)
-                .fetch_all(&self.read)
-                .await?,
-        );
-        let tokens = self.token_docs().await?;
-        let docs = pairs(sqlx::query(sql::ALL_DOCS).fetch_all(&self.read).await?);
-        let (generation, checkpoint) = self.cluster_row().await?;
-        Ok(StoredReadModels {
-            members,
-            join_requests,
-            tokens,
-            docs,
-            generation,
-            checkpoint,
-        })
+        R::read_models(&self.read).await
     }
 
     async fn try_lead(&self, _key: i64) -> StoreResult<Option<Leadership>> {
@@ -326,20 +272,11 @@ impl EventStore for SqliteStore {
     }
 
     async fn put_snapshot(&self, position: u64, state: &[u8]) -> StoreResult<()> {
-        sqlx::query(sql::PUT_SNAPSHOT)
-            .bind(position as i64)
-            .bind(state)
-            .execute(&self.read)
-            .await?;
-        Ok(())
+        R::put_snapshot(&self.read, position, state).await
     }
 
     async fn snapshot_at_or_before(&self, position: u64) -> StoreResult<Option<(u64, Vec<u8>)>> {
-        Ok(sqlx::query(sql::SELECT_SNAPSHOT)
-            .bind(position as i64)
-            .fetch_optional(&self.read)
-            .await?
-            .map(|r| (r.get::<i64, _>(0) as u64, r.get::<Vec<u8>, _>(1))))
+        R::snapshot_at_or_before(&self.read, position).await
     }
 
     async fn ping(&self) -> StoreResult<()> {
@@ -363,22 +300,11 @@ impl WriteTx for SqliteTx {
     }
 
     async fn events_after(&mut self, after: u64) -> StoreResult<Vec<Recorded>> {
-        sqlx::query(sql::SELECT_AFTER)
-            .bind(after as i64)
-            .bind(i64::MAX)
-            .fetch_all(&mut *self.conn)
-            .await?
-            .iter()
-            .map(recorded_from_row)
-            .collect()
+        R::after(&mut *self.conn, after, i64::MAX).await
     }
 
     async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64> {
-        let row = sqlx::query(sql::STREAM_VERSION)
-            .bind(stream_id)
-            .fetch_one(&mut *self.conn)
-            .await?;
-        Ok(row.get::<i64, _>(0) as u64)
+        R::stream_version(&mut *self.conn, stream_id).await
     }
 
     async fn idempotency(
@@ -386,14 +312,7 @@ impl WriteTx for SqliteTx {
         principal: &str,
         key: &str,
     ) -> StoreResult<Option<IdempotencyRecord>> {
-        sqlx::query(sql::SELECT_IDEMPOTENCY)
-            .bind(principal)
-            .bind(key)
-            .fetch_optional(&mut *self.conn)
-            .await?
-            .as_ref()
-            .map(idempotency_from_row)
-            .transpose()
+        R::idempotency(&mut *self.conn, principal, key).await
     }
 
     async fn append(&mut self, events: &[Recorded]) -> StoreResult<()> {

@@ -11,15 +11,19 @@ use async_trait::async_trait;
 use std::sync::Arc;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, Executor, Row};
+use sqlx::{ConnectOptions, Connection, Executor};
 use stratum_domain::log::Recorded;
 use stratum_projections::Changes;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use super::read::Reads;
 use super::sql::{self, CHUNK};
+
+/// The reads both backends share, on this one.
+type R = Reads<sqlx::Postgres>;
 use super::{
-    check_follows, head_from_row, idempotency_from_row, recorded_from_row, Access, EventStore,
-    Head, IdempotencyRecord, Leadership, ReplayEvent, StoreResult, StoredReadModels, WriteTx,
+    check_follows, head_from_row, Access, EventStore, Head, IdempotencyRecord, Leadership,
+    ReplayEvent, StoreResult, StoredReadModels, WriteTx,
 };
 
 /// The channel every commit notifies with its last position.
@@ -78,7 +82,7 @@ impl PgStore {
             .test_before_acquire(false)
             .connect_with(opts.clone())
             .await?;
-        let migrator = sqlx::migrate!("../migrations/postgres");
+        let migrator = sqlx::migrate!("../../migrations/postgres");
         let found: Option<i64> = match sqlx::query_scalar::<_, Option<i64>>(
             "SELECT MAX(version) FROM _sqlx_migrations WHERE success",
         )
@@ -228,18 +232,11 @@ impl EventStore for PgStore {
     }
 
     async fn head(&self) -> StoreResult<Head> {
-        head_from_row(&sqlx::query(sql::SELECT_HEAD).fetch_one(&self.pool).await?)
+        R::head(&self.pool).await
     }
 
     async fn read_after(&self, after: u64, limit: u32) -> StoreResult<Vec<Recorded>> {
-        sqlx::query(sql::SELECT_AFTER)
-            .bind(after as i64)
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(recorded_from_row)
-            .collect()
+        R::after(&self.pool, after, i64::from(limit)).await
     }
 
     /// The bulk read path: `COPY ... TO STDOUT (FORMAT binary)`, which
@@ -264,13 +261,7 @@ impl EventStore for PgStore {
     }
 
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>> {
-        sqlx::query(sql::SELECT_STREAM)
-            .bind(stream_id)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(recorded_from_row)
-            .collect()
+        R::stream(&self.pool, stream_id).await
     }
 
     async fn read_stream_page(
@@ -279,31 +270,15 @@ impl EventStore for PgStore {
         after: u64,
         limit: u32,
     ) -> StoreResult<Vec<Recorded>> {
-        sqlx::query(sql::SELECT_STREAM_PAGE)
-            .bind(stream_id)
-            .bind(after as i64)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(recorded_from_row)
-            .collect()
+        R::stream_page(&self.pool, stream_id, after, limit).await
     }
 
     async fn token_docs(&self) -> StoreResult<Vec<(String, String)>> {
-        Ok(sqlx::query(sql::ALL_TOKENS)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1)))
-            .collect())
+        R::token_docs(&self.pool).await
     }
 
     async fn cluster_row(&self) -> StoreResult<(u64, u64)> {
-        let row = sqlx::query(sql::SELECT_CLUSTER)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok((row.get::<i64, _>(0) as u64, row.get::<i64, _>(1) as u64))
+        R::cluster_row(&self.pool).await
     }
 
     async fn idempotency(
@@ -311,39 +286,11 @@ impl EventStore for PgStore {
         principal: &str,
         key: &str,
     ) -> StoreResult<Option<IdempotencyRecord>> {
-        sqlx::query(sql::SELECT_IDEMPOTENCY)
-            .bind(principal)
-            .bind(key)
-            .fetch_optional(&self.pool)
-            .await?
-            .as_ref()
-            .map(idempotency_from_row)
-            .transpose()
+        R::idempotency(&self.pool, principal, key).await
     }
 
     async fn read_models(&self) -> StoreResult<StoredReadModels> {
-        let pairs = |rows: Vec<sqlx::postgres::PgRow>| {
-            rows.iter()
-                .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1)))
-                .collect::<Vec<_>>()
-        };
-        let members = pairs(sqlx::query(sql::ALL_MEMBERS).fetch_all(&self.pool).await?);
-        let join_requests = pairs(
-            sqlx::query(sql::ALL_JOIN_REQUESTS)
-                .fetch_all(&self.pool)
-                .await?,
-        );
-        let tokens = self.token_docs().await?;
-        let docs = pairs(sqlx::query(sql::ALL_DOCS).fetch_all(&self.pool).await?);
-        let (generation, checkpoint) = self.cluster_row().await?;
-        Ok(StoredReadModels {
-            members,
-            join_requests,
-            tokens,
-            docs,
-            generation,
-            checkpoint,
-        })
+        R::read_models(&self.pool).await
     }
 
     async fn try_lead(&self, key: i64) -> StoreResult<Option<Leadership>> {
@@ -384,20 +331,11 @@ impl EventStore for PgStore {
     }
 
     async fn put_snapshot(&self, position: u64, state: &[u8]) -> StoreResult<()> {
-        sqlx::query(sql::PUT_SNAPSHOT)
-            .bind(position as i64)
-            .bind(state)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+        R::put_snapshot(&self.pool, position, state).await
     }
 
     async fn snapshot_at_or_before(&self, position: u64) -> StoreResult<Option<(u64, Vec<u8>)>> {
-        Ok(sqlx::query(sql::SELECT_SNAPSHOT)
-            .bind(position as i64)
-            .fetch_optional(&self.pool)
-            .await?
-            .map(|r| (r.get::<i64, _>(0) as u64, r.get::<Vec<u8>, _>(1))))
+        R::snapshot_at_or_before(&self.pool, position).await
     }
 
     async fn ping(&self) -> StoreResult<()> {
@@ -421,22 +359,11 @@ impl WriteTx for PgTx {
     }
 
     async fn events_after(&mut self, after: u64) -> StoreResult<Vec<Recorded>> {
-        sqlx::query(sql::SELECT_AFTER)
-            .bind(after as i64)
-            .bind(i64::MAX)
-            .fetch_all(self.conn())
-            .await?
-            .iter()
-            .map(recorded_from_row)
-            .collect()
+        R::after(self.conn(), after, i64::MAX).await
     }
 
     async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64> {
-        let row = sqlx::query(sql::STREAM_VERSION)
-            .bind(stream_id)
-            .fetch_one(self.conn())
-            .await?;
-        Ok(row.get::<i64, _>(0) as u64)
+        R::stream_version(self.conn(), stream_id).await
     }
 
     async fn idempotency(
@@ -444,14 +371,7 @@ impl WriteTx for PgTx {
         principal: &str,
         key: &str,
     ) -> StoreResult<Option<IdempotencyRecord>> {
-        sqlx::query(sql::SELECT_IDEMPOTENCY)
-            .bind(principal)
-            .bind(key)
-            .fetch_optional(self.conn())
-            .await?
-            .as_ref()
-            .map(idempotency_from_row)
-            .transpose()
+        R::idempotency(self.conn(), principal, key).await
     }
 
     async fn append(&mut self, events: &[Recorded]) -> StoreResult<()> {

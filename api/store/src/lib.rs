@@ -7,8 +7,11 @@
 //! place, gap-free and in commit order, whichever process writes.
 
 mod postgres;
+mod read;
 mod sql;
 mod sqlite;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod verify;
 
 use std::sync::Arc;
@@ -63,6 +66,10 @@ impl From<sqlx::migrate::MigrateError> for StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// How many events one read of the log asks for: a replay, a catch-up, a
+/// verification or an export reads the log in chunks of this size.
+pub const READ_CHUNK: u32 = 10_000;
 
 /// The last position of the log and its hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,29 +238,6 @@ pub trait EventStore: Send + Sync + 'static {
     /// PostgreSQL); `None` where the backend announces nothing, and watchers
     /// fall back to polling.
     async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<u64>>>;
-
-    /// Appends events to one stream if its version is `expected`: the low-level
-    /// optimistic append, below the command path.
-    async fn append_to_stream(
-        &self,
-        stream_id: &str,
-        expected: u64,
-        events: Vec<NewEvent>,
-    ) -> StoreResult<Vec<Recorded>> {
-        let mut tx = self.begin_write().await?;
-        let current = tx.stream_version(stream_id).await?;
-        if current != expected {
-            tx.rollback().await?;
-            return Err(StoreError::Conflict(format!(
-                "{stream_id} is at version {current}, not {expected}"
-            )));
-        }
-        let head = tx.head();
-        let records = seal(head, stream_id, expected, events);
-        tx.append(&records).await?;
-        tx.commit().await?;
-        Ok(records)
-    }
 }
 
 /// What folding an event into the read models reads of it.
@@ -267,44 +251,6 @@ pub struct ReplayEvent {
     pub occurred_at: chrono::DateTime<chrono::Utc>,
     pub principal: String,
     pub payload: Vec<u8>,
-}
-
-/// An event not yet positioned, for [`EventStore::append_to_stream`].
-#[derive(Clone, Debug)]
-pub struct NewEvent {
-    pub event_type: String,
-    pub schema_version: u16,
-    pub event_id: uuid::Uuid,
-    pub occurred_at: chrono::DateTime<chrono::Utc>,
-    pub meta: EventMeta,
-    pub payload: Vec<u8>,
-}
-
-/// Positions, versions and hashes a run of new events after `head`.
-pub fn seal(head: Head, stream_id: &str, version: u64, events: Vec<NewEvent>) -> Vec<Recorded> {
-    let mut prev = head.hash;
-    events
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let mut r = Recorded {
-                position: head.position + 1 + i as u64,
-                stream_id: stream_id.to_owned(),
-                stream_version: version + 1 + i as u64,
-                event_type: e.event_type,
-                schema_version: e.schema_version,
-                event_id: e.event_id,
-                occurred_at: stratum_domain::log::log_precision(e.occurred_at),
-                meta: e.meta,
-                payload: e.payload,
-                prev_hash: [0; 32],
-                hash: [0; 32],
-            };
-            r.seal(prev);
-            prev = r.hash;
-            r
-        })
-        .collect()
 }
 
 /// One write, holding the log's write lock until commit or rollback.
@@ -408,7 +354,7 @@ pub async fn export_chunk(
         return Ok(None);
     }
     let chunk = store
-        .read_after(at, crate::command::READ_CHUNK)
+        .read_after(at, READ_CHUNK)
         .await
         .map_err(|e| e.to_string())?;
     let mut out = Vec::new();

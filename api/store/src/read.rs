@@ -1,0 +1,187 @@
+//! The read half both backends share. The statements are the same text on
+//! SQLite and PostgreSQL (`sql.rs`), and so is what is made of their rows:
+//! these functions run them on any executor of either database, a read
+//! pool or the writer's connection inside a write.
+//!
+//! What differs stays in the backends: how a write begins and ends, the
+//! bulk replay read (one JSON aggregate on SQLite, binary `COPY` on
+//! PostgreSQL), advisory locks and notifications.
+
+use std::marker::PhantomData;
+
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Row, Type};
+use stratum_domain::log::Recorded;
+
+use super::sql;
+use super::{
+    head_from_row, idempotency_from_row, recorded_from_row, Head, IdempotencyRecord, StoreResult,
+    StoredReadModels,
+};
+
+/// The shared reads on the database `DB`: `Reads::<Sqlite>::head(&pool)`.
+pub(crate) struct Reads<DB>(PhantomData<DB>);
+
+impl<DB> Reads<DB>
+where
+    DB: Database,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> &'q [u8]: Encode<'q, DB> + Type<DB>,
+    usize: ColumnIndex<DB::Row>,
+    for<'r> i64: Decode<'r, DB>,
+    for<'r> String: Decode<'r, DB> + Type<DB>,
+    for<'r> Option<String>: Decode<'r, DB>,
+    for<'r> Option<i64>: Decode<'r, DB>,
+    for<'r> Vec<u8>: Decode<'r, DB> + Type<DB>,
+{
+    pub(crate) async fn head<'e, E: Executor<'e, Database = DB>>(e: E) -> StoreResult<Head> {
+        head_from_row(&sqlx::query(sql::SELECT_HEAD).fetch_one(e).await?)
+    }
+
+    /// Up to `limit` events after `after`, in position order.
+    pub(crate) async fn after<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+        after: u64,
+        limit: i64,
+    ) -> StoreResult<Vec<Recorded>> {
+        sqlx::query(sql::SELECT_AFTER)
+            .bind(after as i64)
+            .bind(limit)
+            .fetch_all(e)
+            .await?
+            .iter()
+            .map(recorded_from_row)
+            .collect()
+    }
+
+    pub(crate) async fn stream<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+        stream_id: &str,
+    ) -> StoreResult<Vec<Recorded>> {
+        sqlx::query(sql::SELECT_STREAM)
+            .bind(stream_id)
+            .fetch_all(e)
+            .await?
+            .iter()
+            .map(recorded_from_row)
+            .collect()
+    }
+
+    pub(crate) async fn stream_page<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+        stream_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<Recorded>> {
+        sqlx::query(sql::SELECT_STREAM_PAGE)
+            .bind(stream_id)
+            .bind(after as i64)
+            .bind(i64::from(limit))
+            .fetch_all(e)
+            .await?
+            .iter()
+            .map(recorded_from_row)
+            .collect()
+    }
+
+    pub(crate) async fn stream_version<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+        stream_id: &str,
+    ) -> StoreResult<u64> {
+        let row = sqlx::query(sql::STREAM_VERSION)
+            .bind(stream_id)
+            .fetch_one(e)
+            .await?;
+        Ok(row.try_get::<i64, _>(0)? as u64)
+    }
+
+    /// `(id, doc)` pairs, for the read model listings.
+    async fn pairs<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+        statement: &'static str,
+    ) -> StoreResult<Vec<(String, String)>> {
+        sqlx::query(statement)
+            .fetch_all(e)
+            .await?
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect()
+    }
+
+    pub(crate) async fn token_docs<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+    ) -> StoreResult<Vec<(String, String)>> {
+        Self::pairs(e, sql::ALL_TOKENS).await
+    }
+
+    pub(crate) async fn cluster_row<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+    ) -> StoreResult<(u64, u64)> {
+        let row = sqlx::query(sql::SELECT_CLUSTER).fetch_one(e).await?;
+        Ok((
+            row.try_get::<i64, _>(0)? as u64,
+            row.try_get::<i64, _>(1)? as u64,
+        ))
+    }
+
+    pub(crate) async fn idempotency<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+        principal: &str,
+        key: &str,
+    ) -> StoreResult<Option<IdempotencyRecord>> {
+        sqlx::query(sql::SELECT_IDEMPOTENCY)
+            .bind(principal)
+            .bind(key)
+            .fetch_optional(e)
+            .await?
+            .as_ref()
+            .map(idempotency_from_row)
+            .transpose()
+    }
+
+    /// Every read model row. Takes the executor once per table, so a pool.
+    pub(crate) async fn read_models<'e, E>(e: E) -> StoreResult<StoredReadModels>
+    where
+        E: Executor<'e, Database = DB> + Copy,
+    {
+        let members = Self::pairs(e, sql::ALL_MEMBERS).await?;
+        let join_requests = Self::pairs(e, sql::ALL_JOIN_REQUESTS).await?;
+        let tokens = Self::token_docs(e).await?;
+        let docs = Self::pairs(e, sql::ALL_DOCS).await?;
+        let (generation, checkpoint) = Self::cluster_row(e).await?;
+        Ok(StoredReadModels {
+            members,
+            join_requests,
+            tokens,
+            docs,
+            generation,
+            checkpoint,
+        })
+    }
+
+    pub(crate) async fn put_snapshot<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+        position: u64,
+        state: &[u8],
+    ) -> StoreResult<()> {
+        sqlx::query(sql::PUT_SNAPSHOT)
+            .bind(position as i64)
+            .bind(state)
+            .execute(e)
+            .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn snapshot_at_or_before<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+        position: u64,
+    ) -> StoreResult<Option<(u64, Vec<u8>)>> {
+        sqlx::query(sql::SELECT_SNAPSHOT)
+            .bind(position as i64)
+            .fetch_optional(e)
+            .await?
+            .map(|r| Ok((r.try_get::<i64, _>(0)? as u64, r.try_get(1)?)))
+            .transpose()
+    }
+}

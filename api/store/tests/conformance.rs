@@ -1,0 +1,559 @@
+//! The store's conformance: every method of [`EventStore`] and [`WriteTx`]
+//! behaves the same on SQLite and on PostgreSQL. Each test runs on a fresh
+//! database of every backend that answers (`STRATUM_REQUIRE_POSTGRES=1`
+//! makes a missing PostgreSQL a failure).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::Connection;
+
+use stratum_domain::log::{EventMeta, Recorded, Verification};
+use stratum_projections::{doc_kind, Changes, DocRow, JoinRequestRow, MemberRow, TokenRow};
+use stratum_store::testing::{append_to_stream, each_backend, seal, NewEvent, TestDb};
+use stratum_store::{
+    connect, connect_as, export_chunk, verify_chain, Access, EventStore, Head, IdempotencyRecord,
+    StoreError, StoredReadModels,
+};
+
+fn event(n: u8) -> NewEvent {
+    NewEvent {
+        event_type: "MemberJoinCompleted".into(),
+        schema_version: 1,
+        event_id: uuid::Uuid::from_u128(0x1000 + u128::from(n)),
+        occurred_at: chrono::DateTime::from_timestamp(1_700_000_000 + i64::from(n), 0).unwrap(),
+        meta: EventMeta {
+            principal: format!("user/u{n}"),
+            request_id: Some(format!("req-{n}")),
+            causation: (n > 1).then_some(u64::from(n) - 1),
+            correlation: Some("corr".into()),
+            client_request_id: None,
+        },
+        payload: vec![n; 8],
+    }
+}
+
+async fn open(db: &TestDb) -> Arc<dyn EventStore> {
+    connect(&db.url).await.unwrap()
+}
+
+/// Appends `n` events to `stream` through one write, as the write path does.
+async fn append(s: &dyn EventStore, stream: &str, first: u8, n: u8) -> Vec<Recorded> {
+    let version = s.read_stream(stream).await.unwrap().len() as u64;
+    append_to_stream(s, stream, version, (first..first + n).map(event).collect())
+        .await
+        .unwrap()
+}
+
+fn member(node: &str, version: u64) -> MemberRow {
+    MemberRow {
+        node_id: node.into(),
+        state: "active",
+        role: "compute",
+        rack: Some("r1".into()),
+        ordinal: 1,
+        version,
+        doc: format!(r#"{{"nodeId":"{node}","version":{version}}}"#),
+    }
+}
+
+fn rows(version: u64, generation: Option<u64>) -> Changes {
+    Changes {
+        members: vec![member("n-1", version), member("n-2", version)],
+        join_requests: vec![JoinRequestRow {
+            request_id: "jr-1".into(),
+            status: "pending",
+            version,
+            doc: format!(r#"{{"id":"jr-1","v":{version}}}"#),
+        }],
+        tokens: vec![TokenRow {
+            token_id: "tok-1".into(),
+            secret_sha256: Some([7; 32]),
+            secret_argon2id: None,
+            principal: "user/ops".into(),
+            policies: r#"["admin"]"#.into(),
+            expires_at: None,
+            revoked_at: None,
+            doc: format!(r#"{{"id":"tok-1","v":{version}}}"#),
+        }],
+        docs: vec![DocRow {
+            kind: doc_kind::UPGRADE,
+            id: "up-1".into(),
+            sort_key: 1,
+            doc: format!(r#"{{"id":"up-1","v":{version}}}"#),
+        }],
+        generation,
+    }
+}
+
+fn idem(principal: &str, key: &str, position: u64) -> IdempotencyRecord {
+    IdempotencyRecord {
+        principal: principal.into(),
+        key: key.into(),
+        request_hash: vec![1, 2, 3],
+        status: 201,
+        body: r#"{"ok":true}"#.into(),
+        etag: Some(position),
+        position,
+    }
+}
+
+#[tokio::test]
+async fn an_empty_log_has_head_zero_and_nothing_to_read() {
+    for db in each_backend().await {
+        let s = open(&db).await;
+        let b = db.backend;
+        assert_eq!(
+            s.head().await.unwrap(),
+            Head {
+                position: 0,
+                hash: [0; 32]
+            },
+            "{b}"
+        );
+        assert!(s.read_after(0, 10).await.unwrap().is_empty(), "{b}");
+        assert!(s.read_for_replay(0, 10).await.unwrap().is_empty(), "{b}");
+        assert!(s.read_stream("member/n-1").await.unwrap().is_empty(), "{b}");
+        assert_eq!(s.cluster_row().await.unwrap(), (0, 0), "{b}");
+        assert_eq!(
+            s.read_models().await.unwrap(),
+            StoredReadModels::default(),
+            "{b}"
+        );
+        assert_eq!(export_chunk(&*s, 0, 0).await.unwrap(), None, "{b}");
+        assert_eq!(
+            verify_chain(&*s, None).await.unwrap(),
+            Verification::Intact {
+                position: 0,
+                hash: [0; 32]
+            },
+            "{b}"
+        );
+        s.ping().await.unwrap();
+        let (open, idle) = s.pool_stats().expect("both backends pool their reads");
+        assert!(idle <= open, "{b}");
+    }
+}
+
+#[tokio::test]
+async fn appended_events_read_back_whole_in_position_and_stream_order() {
+    for db in each_backend().await {
+        let s = open(&db).await;
+        let b = db.backend;
+        let a1 = append(&*s, "member/n-1", 1, 3).await;
+        let b1 = append(&*s, "member/n-2", 4, 2).await;
+        let a2 = append(&*s, "member/n-1", 6, 2).await;
+        let all: Vec<Recorded> = [a1, b1, a2].concat();
+        let last = all.last().unwrap();
+        assert_eq!(
+            s.head().await.unwrap(),
+            Head {
+                position: 7,
+                hash: last.hash
+            },
+            "{b}"
+        );
+        // The log, whole and in chunks.
+        assert_eq!(s.read_after(0, 100).await.unwrap(), all, "{b}");
+        assert_eq!(s.read_after(2, 3).await.unwrap(), all[2..5], "{b}");
+        assert!(s.read_after(7, 100).await.unwrap().is_empty(), "{b}");
+        // What a fold reads is the same event.
+        let replay = s.read_for_replay(1, 100).await.unwrap();
+        assert_eq!(replay.len(), 6, "{b}");
+        for (r, e) in replay.iter().zip(&all[1..]) {
+            assert_eq!(
+                (
+                    r.position,
+                    &r.stream_id,
+                    r.stream_version,
+                    &r.event_type,
+                    r.schema_version,
+                    r.occurred_at,
+                    &r.principal,
+                    &r.payload
+                ),
+                (
+                    e.position,
+                    &e.stream_id,
+                    e.stream_version,
+                    &e.event_type,
+                    e.schema_version,
+                    e.occurred_at,
+                    &e.meta.principal,
+                    &e.payload
+                ),
+                "{b}"
+            );
+        }
+        assert_eq!(s.read_for_replay(0, 2).await.unwrap().len(), 2, "{b}");
+        // A stream, whole and by pages of its versions.
+        let n1 = s.read_stream("member/n-1").await.unwrap();
+        assert_eq!(
+            n1.iter().map(|e| e.stream_version).collect::<Vec<_>>(),
+            [1, 2, 3, 4, 5],
+            "{b}"
+        );
+        assert_eq!(
+            n1.iter().map(|e| e.position).collect::<Vec<_>>(),
+            [1, 2, 3, 6, 7],
+            "{b}"
+        );
+        assert_eq!(
+            s.read_stream_page("member/n-1", 2, 2).await.unwrap(),
+            n1[2..4],
+            "{b}"
+        );
+        assert!(s
+            .read_stream_page("member/n-1", 5, 10)
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(s.read_stream("member/none").await.unwrap().is_empty());
+        // Exports and verification read the same log.
+        let (lines, at) = export_chunk(&*s, 0, 5).await.unwrap().unwrap();
+        assert_eq!(at, 5, "{b}");
+        assert_eq!(lines.iter().filter(|&&c| c == b'\n').count(), 5, "{b}");
+        assert_eq!(export_chunk(&*s, 5, 5).await.unwrap(), None, "{b}");
+        assert_eq!(
+            verify_chain(&*s, None).await.unwrap(),
+            Verification::Intact {
+                position: 7,
+                hash: last.hash
+            },
+            "{b}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_write_appends_only_what_follows_the_head_it_locked() {
+    for db in each_backend().await {
+        let s = open(&db).await;
+        let b = db.backend;
+        append(&*s, "member/n-1", 1, 2).await;
+        let head = s.head().await.unwrap();
+
+        let mut tx = s.begin_write().await.unwrap();
+        assert_eq!(tx.head(), head, "{b}");
+        assert_eq!(tx.stream_version("member/n-1").await.unwrap(), 2, "{b}");
+        assert_eq!(tx.stream_version("member/n-9").await.unwrap(), 0, "{b}");
+        // A gap, and a broken chain, are refused before anything is written.
+        let gap = seal(
+            Head {
+                position: head.position + 1,
+                hash: head.hash,
+            },
+            "member/n-9",
+            0,
+            vec![event(9)],
+        );
+        assert!(
+            matches!(tx.append(&gap).await, Err(StoreError::Conflict(_))),
+            "{b}"
+        );
+        let unchained = seal(
+            Head {
+                position: head.position,
+                hash: [9; 32],
+            },
+            "member/n-9",
+            0,
+            vec![event(9)],
+        );
+        assert!(
+            matches!(tx.append(&unchained).await, Err(StoreError::Conflict(_))),
+            "{b}"
+        );
+        // What follows is appended, and moves the transaction's head.
+        let good = seal(head, "member/n-9", 0, vec![event(9), event(10)]);
+        tx.append(&good).await.unwrap();
+        assert_eq!(tx.head().position, head.position + 2, "{b}");
+        assert_eq!(tx.stream_version("member/n-9").await.unwrap(), 2, "{b}");
+        // Readers outside see nothing before the commit.
+        tx.commit().await.unwrap();
+        assert_eq!(s.head().await.unwrap().hash, good[1].hash, "{b}");
+
+        // Two writes that both read version 5 of a stream: one wins.
+        let version = s.read_stream("member/n-1").await.unwrap().len() as u64;
+        let (x, y) = tokio::join!(
+            append_to_stream(&*s, "member/n-1", version, vec![event(20)]),
+            append_to_stream(&*s, "member/n-1", version, vec![event(21)]),
+        );
+        assert_eq!([&x, &y].iter().filter(|r| r.is_ok()).count(), 1, "{b}");
+        let lost = if x.is_err() { x } else { y };
+        assert!(matches!(lost, Err(StoreError::Conflict(_))), "{b}");
+    }
+}
+
+#[tokio::test]
+async fn a_write_sees_what_others_committed_and_a_rollback_leaves_nothing() {
+    for db in each_backend().await {
+        let s = open(&db).await;
+        let b = db.backend;
+        append(&*s, "member/n-1", 1, 1).await;
+        // Another writer commits after this one last read.
+        append(&*s, "member/n-2", 2, 2).await;
+        let mut tx = s.begin_write().await.unwrap();
+        let after = tx.events_after(1).await.unwrap();
+        assert_eq!(
+            after.iter().map(|e| e.position).collect::<Vec<_>>(),
+            [2, 3],
+            "{b}"
+        );
+        let head = tx.head();
+        tx.append(&seal(head, "member/n-3", 0, vec![event(4)]))
+            .await
+            .unwrap();
+        tx.write_changes(&rows(1, Some(4)), 4).await.unwrap();
+        tx.put_idempotency(&[idem("user/a", "k", 4)]).await.unwrap();
+        assert!(tx.idempotency("user/a", "k").await.unwrap().is_some());
+        tx.rollback().await.unwrap();
+        assert_eq!(s.head().await.unwrap(), head, "{b}");
+        assert!(s.read_stream("member/n-3").await.unwrap().is_empty(), "{b}");
+        assert_eq!(
+            s.read_models().await.unwrap(),
+            StoredReadModels::default(),
+            "{b}"
+        );
+        assert_eq!(s.idempotency("user/a", "k").await.unwrap(), None, "{b}");
+        // The writer is free again.
+        append(&*s, "member/n-3", 5, 1).await;
+        assert_eq!(s.head().await.unwrap().position, 4, "{b}");
+    }
+}
+
+#[tokio::test]
+async fn read_models_are_written_with_the_events_upserted_cleared_and_replaced() {
+    for db in each_backend().await {
+        let s = open(&db).await;
+        let b = db.backend;
+        let mut tx = s.begin_write().await.unwrap();
+        let recs = seal(tx.head(), "member/n-1", 0, vec![event(1)]);
+        tx.append(&recs).await.unwrap();
+        tx.write_changes(&rows(1, Some(1)), 1).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(
+            s.read_models().await.unwrap(),
+            StoredReadModels::from_changes(&rows(1, Some(1)), 1),
+            "{b}"
+        );
+        assert_eq!(s.cluster_row().await.unwrap(), (1, 1), "{b}");
+        assert_eq!(
+            s.token_docs().await.unwrap(),
+            [("tok-1".to_owned(), rows(1, None).tokens[0].doc.clone())],
+            "{b}"
+        );
+
+        // A later write upserts its rows; no generation keeps the old one.
+        let mut tx = s.begin_write().await.unwrap();
+        tx.write_changes(&rows(2, None), 2).await.unwrap();
+        tx.commit().await.unwrap();
+        let mut expected = StoredReadModels::from_changes(&rows(2, None), 2);
+        expected.generation = 1;
+        assert_eq!(s.read_models().await.unwrap(), expected, "{b}");
+
+        // A rebuild replaces every row, under the write lock.
+        let fewer = Changes {
+            members: vec![member("n-3", 7)],
+            generation: Some(7),
+            ..Default::default()
+        };
+        s.replace_read_models(&fewer, 9).await.unwrap();
+        assert_eq!(
+            s.read_models().await.unwrap(),
+            StoredReadModels::from_changes(&fewer, 9),
+            "{b}"
+        );
+        // Clearing inside a write that rolls back clears nothing.
+        let mut tx = s.begin_write().await.unwrap();
+        tx.clear_read_models().await.unwrap();
+        tx.rollback().await.unwrap();
+        assert_eq!(s.read_models().await.unwrap().members.len(), 1, "{b}");
+    }
+}
+
+#[tokio::test]
+async fn idempotency_records_are_kept_by_principal_and_key_once() {
+    for db in each_backend().await {
+        let s = open(&db).await;
+        let b = db.backend;
+        let mut tx = s.begin_write().await.unwrap();
+        tx.put_idempotency(&[
+            idem("user/a", "POST /v1/x k1", 1),
+            idem("user/b", "POST /v1/x k1", 1),
+        ])
+        .await
+        .unwrap();
+        assert_eq!(
+            tx.idempotency("user/a", "POST /v1/x k1").await.unwrap(),
+            Some(idem("user/a", "POST /v1/x k1", 1)),
+            "{b}: a write sees its own records"
+        );
+        tx.commit().await.unwrap();
+        assert_eq!(
+            s.idempotency("user/a", "POST /v1/x k1").await.unwrap(),
+            Some(idem("user/a", "POST /v1/x k1", 1)),
+            "{b}"
+        );
+        assert_eq!(
+            s.idempotency("user/c", "POST /v1/x k1").await.unwrap(),
+            None,
+            "{b}: another principal's key is not this one's"
+        );
+        assert_eq!(s.idempotency("user/a", "k2").await.unwrap(), None, "{b}");
+        // A key is kept once: a second record for it is a conflict.
+        let mut tx = s.begin_write().await.unwrap();
+        let again = tx
+            .put_idempotency(&[idem("user/a", "POST /v1/x k1", 2)])
+            .await;
+        assert!(matches!(again, Err(StoreError::Conflict(_))), "{b}");
+        tx.rollback().await.unwrap();
+        assert_eq!(
+            s.idempotency("user/a", "POST /v1/x k1")
+                .await
+                .unwrap()
+                .unwrap()
+                .position,
+            1,
+            "{b}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_newest_snapshot_at_or_before_a_position_is_found() {
+    for db in each_backend().await {
+        let s = open(&db).await;
+        let b = db.backend;
+        assert_eq!(s.snapshot_at_or_before(100).await.unwrap(), None, "{b}");
+        s.put_snapshot(10, b"ten").await.unwrap();
+        s.put_snapshot(20, b"twenty").await.unwrap();
+        assert_eq!(s.snapshot_at_or_before(5).await.unwrap(), None, "{b}");
+        assert_eq!(
+            s.snapshot_at_or_before(15).await.unwrap(),
+            Some((10, b"ten".to_vec())),
+            "{b}"
+        );
+        assert_eq!(
+            s.snapshot_at_or_before(20).await.unwrap(),
+            Some((20, b"twenty".to_vec())),
+            "{b}"
+        );
+        // A snapshot is a cache: writing one again replaces it.
+        s.put_snapshot(20, b"again").await.unwrap();
+        assert_eq!(
+            s.snapshot_at_or_before(u64::MAX >> 1).await.unwrap(),
+            Some((20, b"again".to_vec())),
+            "{b}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn one_process_leads_and_commits_are_announced_where_the_backend_can() {
+    for db in each_backend().await {
+        let s = open(&db).await;
+        let other = open(&db).await;
+        let b = db.backend;
+        let lead = s.try_lead(42).await.unwrap().expect("the first one leads");
+        assert!(lead.still_held().await, "{b}");
+        match db.backend {
+            "postgres" => {
+                // Among replicas of one database, one holds the role.
+                assert!(other.try_lead(42).await.unwrap().is_none(), "{b}");
+                assert!(other.try_lead(43).await.unwrap().is_some(), "{b}");
+                drop(lead);
+                let mut next = None;
+                for _ in 0..50 {
+                    next = other.try_lead(42).await.unwrap();
+                    if next.is_some() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                assert!(next.is_some(), "{b}: a dropped role is free again");
+                // Commits are announced to every replica.
+                let mut rx = other.subscribe().await.unwrap().expect("LISTEN");
+                append(&*s, "member/n-1", 1, 3).await;
+                let got = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                    .await
+                    .expect("a commit is announced")
+                    .unwrap();
+                assert_eq!(got, 3, "{b}");
+            }
+            _ => {
+                // The embedded store has one process: it always leads, and
+                // watchers poll.
+                assert!(other.try_lead(42).await.unwrap().is_some(), "{b}");
+                assert!(s.subscribe().await.unwrap().is_none(), "{b}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_open_reads_and_never_writes_or_migrates() {
+    for db in each_backend().await {
+        let b = db.backend;
+        // Nothing there yet: a read-only open neither creates nor migrates.
+        let refused = connect_as(&db.url, Access::ReadOnly).await;
+        assert!(
+            matches!(
+                refused,
+                Err(StoreError::Schema(_) | StoreError::Unavailable(_))
+            ),
+            "{b}: {:?}",
+            refused.err()
+        );
+        let s = open(&db).await;
+        append(&*s, "member/n-1", 1, 2).await;
+        let ro = connect_as(&db.url, Access::ReadOnly).await.unwrap();
+        assert_eq!(ro.head().await.unwrap(), s.head().await.unwrap(), "{b}");
+        assert_eq!(ro.read_after(0, 10).await.unwrap().len(), 2, "{b}");
+        let version = ro.read_stream("member/n-1").await.unwrap().len() as u64;
+        let write = append_to_stream(&*ro, "member/n-1", version, vec![event(3)]).await;
+        assert!(write.is_err(), "{b}: a read-only store wrote");
+        assert_eq!(s.head().await.unwrap().position, 2, "{b}");
+    }
+}
+
+#[tokio::test]
+async fn a_schema_newer_than_this_build_is_refused_not_migrated_down() {
+    for db in each_backend().await {
+        let b = db.backend;
+        drop(open(&db).await);
+        let future = "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+                      VALUES (99999, 'from the future', TRUE, $1, 0)";
+        if b == "postgres" {
+            let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
+            sqlx::query(future)
+                .bind(vec![0u8])
+                .execute(&mut c)
+                .await
+                .unwrap();
+        } else {
+            let mut c = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+            sqlx::query(future)
+                .bind(vec![0u8])
+                .execute(&mut c)
+                .await
+                .unwrap();
+        }
+        for access in [Access::ReadWrite, Access::ReadOnly] {
+            let got = connect_as(&db.url, access).await;
+            assert!(
+                matches!(&got, Err(StoreError::Schema(m)) if m.contains("99999")),
+                "{b} {access:?}: {:?}",
+                got.err()
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_url_scheme_is_refused_without_its_password() {
+    let got = connect("mysql://app:s3cret@db/stratum").await;
+    let msg = got.err().expect("refused").to_string();
+    assert!(msg.contains("unsupported"), "{msg}");
+    assert!(!msg.contains("s3cret"), "{msg}");
+}
