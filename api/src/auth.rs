@@ -8,10 +8,7 @@
 //! never stored, logged or answered after its creation. See
 //! `docs/architecture.md`, "Token secrets".
 
-use axum::extract::{RawPathParams, Request, State};
 use axum::http::{header, HeaderMap};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
@@ -20,8 +17,6 @@ use stratum_domain::iam::Action;
 use stratum_projections::ReadModels;
 
 use crate::error::ApiError;
-use crate::http::AppState;
-use crate::reads::View;
 use crate::tls::ClientCertificate;
 
 /// The authenticated principal of a request.
@@ -217,7 +212,7 @@ impl Default for NodeReports {
 impl NodeReports {
     /// Whether `caller` may send one more `action` now; the wait if not.
     /// Only node agents' reports are limited.
-    fn admit(&self, caller: &Caller, action: Action) -> Result<(), ApiError> {
+    pub fn admit(&self, caller: &Caller, action: Action) -> Result<(), ApiError> {
         use governor::clock::Clock;
         let report = matches!(
             action,
@@ -607,46 +602,4 @@ pub fn authorize(
             policy_key,
         )
         .map_err(|_| ApiError::access_denied(action.name(), resource))
-}
-
-/// The gate of one route: authenticates the caller and authorizes the
-/// route's action on the resource its path parameters name.
-pub async fn gate(
-    State((app, action)): State<(AppState, Action)>,
-    params: RawPathParams,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let view = match app.reads.fresh(&app.bus).await {
-        Ok(v) => v,
-        Err(e) => return e.into_response(),
-    };
-    let client = req.extensions().get::<ClientCertificate>();
-    let peer = req.extensions().get::<Peer>().copied();
-    let mut caller =
-        match authenticate(&view, &app.chosen_secrets, req.headers(), client, peer).await {
-            Ok(c) => c,
-            Err(e) => return e.into_response(),
-        };
-    tracing::Span::current().record("principal", caller.principal.as_str());
-    let param = |k: &str| params.iter().find(|(n, _)| *n == k).map(|(_, v)| v);
-    let resource = action.resource(param);
-    let key = action.resource_policy_key(param);
-    match authorize(&view, &caller, action, &resource, key.as_deref())
-        .and_then(|held| app.reports.admit(&caller, action).map(|()| held))
-    {
-        Ok(held) => caller.policies = held,
-        Err(e) => {
-            // Who was refused, for the request's log line.
-            let mut res = e.into_response();
-            res.extensions_mut().insert(caller);
-            return res;
-        }
-    }
-    req.extensions_mut().insert(caller.clone());
-    req.extensions_mut().insert(View(view));
-    let mut res = next.run(req).await;
-    // For the request's log line.
-    res.extensions_mut().insert(caller);
-    res
 }

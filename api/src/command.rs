@@ -30,8 +30,27 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tracing::Instrument;
 use uuid::Uuid;
 
-use crate::error::ApiError;
 use stratum_store::{EventStore, IdempotencyRecord, StoreError, StoreResult, WriteTx, READ_CHUNK};
+
+/// Why the write path could not answer a command: never a business
+/// refusal (that is [`Outcome::Refused`]), always something around it.
+/// Transport-neutral: `http` maps it to a status and a body.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The store did not take the write; nothing of it was stored.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The writer task is gone (the service is stopping).
+    #[error("the writer has stopped")]
+    Stopped,
+    /// The read models could not reach a position of the log in time.
+    #[error("This server's read models are at position {at} and could not reach the log's {wanted} within {}s; retry, or ask another replica.", waited.as_secs())]
+    Behind {
+        at: u64,
+        wanted: u64,
+        waited: std::time::Duration,
+    },
+}
 
 /// The most commands one commit carries.
 const MAX_BATCH: usize = 512;
@@ -173,7 +192,7 @@ impl UpgradeDue {
 
 struct Job {
     req: CommandRequest,
-    reply: oneshot::Sender<Result<Outcome, ApiError>>,
+    reply: oneshot::Sender<Result<Outcome, CommandError>>,
 }
 
 /// Where the write path reads the time from: the wall clock, or a clock a
@@ -276,7 +295,7 @@ impl CommandBus {
     /// The published read models once they include position `p`: the
     /// writer is asked to fold in what other processes committed, and
     /// this waits until it has.
-    pub async fn reached(&self, p: u64) -> Result<Arc<ReadModels>, ApiError> {
+    pub async fn reached(&self, p: u64) -> Result<Arc<ReadModels>, CommandError> {
         let mut rx = self.published.clone();
         let deadline = tokio::time::Instant::now() + FOLLOW_WAIT;
         loop {
@@ -291,12 +310,13 @@ impl CommandBus {
             self.follow.notify_one();
             match tokio::time::timeout_at(deadline, rx.changed()).await {
                 Ok(Ok(())) => {}
-                Ok(Err(_)) => return Err(ApiError::unavailable("the writer has stopped")),
+                Ok(Err(_)) => return Err(CommandError::Stopped),
                 Err(_) => {
-                    return Err(ApiError::unavailable(format!(
-                        "This server's read models are at position {at} and could not reach the log's {p} within {}s; retry, or ask another replica.",
-                        FOLLOW_WAIT.as_secs()
-                    )))
+                    return Err(CommandError::Behind {
+                        at,
+                        wanted: p,
+                        waited: FOLLOW_WAIT,
+                    })
                 }
             }
         }
@@ -310,7 +330,7 @@ impl CommandBus {
     /// Decides and commits one command. A command whose request had
     /// input errors is only validated, against the published read models,
     /// without the writer or the log's lock: it is never committed.
-    pub async fn execute(&self, req: CommandRequest) -> Result<Outcome, ApiError> {
+    pub async fn execute(&self, req: CommandRequest) -> Result<Outcome, CommandError> {
         if !req.input_errors.is_empty() {
             let rm = self.published();
             if let Some(refusal) = if_match_refusal(&rm, &req) {
@@ -326,9 +346,8 @@ impl CommandBus {
         self.jobs
             .send(Job { req, reply })
             .await
-            .map_err(|_| ApiError::unavailable("the writer has stopped"))?;
-        rx.await
-            .map_err(|_| ApiError::unavailable("the writer dropped a command"))?
+            .map_err(|_| CommandError::Stopped)?;
+        rx.await.map_err(|_| CommandError::Stopped)?
     }
 
     /// The last committed position this process knows of.
@@ -646,7 +665,7 @@ impl Writer {
                 }
             }
             Err(e) => {
-                let err = ApiError::from(e);
+                let err = CommandError::from(e);
                 for job in jobs {
                     let _ = job.reply.send(Err(err.clone()));
                 }
@@ -657,7 +676,7 @@ impl Writer {
     async fn try_batch(
         &mut self,
         reqs: &[&CommandRequest],
-    ) -> StoreResult<Vec<Result<Outcome, ApiError>>> {
+    ) -> StoreResult<Vec<Result<Outcome, CommandError>>> {
         if self.reload {
             self.rm = reload(&self.store).await?;
             self.reload = false;

@@ -196,6 +196,16 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<crate::command::CommandError> for ApiError {
+    fn from(e: crate::command::CommandError) -> Self {
+        use crate::command::CommandError;
+        match e {
+            CommandError::Store(e) => e.into(),
+            CommandError::Stopped | CommandError::Behind { .. } => ApiError::unavailable(e),
+        }
+    }
+}
+
 /// Builds a JSON response with the headers every answer of ours carries.
 pub fn json_response(status: StatusCode, body: &Value) -> Response {
     let mut res = (status, axum::Json(body)).into_response();

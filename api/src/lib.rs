@@ -3,6 +3,7 @@
 //! store of the `stratum-store` crate.
 
 pub mod auth;
+pub mod backoff;
 pub mod cli;
 pub mod command;
 pub mod error;
@@ -12,6 +13,7 @@ pub mod metrics;
 pub mod raft;
 pub mod reads;
 pub mod service;
+pub mod settings;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tls;

@@ -38,7 +38,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use crate::raft::config::{duration, ConfigError};
+use crate::settings::{duration, ConfigError};
 
 /// The connection settings of `serve`, each a flag and an environment
 /// variable.

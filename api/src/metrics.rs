@@ -7,18 +7,15 @@
 //! never answers `/metrics`. What the process counts as it goes (requests,
 //! commits, raft removals) lives in the process-wide [`global`] registry;
 //! what the read models say (head, generation, members, lagging, raft
-//! cleanup pending, the active upgrade, alarms) is read from the published
-//! read models at each scrape, so it is never stale.
+//! cleanup pending, the active upgrade, alarms) is set from the published
+//! read models at each scrape (`http::metrics`), so it is never stale.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
     Registry, TextEncoder,
 };
-use stratum_domain::membership::{MemberState, Raft};
-
-use crate::service::AppState;
 
 /// What the process counts as it goes.
 pub struct Metrics {
@@ -31,15 +28,15 @@ pub struct Metrics {
     pub raft_failures: IntCounterVec,
     pub auth_refused: IntCounterVec,
     pub reports_limited: IntCounterVec,
-    head: IntGauge,
-    generation: IntGauge,
-    members: IntGaugeVec,
-    lagging: IntGauge,
-    raft_pending: IntGaugeVec,
-    upgrade: IntGaugeVec,
-    alarms: IntGauge,
-    watchers: IntGauge,
-    pool: IntGaugeVec,
+    pub head: IntGauge,
+    pub generation: IntGauge,
+    pub members: IntGaugeVec,
+    pub lagging: IntGauge,
+    pub raft_pending: IntGaugeVec,
+    pub upgrade: IntGaugeVec,
+    pub alarms: IntGauge,
+    pub watchers: IntGauge,
+    pub pool: IntGaugeVec,
 }
 
 fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -185,70 +182,8 @@ impl Metrics {
         }
     }
 
-    /// Every metric in the text exposition format, the read models' ones
-    /// as `state` publishes them now.
-    pub async fn render(&self, state: &AppState) -> String {
-        if let Ok(head) = state.store.head().await {
-            self.head.set(head.position as i64);
-        }
-        let rm = state.bus.published();
-        let m = &rm.state.membership;
-        self.generation.set(m.generation as i64);
-        for s in MemberState::ALL {
-            let n = m.members.values().filter(|x| x.state == s).count();
-            self.members.with_label_values(&[s.as_str()]).set(n as i64);
-        }
-        let lagging = m
-            .members
-            .values()
-            .filter(|x| {
-                stratum_domain::membership::lagging(x.state, x.applied_generation, m.generation)
-            })
-            .count();
-        self.lagging.set(lagging as i64);
-        for reason in crate::auth::REFUSAL_REASONS {
-            self.auth_refused.with_label_values(&[reason]);
-        }
-        for raft in Raft::ALL {
-            // Every raft has its counters from the start, at 0, so that
-            // `increase()` sees the first removal or failure.
-            self.raft_removals.with_label_values(&[raft.as_str()]);
-            for reason in crate::raft::Failure::ALL {
-                self.raft_failures
-                    .with_label_values(&[raft.as_str(), reason.as_str()]);
-            }
-            let n = m
-                .members
-                .values()
-                .filter(|x| x.pending_cleanup().contains(&raft))
-                .count();
-            self.raft_pending
-                .with_label_values(&[raft.as_str()])
-                .set(n as i64);
-        }
-        self.upgrade.reset();
-        if let Some(u) = rm.state.upgrades.active_upgrade() {
-            self.upgrade
-                .with_label_values(&[u.id.as_str(), u.state.as_str()])
-                .set(1);
-        }
-        let active_alarms = rm
-            .state
-            .upgrades
-            .alarms
-            .values()
-            .filter(|a| a.cleared_at.is_none())
-            .count();
-        self.alarms.set(active_alarms as i64);
-        let free = state.watchers.available_permits();
-        self.watchers
-            .set(state.limits.max_watchers.saturating_sub(free) as i64);
-        if let Some((size, idle)) = state.store.pool_stats() {
-            self.pool
-                .with_label_values(&["in_use"])
-                .set(i64::from(size.saturating_sub(idle)));
-            self.pool.with_label_values(&["idle"]).set(i64::from(idle));
-        }
+    /// Every metric in the text exposition format, as they stand.
+    pub fn encode(&self) -> String {
         let mut out = Vec::new();
         TextEncoder::new()
             .encode(&self.registry.gather(), &mut out)
@@ -261,26 +196,4 @@ impl Metrics {
 pub fn global() -> &'static Metrics {
     static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
     &METRICS
-}
-
-/// The router of the metrics address: `GET /metrics` only.
-pub fn app(state: AppState) -> axum::Router {
-    use axum::response::IntoResponse;
-    let state = Arc::new(state);
-    axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let state = state.clone();
-            async move {
-                (
-                    [(
-                        axum::http::header::CONTENT_TYPE,
-                        "text/plain; version=0.0.4; charset=utf-8",
-                    )],
-                    global().render(&state).await,
-                )
-                    .into_response()
-            }
-        }),
-    )
 }

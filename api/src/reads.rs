@@ -14,8 +14,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use axum::extract::FromRequestParts;
-use axum::http::request::Parts;
 use stratum_projections::ReadModels;
 
 use crate::command::CommandBus;
@@ -92,7 +90,7 @@ impl Freshness {
     /// when this call began.
     pub async fn fresh(&self, bus: &CommandBus) -> ApiResult<Arc<ReadModels>> {
         let head = self.head().await?;
-        bus.reached(head).await
+        Ok(bus.reached(head).await?)
     }
 }
 
@@ -106,15 +104,13 @@ impl View {
     /// shape, whether now or then. `p` must not be beyond these.
     pub async fn at(
         &self,
-        state: &crate::service::AppState,
+        store: &Arc<dyn EventStore>,
         p: Option<u64>,
     ) -> ApiResult<Arc<ReadModels>> {
         match p {
             None => Ok(self.0.clone()),
             Some(p) if p == self.0.state.position => Ok(self.0.clone()),
-            Some(p) => Ok(Arc::new(
-                crate::command::state_at(state.store.clone(), p).await?,
-            )),
+            Some(p) => Ok(Arc::new(crate::command::state_at(store.clone(), p).await?)),
         }
     }
 
@@ -131,16 +127,41 @@ impl std::ops::Deref for View {
     }
 }
 
-impl FromRequestParts<crate::service::AppState> for View {
-    type Rejection = ApiError;
+/// The peer lists, rendered once per generation: every node agent asks for
+/// the same lists after each change. The lists are a function of the
+/// generation: only topology events (`DomainEvent::is_topology_change`)
+/// change what they show, and each one is the new generation.
+#[derive(Default)]
+pub struct PeersMemo(std::sync::Mutex<Option<(u64, bytes::Bytes)>>);
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &crate::service::AppState,
-    ) -> Result<Self, ApiError> {
-        match parts.extensions.get::<View>() {
-            Some(v) => Ok(v.clone()),
-            None => Ok(View(state.reads.fresh(&state.bus).await?)),
-        }
+impl PeersMemo {
+    /// The peer lists of `rm`, as JSON.
+    pub fn of(&self, rm: &ReadModels) -> bytes::Bytes {
+        let at = rm.state.membership.generation;
+        let kept = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|(p, _)| *p == at)
+            .map(|(_, b)| b.clone());
+        kept.unwrap_or_else(|| {
+            let m = &rm.state.membership;
+            let records: Vec<stratum_projections::MemberRecord> = m
+                .members
+                .values()
+                .filter(|member| member.state.in_peer_lists())
+                .map(|member| stratum_projections::member_record(member, Some(m.generation)))
+                .collect();
+            let body = bytes::Bytes::from(
+                serde_json::to_vec(&stratum_projections::peers(m.generation, &records))
+                    .expect("peers serialize"),
+            );
+            let mut memo = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if memo.as_ref().is_none_or(|(p, _)| *p < at) {
+                *memo = Some((at, body.clone()));
+            }
+            body
+        })
     }
 }

@@ -9,9 +9,10 @@ use stratum_domain::Command;
 use tokio::task::JoinHandle;
 
 use crate::auth::{new_id, new_secret, secret_hash};
+use crate::backoff::Backoff;
 use crate::command::{Clock, CommandBus, CommandRequest};
 use crate::listener::RequestLimits;
-use crate::raft::{Backoff, RaftAdapters, RaftCleanup};
+use crate::raft::{RaftAdapters, RaftCleanup};
 use crate::upgrade_driver::UpgradeDriver;
 use stratum_domain::release::TrustedKeys;
 use stratum_domain::upgrade::UpgradeConfig;
@@ -54,7 +55,7 @@ pub struct Shared {
     /// The shared head check every read waits on (see [`crate::reads`]).
     pub reads: Arc<crate::reads::Freshness>,
     /// The peer lists, rendered once per position.
-    pub peers: Arc<crate::http::members::PeersMemo>,
+    pub peers: Arc<crate::reads::PeersMemo>,
 }
 
 impl Shared {
@@ -186,7 +187,7 @@ async fn bootstrap(state: &AppState, given: Option<String>) -> Result<Option<Str
         .bus
         .execute(req)
         .await
-        .map_err(|e| StoreError::Unavailable(e.message))?
+        .map_err(|e| StoreError::Unavailable(e.to_string()))?
     {
         crate::command::Outcome::Committed(c) => c.position.is_some(),
         crate::command::Outcome::Refused(r) => {

@@ -20,7 +20,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::ServerConfig;
 
-use crate::raft::config::ConfigError;
+use crate::settings::ConfigError;
 
 /// The TLS settings of `serve`, each a flag and an environment variable.
 #[derive(Args, Debug, Clone, Default)]

@@ -26,8 +26,8 @@ use stratum_domain::iam::SERVICE_PRINCIPAL;
 use stratum_domain::upgrade::UpgradeCommand;
 use stratum_domain::{Command, ErrorCode};
 
+use crate::backoff::Backoff;
 use crate::command::{CommandBus, CommandRequest, Outcome};
-use crate::raft::Backoff;
 
 /// How often a replica looks for a step other replicas' writes made due.
 pub const PROBE: Duration = Duration::from_secs(2);
@@ -70,7 +70,7 @@ impl UpgradeDriver {
                     delay = self.backoff.first;
                 } else {
                     tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(self.backoff.max);
+                    delay = self.backoff.after(delay);
                 }
                 continue;
             }
@@ -98,7 +98,7 @@ impl UpgradeDriver {
                 _ = time_step, if now.active => {
                     if !self.advance(None, now.at).await {
                         tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(self.backoff.max);
+                        delay = self.backoff.after(delay);
                     }
                 }
             }
@@ -125,7 +125,7 @@ impl UpgradeDriver {
                 false
             }
             Err(e) => {
-                tracing::warn!(error = %e.message, "the upgrade driver could not write; retrying");
+                tracing::warn!(error = %e, "the upgrade driver could not write; retrying");
                 false
             }
         }

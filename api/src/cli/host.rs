@@ -265,7 +265,7 @@ pub async fn token(
 pub async fn import_release(
     file: &std::path::Path,
     db: &Db,
-    keys: &super::serve::ReleaseKeyArgs,
+    keys: &super::release_keys::ReleaseKeyArgs,
 ) -> anyhow_like::Result<(i32, String)> {
     use stratum_domain::upgrade::{ReleaseSource, UpgradeCommand};
     let text = std::fs::read_to_string(file)
@@ -307,7 +307,7 @@ async fn execute_on_host(
         crate::command::CommandBus::start(open_existing(db, Access::ReadWrite).await?).await?;
     bus.execute(req)
         .await
-        .map_err(|e| anyhow_like::Error(e.message))
+        .map_err(|e| anyhow_like::Error(e.to_string()))
 }
 
 /// Where stored read models differ from a rebuild.

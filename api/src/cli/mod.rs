@@ -10,6 +10,7 @@
 pub mod config;
 pub mod host;
 pub mod output;
+pub mod release_keys;
 pub mod remote;
 pub mod serve;
 
@@ -184,7 +185,7 @@ pub enum ReleasesCmd {
         #[command(flatten)]
         db: Db,
         #[command(flatten)]
-        keys: serve::ReleaseKeyArgs,
+        keys: release_keys::ReleaseKeyArgs,
     },
     /// Lists the registered releases (needs `--server`).
     List,

@@ -2,10 +2,8 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 use clap::Args;
-use stratum_domain::release::TrustedKeys;
 
 use super::{anyhow_like, Db};
 use crate::listener::{self, ConnArgs};
@@ -36,25 +34,13 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub tls: crate::tls::TlsArgs,
     #[command(flatten)]
-    pub keys: ReleaseKeyArgs,
+    pub keys: super::release_keys::ReleaseKeyArgs,
     #[command(flatten)]
     pub raft: Box<RaftArgs>,
     #[command(flatten)]
     pub upgrade: UpgradeArgs,
     #[command(flatten)]
     pub conn: Box<ConnArgs>,
-}
-
-/// The keys release manifests must be signed with.
-#[derive(Args, Debug, Clone, Default)]
-pub struct ReleaseKeyArgs {
-    /// Trusted release keys, `keyId=base64-public-key`, comma-separated.
-    #[arg(long, env = "STRATUM_RELEASE_KEYS")]
-    pub release_keys: Option<String>,
-    /// A file of trusted release keys, one `keyId=base64-public-key` a
-    /// line, `#` comments.
-    #[arg(long, env = "STRATUM_RELEASE_KEYS_FILE")]
-    pub release_keys_file: Option<PathBuf>,
 }
 
 /// How upgrades are planned: recorded in each plan.
@@ -181,7 +167,7 @@ pub async fn run(args: ServeArgs) -> anyhow_like::Result<i32> {
     let stopping = svc.state.shutdown.clone();
     if let Some((addr, socket)) = metrics_socket {
         tracing::info!(listen = %addr, "serving metrics");
-        let app = crate::metrics::app(svc.state.clone());
+        let app = crate::http::metrics::app(svc.state.clone());
         let stop = stopping.clone();
         tokio::spawn(async move {
             let _ = axum::serve(socket, app)
@@ -259,28 +245,4 @@ async fn shutdown_signal() {
         _ = term => {}
     }
     tracing::info!("shutting down: finishing requests in flight");
-}
-
-impl ReleaseKeyArgs {
-    /// The keys both settings name.
-    pub fn keys(&self) -> anyhow_like::Result<TrustedKeys> {
-        let mut spec = self.release_keys.clone().unwrap_or_default();
-        if let Some(path) = &self.release_keys_file {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                anyhow_like::Error(format!("release keys file {}: {e}", path.display()))
-            })?;
-            for line in text.lines().map(str::trim) {
-                if !line.is_empty() && !line.starts_with('#') {
-                    spec.push(',');
-                    spec.push_str(line);
-                }
-            }
-        }
-        let keys = TrustedKeys::parse(&spec)
-            .map_err(|e| anyhow_like::Error(format!("release keys: {e}")))?;
-        if keys.0.is_empty() {
-            tracing::warn!("no trusted release keys (STRATUM_RELEASE_KEYS): every release registration will be refused");
-        }
-        Ok(keys)
-    }
 }

@@ -82,7 +82,7 @@ fn resume_from(
 #[utoipa::path(get, path = "/v1/admin/events/stream", tag = "audit",
     params(("after" = Option<u64>, Query, description = "Send events after this position; a reconnect's Last-Event-ID wins."),
            ("Last-Event-ID" = Option<String>, Header, description = "The id (position) of the last event a reconnecting client received: the stream resumes after it.")),
-    responses((status = 200, description = "Server-Sent Events: each event's id is its position and its data the event as JSON, in order, each once.", content_type = "text/event-stream", body = super::system::SseEvent)),
+    responses((status = 200, description = "Server-Sent Events: each event's id is its position and its data the event as JSON, in order, each once.", content_type = "text/event-stream", body = super::schema::SseEvent)),
     security(("bearer" = [])))]
 pub async fn stream(
     State(state): State<AppState>,
@@ -299,7 +299,7 @@ pub fn event_json(e: &Recorded, initiator: &str) -> Result<Value, ApiError> {
            ("type" = Option<String>, Query), ("actor" = Option<String>, Query),
            ("from" = Option<String>, Query, description = "RFC 3339: only events at or after this time."),
            ("to" = Option<String>, Query, description = "RFC 3339: only events before this time.")),
-    responses((status = 200, description = "Up to `limit` events after a position, oldest first, filtered, and `nextAfter`, where to continue: with filters a page may hold fewer events than the positions it covered.", body = super::system::EventPage)),
+    responses((status = 200, description = "Up to `limit` events after a position, oldest first, filtered, and `nextAfter`, where to continue: with filters a page may hold fewer events than the positions it covered.", body = super::schema::EventPage)),
     security(("bearer" = [])))]
 pub async fn list_events(
     State(state): State<AppState>,
@@ -349,7 +349,7 @@ pub async fn list_events(
     params(("after" = Option<u64>, Query, description = "Only events after this position (default 0)."),
            ("until" = Option<u64>, Query, description = "Only events up to this position (default: the head when the export starts).")),
     responses((status = 200, description = "The log as `stratum events export` writes it: one JSON line per event, every envelope field, the payload decoded and its stored bytes (`payloadPostcard`), so that `stratum events verify --file` checks it offline and `stratum events import` loads it.", content_type = "application/x-ndjson", body = String),
-              (status = 400, description = "Bad request.", body = super::system::ErrorBody)),
+              (status = 400, description = "Bad request.", body = super::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn export(
     State(state): State<AppState>,
@@ -387,7 +387,7 @@ pub async fn export(
 }
 
 #[utoipa::path(get, path = "/v1/admin/events/verify", tag = "audit",
-    responses((status = 200, description = "`{verified: true, position, hash}` or `{verified: false, position, reason}` naming the first position that does not verify.", body = super::system::Verified)),
+    responses((status = 200, description = "`{verified: true, position, hash}` or `{verified: false, position, reason}` naming the first position that does not verify.", body = super::schema::Verified)),
     security(("bearer" = [])))]
 pub async fn verify(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     Ok(Json(match verify_chain(&*state.store, None).await? {

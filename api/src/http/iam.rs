@@ -127,8 +127,8 @@ request_body! {
 /// shows the secret. A retry with the same `Idempotency-Key` answers the
 /// token without its secret.
 #[utoipa::path(post, path = "/v1/admin/iam/tokens", tag = "iam", request_body = CreateTokenBody,
-    responses((status = 201, description = "The token, with its secret in `token` (this once).", body = super::system::CreatedToken),
-              (status = 400, description = "Bad request.", body = crate::http::system::ErrorBody)),
+    responses((status = 201, description = "The token, with its secret in `token` (this once).", body = super::schema::CreatedToken),
+              (status = 400, description = "Bad request.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create_token(
     State(state): State<AppState>,
@@ -163,7 +163,7 @@ pub async fn create_token(
             );
             res
         }
-        Err(e) => e.into_response(),
+        Err(e) => ApiError::from(e).into_response(),
     }
 }
 
@@ -178,7 +178,7 @@ fn with_secret(body: &str, secret: &str) -> String {
 
 #[utoipa::path(get, path = "/v1/admin/iam/tokens", tag = "iam",
     params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, description = "A page of tokens by id, without secrets.", body = super::system::Page<TokenRecord>)),
+    responses((status = 200, description = "A page of tokens by id, without secrets.", body = super::schema::Page<TokenRecord>)),
     security(("bearer" = [])))]
 pub async fn list_tokens(
     view: View,
@@ -214,7 +214,7 @@ fn paged<T: serde::Serialize>(
 #[utoipa::path(post, path = "/v1/admin/iam/tokens/{id}/revoke", tag = "iam",
     params(("id" = String, Path)),
     responses((status = 200, description = "The revoked token.", body = TokenRecord),
-              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
+              (status = 404, description = "Resource not found.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn revoke_token(
     State(state): State<AppState>,
@@ -247,8 +247,8 @@ request_body! {
 /// finding comes back at once in `issues` (400 `POLICY_REJECTED`).
 #[utoipa::path(post, path = "/v1/admin/iam/policies", tag = "iam", request_body = CreatePolicyBody,
     responses((status = 201, description = "The policy.", body = PolicyRecord),
-              (status = 400, description = "POLICY_REJECTED with issues, or INVALID_INPUT.", body = crate::http::system::ErrorBody),
-              (status = 409, description = "POLICY_EXISTS.", body = crate::http::system::ErrorBody)),
+              (status = 400, description = "POLICY_REJECTED with issues, or INVALID_INPUT.", body = crate::http::schema::ErrorBody),
+              (status = 409, description = "POLICY_EXISTS.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create_policy(
     State(state): State<AppState>,
@@ -273,7 +273,7 @@ pub async fn create_policy(
 
 #[utoipa::path(get, path = "/v1/admin/iam/policies", tag = "iam",
     params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, description = "A page of policies by name, managed and custom.", body = super::system::Page<PolicyRecord>)),
+    responses((status = 200, description = "A page of policies by name, managed and custom.", body = super::schema::Page<PolicyRecord>)),
     security(("bearer" = [])))]
 pub async fn list_policies(
     view: View,
@@ -289,7 +289,7 @@ pub async fn list_policies(
 #[utoipa::path(get, path = "/v1/admin/iam/policies/{name}", tag = "iam",
     params(("name" = String, Path)),
     responses((status = 200, description = "The policy.", body = PolicyRecord),
-              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
+              (status = 404, description = "Resource not found.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_policy(view: View, Path(name): Path<String>) -> ApiResult<Json<Value>> {
     if let Some(r) = managed_policy_record(&name) {
@@ -337,7 +337,7 @@ pub async fn set_principal_policies(
 #[utoipa::path(get, path = "/v1/admin/iam/principals/{principal}/policies", tag = "iam",
     params(("principal" = String, Path)),
     responses((status = 200, description = "The principal's policies.", body = PrincipalRecord),
-              (status = 404, description = "None attached.", body = crate::http::system::ErrorBody)),
+              (status = 404, description = "None attached.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_principal_policies(
     view: View,
@@ -385,7 +385,7 @@ async fn set_resource_policy(
 #[utoipa::path(put, path = "/v1/admin/cluster/members/{nodeId}/policy", tag = "iam",
     params(("nodeId" = String, Path)), request_body = ResourcePolicyBody,
     responses((status = 200, description = "The resource policy.", body = PolicyRecord),
-              (status = 400, description = "POLICY_REJECTED with issues.", body = crate::http::system::ErrorBody)),
+              (status = 400, description = "POLICY_REJECTED with issues.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn set_member_policy(
     State(state): State<AppState>,
@@ -408,7 +408,7 @@ pub async fn set_member_policy(
 #[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}/policy", tag = "iam",
     params(("nodeId" = String, Path)),
     responses((status = 200, description = "The resource policy.", body = PolicyRecord),
-              (status = 404, description = "None attached.", body = crate::http::system::ErrorBody)),
+              (status = 404, description = "None attached.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_member_policy(view: View, Path(node_id): Path<String>) -> ApiResult<Json<Value>> {
     let key = resource_key(ResourceType::Member, &node_id);
@@ -421,7 +421,7 @@ pub async fn get_member_policy(view: View, Path(node_id): Path<String>) -> ApiRe
 #[utoipa::path(put, path = "/v1/admin/upgrades/{id}/policy", tag = "iam",
     params(("id" = String, Path)), request_body = ResourcePolicyBody,
     responses((status = 200, description = "The resource policy.", body = PolicyRecord),
-              (status = 400, description = "POLICY_REJECTED with issues.", body = crate::http::system::ErrorBody)),
+              (status = 400, description = "POLICY_REJECTED with issues.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn set_upgrade_policy(
     State(state): State<AppState>,
@@ -436,7 +436,7 @@ pub async fn set_upgrade_policy(
 #[utoipa::path(get, path = "/v1/admin/upgrades/{id}/policy", tag = "iam",
     params(("id" = String, Path)),
     responses((status = 200, description = "The resource policy.", body = PolicyRecord),
-              (status = 404, description = "None attached.", body = crate::http::system::ErrorBody)),
+              (status = 404, description = "None attached.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_upgrade_policy(view: View, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     let key = resource_key(ResourceType::Upgrade, &id);

@@ -185,8 +185,8 @@ request_body! {
 #[utoipa::path(post, path = "/v1/admin/cluster/members", tag = "membership",
     request_body = AdmitBody,
     responses((status = 201, description = "The admitted member.", body = MemberRecord),
-              (status = 400, description = "Bad request.", body = crate::http::system::ErrorBody),
-              (status = 409, description = "The cluster refuses the admission.", body = crate::http::system::ErrorBody)),
+              (status = 400, description = "Bad request.", body = crate::http::schema::ErrorBody),
+              (status = 409, description = "The cluster refuses the admission.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn admit(
     State(state): State<AppState>,
@@ -244,10 +244,10 @@ request_body! {
            ("Idempotency-Key" = Option<String>, Header)),
     request_body = UpdateMemberBody,
     responses((status = 200, description = "The member record after the change.", body = MemberRecord),
-              (status = 400, description = "INVALID_INPUT with every bad field.", body = crate::http::system::ErrorBody),
-              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody),
-              (status = 409, description = "MEMBER_DECOMMISSIONED, QUORUM_AT_RISK or RAFT_CLEANUP_PENDING.", body = crate::http::system::ErrorBody),
-              (status = 412, description = "PRECONDITION_FAILED: If-Match does not match.", body = crate::http::system::ErrorBody)),
+              (status = 400, description = "INVALID_INPUT with every bad field.", body = crate::http::schema::ErrorBody),
+              (status = 404, description = "Resource not found.", body = crate::http::schema::ErrorBody),
+              (status = 409, description = "MEMBER_DECOMMISSIONED, QUORUM_AT_RISK or RAFT_CLEANUP_PENDING.", body = crate::http::schema::ErrorBody),
+              (status = 412, description = "PRECONDITION_FAILED: If-Match does not match.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn update_member(
     State(state): State<AppState>,
@@ -343,11 +343,11 @@ request_body! {
 #[utoipa::path(post, path = "/v1/admin/cluster/members/{nodeId}/join-failed", tag = "membership",
     params(("nodeId" = String, Path)), request_body = JoinFailedBody,
     responses((status = 200, description = "The member record after the change.", body = MemberRecord),
-              (status = 400, description = "Bad request.", body = crate::http::system::ErrorBody),
-              (status = 401, description = "Not authenticated.", body = crate::http::system::ErrorBody),
-              (status = 403, description = "Authenticated but not authorized.", body = crate::http::system::ErrorBody),
-              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody),
-              (status = 503, description = "Upstream temporarily unavailable.", body = crate::http::system::ErrorBody)),
+              (status = 400, description = "Bad request.", body = crate::http::schema::ErrorBody),
+              (status = 401, description = "Not authenticated.", body = crate::http::schema::ErrorBody),
+              (status = 403, description = "Authenticated but not authorized.", body = crate::http::schema::ErrorBody),
+              (status = 404, description = "Resource not found.", body = crate::http::schema::ErrorBody),
+              (status = 503, description = "Upstream temporarily unavailable.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn join_failed(
     State(state): State<AppState>,
@@ -397,7 +397,7 @@ request_body! {
 #[utoipa::path(post, path = "/v1/admin/cluster/members/{nodeId}/decommission", tag = "membership",
     params(("nodeId" = String, Path)), request_body = DecommissionBody,
     responses((status = 200, description = "The member record after the change.", body = MemberRecord),
-              (status = 409, description = "QUORUM_AT_RISK.", body = crate::http::system::ErrorBody)),
+              (status = 409, description = "QUORUM_AT_RISK.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn decommission(
     State(state): State<AppState>,
@@ -458,7 +458,7 @@ pub async fn applied_generation(
 #[utoipa::path(get, path = "/v1/admin/cluster/members", tag = "membership",
     params(("state" = Option<String>, Query), ("role" = Option<String>, Query), ("rack" = Option<String>, Query),
            ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("asOf" = Option<u64>, Query)),
-    responses((status = 200, description = "A page of members ordered by node id.", body = super::system::Page<MemberRecord>)),
+    responses((status = 200, description = "A page of members ordered by node id.", body = super::schema::Page<MemberRecord>)),
     security(("bearer" = [])))]
 pub async fn list_members(
     State(state): State<AppState>,
@@ -489,7 +489,7 @@ pub async fn list_members(
     let pg = page(get("limit"), get("cursor"), &mut errors);
     let at = as_of(&view, get("asOf"), &mut errors)?;
     finish(errors)?;
-    let rm = view.at(&state, at).await?;
+    let rm = view.at(&state.store, at).await?;
     let m = &rm.state.membership;
     // From the cursor on: the members before it are not rendered.
     let from = match pg.cursor.as_deref() {
@@ -517,7 +517,7 @@ pub async fn list_members(
 #[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}", tag = "membership",
     params(("nodeId" = String, Path), ("asOf" = Option<u64>, Query)),
     responses((status = 200, description = "The member.", body = MemberRecord),
-              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
+              (status = 404, description = "Resource not found.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_member(
     State(state): State<AppState>,
@@ -529,7 +529,7 @@ pub async fn get_member(
     let get = query(&q, &["asOf"], &mut errors);
     let at = as_of(&view, get("asOf"), &mut errors)?;
     finish(errors)?;
-    let rm = view.at(&state, at).await?;
+    let rm = view.at(&state.store, at).await?;
     let m = &rm.state.membership;
     let member = m
         .members
@@ -544,7 +544,7 @@ pub async fn get_member(
     params(("nodeId" = String, Path),
            ("limit" = Option<u32>, Query, description = "Events per page: 1 to 1000, default 100."),
            ("cursor" = Option<String>, Query, description = "The `nextCursor` of the page before.")),
-    responses((status = 200, description = "The member's events, oldest first, a page at a time.", body = super::system::History)),
+    responses((status = 200, description = "The member's events, oldest first, a page at a time.", body = super::schema::History)),
     security(("bearer" = [])))]
 pub async fn member_history(
     State(state): State<AppState>,
@@ -573,7 +573,7 @@ pub async fn membership(
     let get = query(&q, &["asOf"], &mut errors);
     let at = as_of(&view, get("asOf"), &mut errors)?;
     finish(errors)?;
-    let rm = view.at(&state, at).await?;
+    let rm = view.at(&state.store, at).await?;
     let m = &rm.state.membership;
     Ok(Json(MembershipSummary {
         digest: Some(rm.membership_digest()),
@@ -605,9 +605,16 @@ pub async fn get_peers(
         (None, Some(after), Some(wait)) if view.state.membership.generation <= after => {
             wait_for_generation(&state, after, std::time::Duration::from_secs(wait)).await?
         }
-        _ => view.at(&state, at).await?,
+        _ => view.at(&state.store, at).await?,
     };
-    Ok(state.peers.of(&rm))
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        )],
+        state.peers.of(&rm),
+    )
+        .into_response())
 }
 
 /// Waits until the generation is above `after`, or `wait` passes, and
@@ -699,7 +706,7 @@ pub async fn request_join(
 
 #[utoipa::path(get, path = "/v1/admin/cluster/join-requests", tag = "membership",
     params(("status" = Option<String>, Query), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, description = "A page of join requests.", body = super::system::Page<stratum_projections::JoinRequestRecord>)),
+    responses((status = 200, description = "A page of join requests.", body = super::schema::Page<stratum_projections::JoinRequestRecord>)),
     security(("bearer" = [])))]
 pub async fn list_join_requests(
     view: View,
@@ -739,7 +746,7 @@ request_body! {
 #[utoipa::path(post, path = "/v1/admin/cluster/join-requests/{id}/approve", tag = "membership",
     params(("id" = String, Path)), request_body = ApproveBody,
     responses((status = 200, description = "The join request, approved.", body = stratum_projections::JoinRequestRecord),
-              (status = 409, description = "JOIN_APPROVAL_REFUSED with fieldErrors.", body = crate::http::system::ErrorBody)),
+              (status = 409, description = "JOIN_APPROVAL_REFUSED with fieldErrors.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn approve_join(
     State(state): State<AppState>,
@@ -798,51 +805,4 @@ pub async fn reject_join(
         200,
     )
     .await
-}
-
-/// The peer lists, rendered once per generation: every node agent asks for
-/// the same lists after each change. The lists are a function of the
-/// generation: only topology events (`DomainEvent::is_topology_change`)
-/// change what they show, and each one is the new generation.
-#[derive(Default)]
-pub struct PeersMemo(std::sync::Mutex<Option<(u64, bytes::Bytes)>>);
-
-impl PeersMemo {
-    /// The peer lists of `rm` as a JSON answer.
-    pub fn of(&self, rm: &stratum_projections::ReadModels) -> Response {
-        let at = rm.state.membership.generation;
-        let kept = self
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .filter(|(p, _)| *p == at)
-            .map(|(_, b)| b.clone());
-        let body = kept.unwrap_or_else(|| {
-            let m = &rm.state.membership;
-            let records: Vec<MemberRecord> = m
-                .members
-                .values()
-                .filter(|member| member.state.in_peer_lists())
-                .map(|member| member_record(member, Some(m.generation)))
-                .collect();
-            let body = bytes::Bytes::from(
-                serde_json::to_vec(&stratum_projections::peers(m.generation, &records))
-                    .expect("peers serialize"),
-            );
-            let mut memo = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            if memo.as_ref().is_none_or(|(p, _)| *p < at) {
-                *memo = Some((at, body.clone()));
-            }
-            body
-        });
-        (
-            [(
-                axum::http::header::CONTENT_TYPE,
-                axum::http::HeaderValue::from_static("application/json"),
-            )],
-            body,
-        )
-            .into_response()
-    }
 }

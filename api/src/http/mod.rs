@@ -5,8 +5,12 @@
 pub mod console;
 pub mod events;
 pub mod extract;
+pub mod gate;
 pub mod iam;
 pub mod members;
+pub mod metrics;
+pub mod openapi;
+pub mod schema;
 pub mod system;
 pub mod upgrades;
 
@@ -23,9 +27,10 @@ use stratum_domain::{ErrorCode, FieldError};
 use tower_http::catch_panic::CatchPanicLayer;
 use tracing::Instrument;
 
-use crate::auth::{gate, Caller};
+use crate::auth::Caller;
 use crate::command::{CommandRequest, Committed, Outcome};
 use crate::error::{ApiError, CLIENT_REQUEST_ID, REQUEST_ID};
+use gate::gate;
 
 /// The most bytes a request body may have.
 pub const MAX_BODY: usize = 1024 * 1024;
@@ -67,6 +72,7 @@ impl Route {
 pub fn routes() -> Vec<Route> {
     let mut all = Vec::new();
     all.extend(system::routes());
+    all.extend(openapi::routes());
     all.extend(members::routes());
     all.extend(events::routes());
     all.extend(upgrades::routes());
@@ -311,7 +317,7 @@ async fn into_error_shape(res: Response, request_id: &str) -> Response {
 pub async fn execute(state: &AppState, req: CommandRequest) -> Response {
     match state.bus.execute(req).await {
         Ok(outcome) => outcome_response(outcome),
-        Err(e) => e.into_response(),
+        Err(e) => ApiError::from(e).into_response(),
     }
 }
 

@@ -323,9 +323,9 @@ async fn upgrade_command(
 /// unknown key is refused 400 naming `signature`. Registering the same
 /// manifest again answers the release unchanged.
 #[utoipa::path(post, path = "/v1/admin/releases", tag = "upgrades", request_body = ManifestBody,
-    responses((status = 201, description = "The registered release.", body = super::system::ReleaseDoc),
-              (status = 400, description = "A bad manifest or signature.", body = crate::http::system::ErrorBody),
-              (status = 409, description = "RELEASE_EXISTS: the version is registered with another manifest.", body = crate::http::system::ErrorBody)),
+    responses((status = 201, description = "The registered release.", body = super::schema::ReleaseDoc),
+              (status = 400, description = "A bad manifest or signature.", body = crate::http::schema::ErrorBody),
+              (status = 409, description = "RELEASE_EXISTS: the version is registered with another manifest.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn register_release(
     State(state): State<AppState>,
@@ -346,7 +346,7 @@ pub async fn register_release(
 
 #[utoipa::path(get, path = "/v1/admin/releases", tag = "upgrades",
     params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, description = "A page of releases ordered by version text.", body = super::system::Page<super::system::ReleaseDoc>)),
+    responses((status = 200, description = "A page of releases ordered by version text.", body = super::schema::Page<super::schema::ReleaseDoc>)),
     security(("bearer" = [])))]
 pub async fn list_releases(
     view: View,
@@ -357,8 +357,8 @@ pub async fn list_releases(
 
 #[utoipa::path(get, path = "/v1/admin/releases/{version}", tag = "upgrades",
     params(("version" = String, Path)),
-    responses((status = 200, description = "The release's manifest as registered.", body = super::system::ReleaseDoc),
-              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
+    responses((status = 200, description = "The release's manifest as registered.", body = super::schema::ReleaseDoc),
+              (status = 404, description = "Resource not found.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_release(view: View, Path(version): Path<String>) -> ApiResult<Json<Value>> {
     let doc = view
@@ -378,7 +378,7 @@ request_body! {
 /// upgrades change it (409 `RUNNING_RELEASE_ALREADY_SET`).
 #[utoipa::path(put, path = "/v1/admin/cluster/release", tag = "upgrades", request_body = RunningReleaseBody,
     responses((status = 200, description = "The running release.", body = RunningReleaseRecord),
-              (status = 409, description = "RUNNING_RELEASE_ALREADY_SET.", body = crate::http::system::ErrorBody)),
+              (status = 409, description = "RUNNING_RELEASE_ALREADY_SET.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn set_running_release(
     State(state): State<AppState>,
@@ -403,7 +403,7 @@ pub async fn set_running_release(
 #[utoipa::path(get, path = "/v1/admin/cluster/release", tag = "upgrades",
     params(("asOf" = Option<u64>, Query)),
     responses((status = 200, description = "The running release.", body = RunningReleaseRecord),
-              (status = 404, description = "Not set yet.", body = crate::http::system::ErrorBody)),
+              (status = 404, description = "Not set yet.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_running_release(
     State(state): State<AppState>,
@@ -414,7 +414,7 @@ pub async fn get_running_release(
     let get = query(&q, &["asOf"], &mut errors);
     let at = as_of(&view, get("asOf"), &mut errors)?;
     finish(errors)?;
-    let rm = view.at(&state, at).await?;
+    let rm = view.at(&state.store, at).await?;
     let r = rm
         .state
         .upgrades
@@ -456,9 +456,9 @@ request_body! {
 /// `UPGRADE_ALREADY_ACTIVE`).
 #[utoipa::path(post, path = "/v1/admin/upgrades", tag = "upgrades", request_body = CreateUpgradeBody,
     responses((status = 201, description = "The planned upgrade.", body = UpgradeRecord),
-              (status = 400, description = "Bad request.", body = crate::http::system::ErrorBody),
-              (status = 409, description = "UPGRADE_ALREADY_ACTIVE or RUNNING_RELEASE_NOT_SET.", body = crate::http::system::ErrorBody),
-              (status = 503, description = "UPGRADE_IN_PROGRESS.", body = crate::http::system::ErrorBody)),
+              (status = 400, description = "Bad request.", body = crate::http::schema::ErrorBody),
+              (status = 409, description = "UPGRADE_ALREADY_ACTIVE or RUNNING_RELEASE_NOT_SET.", body = crate::http::schema::ErrorBody),
+              (status = 503, description = "UPGRADE_IN_PROGRESS.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn create_upgrade(
     State(state): State<AppState>,
@@ -489,7 +489,7 @@ pub async fn create_upgrade(
 
 #[utoipa::path(get, path = "/v1/admin/upgrades", tag = "upgrades",
     params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("asOf" = Option<u64>, Query)),
-    responses((status = 200, description = "A page of upgrades, oldest first.", body = super::system::Page<UpgradeRecord>)),
+    responses((status = 200, description = "A page of upgrades, oldest first.", body = super::schema::Page<UpgradeRecord>)),
     security(("bearer" = [])))]
 pub async fn list_upgrades(
     State(state): State<AppState>,
@@ -502,7 +502,7 @@ pub async fn list_upgrades(
     let at = as_of(&view, get("asOf"), &mut errors)?;
     let after = doc_cursor(&pg, &mut errors);
     finish(errors)?;
-    let rm = view.at(&state, at).await?;
+    let rm = view.at(&state.store, at).await?;
     Ok(Json(doc_page(
         rm.docs(doc_kind::UPGRADE),
         &pg,
@@ -513,7 +513,7 @@ pub async fn list_upgrades(
 #[utoipa::path(get, path = "/v1/admin/upgrades/{id}", tag = "upgrades",
     params(("id" = String, Path), ("asOf" = Option<u64>, Query)),
     responses((status = 200, description = "The upgrade and how far it got.", body = UpgradeRecord),
-              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
+              (status = 404, description = "Resource not found.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_upgrade(
     State(state): State<AppState>,
@@ -525,7 +525,7 @@ pub async fn get_upgrade(
     let get = query(&q, &["asOf"], &mut errors);
     let at = as_of(&view, get("asOf"), &mut errors)?;
     finish(errors)?;
-    let rm = view.at(&state, at).await?;
+    let rm = view.at(&state.store, at).await?;
     let u = rm
         .state
         .upgrades
@@ -542,8 +542,8 @@ pub async fn get_upgrade(
     params(("id" = String, Path),
            ("limit" = Option<u32>, Query, description = "Events per page: 1 to 1000, default 100."),
            ("cursor" = Option<String>, Query, description = "The `nextCursor` of the page before.")),
-    responses((status = 200, description = "The upgrade's events, oldest first, a page at a time.", body = super::system::History),
-              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody)),
+    responses((status = 200, description = "The upgrade's events, oldest first, a page at a time.", body = super::schema::History),
+              (status = 404, description = "Resource not found.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn upgrade_history(
     State(state): State<AppState>,
@@ -557,7 +557,7 @@ pub async fn upgrade_history(
 #[utoipa::path(post, path = "/v1/admin/upgrades/{id}/apply", tag = "upgrades",
     params(("id" = String, Path)),
     responses((status = 200, description = "The upgrade.", body = UpgradeRecord),
-              (status = 409, description = "UPGRADE_STATE_CONFLICT: it is not staged.", body = crate::http::system::ErrorBody)),
+              (status = 409, description = "UPGRADE_STATE_CONFLICT: it is not staged.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn apply(
     State(state): State<AppState>,
@@ -580,11 +580,11 @@ pub async fn apply(
 #[utoipa::path(post, path = "/v1/admin/upgrades/{id}/cancel", tag = "upgrades",
     params(("id" = String, Path)),
     responses((status = 200, description = "Canceled.", body = UpgradeRecord),
-              (status = 401, description = "Not authenticated.", body = crate::http::system::ErrorBody),
-              (status = 403, description = "Authenticated but not authorized.", body = crate::http::system::ErrorBody),
-              (status = 404, description = "Resource not found.", body = crate::http::system::ErrorBody),
-              (status = 409, description = "Conflicting state.", body = crate::http::system::ErrorBody),
-              (status = 503, description = "Upstream temporarily unavailable.", body = crate::http::system::ErrorBody)),
+              (status = 401, description = "Not authenticated.", body = crate::http::schema::ErrorBody),
+              (status = 403, description = "Authenticated but not authorized.", body = crate::http::schema::ErrorBody),
+              (status = 404, description = "Resource not found.", body = crate::http::schema::ErrorBody),
+              (status = 409, description = "Conflicting state.", body = crate::http::schema::ErrorBody),
+              (status = 503, description = "Upstream temporarily unavailable.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn cancel(
     State(state): State<AppState>,
@@ -609,8 +609,8 @@ request_body! {
 #[utoipa::path(post, path = "/v1/admin/upgrades/{id}/rollback", tag = "upgrades",
     params(("id" = String, Path)), request_body = RollbackBody,
     responses((status = 201, description = "The rollback upgrade.", body = UpgradeRecord),
-              (status = 400, description = "INVALID_INPUT: restoreBackup for an upgrade that took no backup.", body = crate::http::system::ErrorBody),
-              (status = 409, description = "UPGRADE_STATE_CONFLICT, UPGRADE_ALREADY_ACTIVE, or RESTORE_REQUIRED: the old release cannot run on the schema the upgrade migrated to, so the rollback needs restoreBackup: true.", body = crate::http::system::ErrorBody)),
+              (status = 400, description = "INVALID_INPUT: restoreBackup for an upgrade that took no backup.", body = crate::http::schema::ErrorBody),
+              (status = 409, description = "UPGRADE_STATE_CONFLICT, UPGRADE_ALREADY_ACTIVE, or RESTORE_REQUIRED: the old release cannot run on the schema the upgrade migrated to, so the rollback needs restoreBackup: true.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn rollback(
     State(state): State<AppState>,
@@ -640,7 +640,7 @@ pub async fn rollback(
 #[utoipa::path(post, path = "/v1/admin/upgrades/{id}/acknowledge", tag = "upgrades",
     params(("id" = String, Path)),
     responses((status = 200, description = "The upgrade.", body = UpgradeRecord),
-              (status = 409, description = "UPGRADE_STATE_CONFLICT: it has not failed.", body = crate::http::system::ErrorBody)),
+              (status = 409, description = "UPGRADE_STATE_CONFLICT: it has not failed.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn acknowledge(
     State(state): State<AppState>,
@@ -665,7 +665,7 @@ request_body! {
 #[utoipa::path(post, path = "/v1/admin/upgrades/{id}/backup", tag = "upgrades",
     params(("id" = String, Path)), request_body = BackupReportBody,
     responses((status = 200, description = "The upgrade.", body = UpgradeRecord),
-              (status = 409, description = "UPGRADE_STATE_CONFLICT: not backing up.", body = crate::http::system::ErrorBody)),
+              (status = 409, description = "UPGRADE_STATE_CONFLICT: not backing up.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn report_backup(
     State(state): State<AppState>,
@@ -753,8 +753,8 @@ request_body! {
 #[utoipa::path(post, path = "/v1/admin/upgrades/{id}/nodes/{nodeId}/report", tag = "upgrades",
     params(("id" = String, Path), ("nodeId" = String, Path)), request_body = NodeReportBody,
     responses((status = 200, description = "The upgrade.", body = UpgradeRecord),
-              (status = 404, description = "No such upgrade, or the node is not part of it.", body = crate::http::system::ErrorBody),
-              (status = 409, description = "NOT_NODE_TURN or UPGRADE_STATE_CONFLICT.", body = crate::http::system::ErrorBody)),
+              (status = 404, description = "No such upgrade, or the node is not part of it.", body = crate::http::schema::ErrorBody),
+              (status = 409, description = "NOT_NODE_TURN or UPGRADE_STATE_CONFLICT.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn report_node(
     State(state): State<AppState>,
@@ -887,8 +887,8 @@ request_body! {
 #[utoipa::path(post, path = "/v1/admin/cluster/members/{nodeId}/facts", tag = "upgrades",
     params(("nodeId" = String, Path)), request_body = FactsBody,
     responses((status = 200, description = "The facts as recorded.", body = stratum_projections::upgrades::FactsRecord),
-              (status = 400, description = "Bad request.", body = crate::http::system::ErrorBody),
-              (status = 404, description = "No such member.", body = crate::http::system::ErrorBody)),
+              (status = 400, description = "Bad request.", body = crate::http::schema::ErrorBody),
+              (status = 404, description = "No such member.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn report_facts(
     State(state): State<AppState>,
@@ -960,7 +960,7 @@ fn component_kind(named: Option<&str>, own: ComponentKind) -> ComponentKind {
 #[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}/facts", tag = "upgrades",
     params(("nodeId" = String, Path)),
     responses((status = 200, description = "The node's newest facts report.", body = stratum_projections::upgrades::FactsRecord),
-              (status = 404, description = "The node reported no facts.", body = crate::http::system::ErrorBody)),
+              (status = 404, description = "The node reported no facts.", body = crate::http::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn get_facts(view: View, Path(node_id): Path<String>) -> ApiResult<Response> {
     let doc = view
@@ -974,7 +974,7 @@ pub async fn get_facts(view: View, Path(node_id): Path<String>) -> ApiResult<Res
 /// lists only those not cleared.
 #[utoipa::path(get, path = "/v1/admin/alarms", tag = "upgrades",
     params(("active" = Option<bool>, Query), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("asOf" = Option<u64>, Query)),
-    responses((status = 200, description = "A page of alarms, in the order raised.", body = super::system::Page<stratum_projections::upgrades::AlarmRecord>)),
+    responses((status = 200, description = "A page of alarms, in the order raised.", body = super::schema::Page<stratum_projections::upgrades::AlarmRecord>)),
     security(("bearer" = [])))]
 pub async fn list_alarms(
     State(state): State<AppState>,
@@ -995,7 +995,7 @@ pub async fn list_alarms(
     let pg = page(get("limit"), get("cursor"), &mut errors);
     let after = doc_cursor(&pg, &mut errors);
     finish(errors)?;
-    let view = view.at(&state, at).await?;
+    let view = view.at(&state.store, at).await?;
     let alarms = view.docs(doc_kind::ALARM).into_iter().filter(|d| {
         !active
             || view

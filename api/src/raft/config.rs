@@ -13,12 +13,9 @@ use super::adapters::{
     CommandAdapter, OpenBaoAdapter, OvnKick, OvnKickAdapter, PatroniSyncobj, PatroniSyncobjAdapter,
     RaftAdapter, RaftAdapters, RecordOnly,
 };
-use super::Backoff;
-
-/// A setting that cannot be used, as one sentence naming its variable.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
+use crate::backoff::Backoff;
+use crate::settings::duration;
+pub use crate::settings::ConfigError;
 
 /// The raft adapter settings (see the README's "Raft adapters").
 #[derive(Args, Clone, Default)]
@@ -237,18 +234,6 @@ fn commands(var: &str, json: &Option<String>) -> Result<Vec<Vec<String>>, Config
 /// A preset setting: the value given, or the preset's default.
 fn or_default(value: &Option<String>, default: String) -> String {
     given(value).map_or(default, str::to_owned)
-}
-
-pub(crate) fn duration(var: &str, v: &str) -> Result<Duration, ConfigError> {
-    let d = humantime::parse_duration(v.trim()).map_err(|e| {
-        ConfigError(format!(
-            "{var} must be a duration such as 500ms, 1s or 2m, not `{v}`: {e}"
-        ))
-    })?;
-    if d.is_zero() {
-        return Err(ConfigError(format!("{var} must be above zero")));
-    }
-    Ok(d)
 }
 
 impl RaftArgs {

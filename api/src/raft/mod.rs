@@ -33,27 +33,12 @@ pub use adapters::{
 };
 pub use config::{ConfigError, RaftArgs};
 
+use crate::backoff::Backoff;
 use crate::command::{CommandBus, CommandRequest, Outcome};
 use stratum_store::{EventStore, StoreError};
 
 /// The advisory lock key of the raft cleanup role.
 pub const RAFT_CLEANUP_LOCK: i64 = 0x5354_5241_0001;
-
-/// Retry timing of failed removals.
-#[derive(Clone, Copy, Debug)]
-pub struct Backoff {
-    pub first: Duration,
-    pub max: Duration,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Self {
-            first: Duration::from_secs(1),
-            max: Duration::from_secs(60),
-        }
-    }
-}
 
 /// The raft cleanup process manager: one worker per raft, so a raft that
 /// hangs or fails delays only its own removals.
@@ -200,7 +185,7 @@ impl Worker {
                     let delay = self
                         .retry
                         .get(&key)
-                        .map_or(self.backoff.first, |(_, d)| (*d * 2).min(self.backoff.max));
+                        .map_or(self.backoff.first, |(_, d)| self.backoff.after(*d));
                     let due = Instant::now() + delay;
                     tracing::warn!(
                         node_id = %record.node_id,
@@ -231,7 +216,7 @@ async fn pending(
     let rm = bus
         .reached(head)
         .await
-        .map_err(|e| StoreError::Unavailable(e.message))?;
+        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
     let m = &rm.state.membership;
     Ok(m.members
         .values()
@@ -281,6 +266,6 @@ async fn record_removal(
             tracing::warn!(node_id = %m.node_id, raft = raft.as_str(), code = r.code.as_str(), message = %r.message, "removal not recorded");
             Ok(())
         }
-        Err(e) => Err(StoreError::Unavailable(e.message)),
+        Err(e) => Err(StoreError::Unavailable(e.to_string())),
     }
 }

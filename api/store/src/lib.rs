@@ -25,7 +25,7 @@ pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use verify::{verify_chain, Verification};
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     /// An append raced another one on a stream version or position.
     #[error("version conflict on {0}")]

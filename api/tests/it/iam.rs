@@ -57,7 +57,7 @@ async fn every_route_is_gated_on_its_action() {
     let app = spawn_app(&db).await;
     // A valid token whose policies allow nothing.
     let nothing = app.token("user/nobody", &[]).await;
-    let doc = stratum_api::http::system::document();
+    let doc = stratum_api::http::openapi::document();
     let mut gated = 0;
     for r in routes() {
         let Some(action) = r.action else {

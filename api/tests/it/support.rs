@@ -61,7 +61,7 @@ pub fn sample_path(template: &str) -> String {
 /// The OpenAPI document as JSON, read once.
 fn document() -> &'static Value {
     static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    DOC.get_or_init(|| serde_json::to_value(stratum_api::http::system::document()).unwrap())
+    DOC.get_or_init(|| serde_json::to_value(stratum_api::http::openapi::document()).unwrap())
 }
 
 /// The route template a concrete path is served by: the one whose literal

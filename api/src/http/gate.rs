@@ -1,0 +1,69 @@
+//! The gate before every route, and how a handler gets the read models the
+//! gate checked its caller against. They join authentication and
+//! authorization (`auth`) and the read path (`reads`) to the service's
+//! state, so they live with HTTP, above all three.
+
+use axum::extract::{FromRequestParts, RawPathParams, Request, State};
+use axum::http::request::Parts;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use stratum_domain::iam::Action;
+
+use crate::auth::{authenticate, authorize, Peer};
+use crate::error::ApiError;
+use crate::reads::View;
+use crate::service::AppState;
+use crate::tls::ClientCertificate;
+
+/// The gate of one route: authenticates the caller and authorizes the
+/// route's action on the resource its path parameters name.
+pub async fn gate(
+    State((app, action)): State<(AppState, Action)>,
+    params: RawPathParams,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let view = match app.reads.fresh(&app.bus).await {
+        Ok(v) => v,
+        Err(e) => return e.into_response(),
+    };
+    let client = req.extensions().get::<ClientCertificate>();
+    let peer = req.extensions().get::<Peer>().copied();
+    let mut caller =
+        match authenticate(&view, &app.chosen_secrets, req.headers(), client, peer).await {
+            Ok(c) => c,
+            Err(e) => return e.into_response(),
+        };
+    tracing::Span::current().record("principal", caller.principal.as_str());
+    let param = |k: &str| params.iter().find(|(n, _)| *n == k).map(|(_, v)| v);
+    let resource = action.resource(param);
+    let key = action.resource_policy_key(param);
+    match authorize(&view, &caller, action, &resource, key.as_deref())
+        .and_then(|held| app.reports.admit(&caller, action).map(|()| held))
+    {
+        Ok(held) => caller.policies = held,
+        Err(e) => {
+            // Who was refused, for the request's log line.
+            let mut res = e.into_response();
+            res.extensions_mut().insert(caller);
+            return res;
+        }
+    }
+    req.extensions_mut().insert(caller.clone());
+    req.extensions_mut().insert(View(view));
+    let mut res = next.run(req).await;
+    // For the request's log line.
+    res.extensions_mut().insert(caller);
+    res
+}
+
+impl FromRequestParts<AppState> for View {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        match parts.extensions.get::<View>() {
+            Some(v) => Ok(v.clone()),
+            None => Ok(View(state.reads.fresh(&state.bus).await?)),
+        }
+    }
+}
