@@ -1,0 +1,388 @@
+//! The one write path. A command is decided against the state of the whole
+//! log, its events are appended with their expected stream versions, and the
+//! read models they change are written in the same transaction.
+//!
+//! One writer task per process owns the decision state ([`ReadModels`]).
+//! Commands queue to it and it takes them in batches: every command of a
+//! batch is decided in turn (each seeing the events of the ones before),
+//! and the whole batch is committed at once, so concurrent commands share
+//! one commit (group commit) instead of each paying for an fsync. Under the
+//! log's write lock the writer first folds in whatever other processes
+//! appended since it last wrote, so its state is the log's state.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use stratum_domain::log::EventMeta;
+use stratum_domain::state::Subject;
+use stratum_domain::{Command, FieldError, Refusal};
+use stratum_projections::ReadModels;
+use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tracing::Instrument;
+
+mod replay;
+mod writer;
+
+use replay::reload;
+pub use replay::{load, replay, state_at, state_at_with, SNAPSHOT_DISTANCE};
+use writer::{context, if_match_refusal, merge_input_errors, Writer};
+
+use stratum_store::{EventStore, StoreError, StoreResult};
+
+/// Why the write path could not answer a command: never a business
+/// refusal (that is [`Outcome::Refused`]), always something around it.
+/// Transport-neutral: `http` maps it to a status and a body.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The store did not take the write; nothing of it was stored.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The writer task is gone (the service is stopping).
+    #[error("the writer has stopped")]
+    Stopped,
+    /// The read models could not reach a position of the log in time.
+    #[error("This server's read models are at position {at} and could not reach the log's {wanted} within {}s; retry, or ask another replica.", waited.as_secs())]
+    Behind {
+        at: u64,
+        wanted: u64,
+        waited: std::time::Duration,
+    },
+}
+
+/// The most commands one commit carries.
+const MAX_BATCH: usize = 512;
+/// How often a batch is decided again after losing a race on the log.
+const MAX_ATTEMPTS: usize = 3;
+
+/// How long a read waits for the read models to reach the log's head
+/// before it is answered 503 (the writer retries the fold meanwhile).
+const FOLLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// An `Idempotency-Key`, scoped to the route it came with, and the hash
+/// of the request's body. Keys are the caller's: the store keeps them per
+/// principal (as Stripe and the IETF Idempotency-Key draft do), and here
+/// per method and path too, so one key on two routes is two keys.
+#[derive(Clone, Debug)]
+pub struct IdempotencyKey {
+    /// `<METHOD> <path> <key>`.
+    pub key: String,
+    pub request_hash: Vec<u8>,
+}
+
+impl IdempotencyKey {
+    /// The body is compared as parsed JSON: another key order or spacing
+    /// is the same request. A body that is not JSON is compared as bytes.
+    pub fn new(key: String, method: &str, path: &str, body: &[u8]) -> Self {
+        let canonical = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| serde_json_canonicalizer::to_vec(&v).ok());
+        let mut h = Sha256::new();
+        h.update(canonical.as_deref().unwrap_or(body));
+        Self {
+            key: format!("{method} {path} {key}"),
+            request_hash: h.finalize().to_vec(),
+        }
+    }
+}
+
+/// A command with everything the write path needs besides the state.
+#[derive(Clone, Debug)]
+pub struct CommandRequest {
+    pub command: Command,
+    pub meta: EventMeta,
+    /// `If-Match`: the version the addressed stream must be at.
+    pub if_match: Option<u64>,
+    pub idempotency: Option<IdempotencyKey>,
+    /// Whether carrying it out creates what it names (HTTP answers 201).
+    pub creates: bool,
+    /// Problems found while reading the request (unknown fields, wrong
+    /// types): the command is only validated, never committed, and the
+    /// answer lists these with the domain's own findings.
+    pub input_errors: Vec<FieldError>,
+    /// The policies the caller holds; `None` for the service itself and the
+    /// host's operator.
+    pub held_policies: Option<Vec<String>>,
+}
+
+impl CommandRequest {
+    pub fn new(command: Command, principal: impl Into<String>) -> Self {
+        Self {
+            command,
+            meta: EventMeta {
+                principal: principal.into(),
+                ..Default::default()
+            },
+            if_match: None,
+            idempotency: None,
+            creates: false,
+            input_errors: Vec::new(),
+            held_policies: None,
+        }
+    }
+}
+
+/// What the write path answers a command: carried out (or found carried
+/// out before, for a retried `Idempotency-Key`), or refused by the domain.
+/// Only `http` turns it into a status.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Committed(Committed),
+    Refused(Refusal),
+}
+
+/// A command carried out, and the record its answer shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Committed {
+    /// What the answer shows; `None` for a kept answer given again.
+    pub subject: Option<Subject>,
+    /// The record as JSON, rendered once, in the writer.
+    pub body: String,
+    /// The version of the record shown, for `ETag`.
+    pub etag: Option<u64>,
+    /// The position of the last event this command appended, if any.
+    pub position: Option<u64>,
+    /// Whether it created what it names.
+    pub created: bool,
+    /// Whether this is a kept answer to a retried `Idempotency-Key`.
+    pub replayed: bool,
+}
+
+impl Committed {
+    /// The body parsed, for callers that inspect it.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+impl Outcome {
+    /// The committed answer, or the refusal.
+    pub fn committed(self) -> Result<Committed, Refusal> {
+        match self {
+            Outcome::Committed(c) => Ok(c),
+            Outcome::Refused(r) => Err(r),
+        }
+    }
+}
+
+/// Whether an upgrade driver step is due, as this process's writer last saw
+/// the log: the upgrade, and the position it was judged at.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpgradeDue {
+    pub upgrade: Option<String>,
+    pub at: u64,
+    /// Whether an upgrade is active (its time-driven steps are asked for).
+    pub active: bool,
+    /// When a time-driven step of the active upgrade falls due next.
+    pub wake_at: Option<chrono::DateTime<Utc>>,
+}
+
+impl UpgradeDue {
+    fn of(rm: &ReadModels, now: chrono::DateTime<Utc>) -> Self {
+        Self {
+            upgrade: rm.state.upgrade_step_due(now).map(str::to_owned),
+            at: rm.state.position,
+            active: rm.state.upgrades.active.is_some(),
+            wake_at: rm.state.upgrade_wake_at(now),
+        }
+    }
+}
+
+struct Job {
+    req: CommandRequest,
+    reply: oneshot::Sender<Result<Outcome, CommandError>>,
+}
+
+/// Where the write path reads the time from: the wall clock, or a clock a
+/// test moves. Time enters the domain only with a command.
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> chrono::DateTime<Utc> + Send + Sync>);
+
+impl Clock {
+    pub fn system() -> Self {
+        Self(Arc::new(Utc::now))
+    }
+
+    /// A clock that answers whatever `now` answers (tests move it).
+    pub fn from_fn(now: impl Fn() -> chrono::DateTime<Utc> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(now))
+    }
+
+    pub fn now(&self) -> chrono::DateTime<Utc> {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::system()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
+}
+
+/// The handle every part of the service submits commands through, and
+/// where it reads the read models the writer published.
+#[derive(Clone)]
+pub struct CommandBus {
+    jobs: mpsc::Sender<Job>,
+    head: watch::Sender<u64>,
+    upgrade_due: watch::Sender<UpgradeDue>,
+    published: watch::Receiver<Arc<ReadModels>>,
+    /// Asks the writer to fold in what other processes committed.
+    follow: Arc<Notify>,
+    /// The newest position a reader waits for or another process
+    /// announced: the writer folds only when it is behind this.
+    wanted: Arc<AtomicU64>,
+    clock: Clock,
+}
+
+impl CommandBus {
+    /// Loads the log and starts the writer task, on the wall clock.
+    pub async fn start(store: Arc<dyn EventStore>) -> StoreResult<Self> {
+        Self::start_with(store, Clock::system()).await
+    }
+
+    /// Loads the log and starts the writer task, reading time from `clock`.
+    pub async fn start_with(store: Arc<dyn EventStore>, clock: Clock) -> StoreResult<Self> {
+        let rm = reload(&store).await?;
+        let writer_clock = clock.clone();
+        let (head, _) = watch::channel(rm.state.position);
+        let (upgrade_due, _) = watch::channel(UpgradeDue::of(&rm, clock.now()));
+        let (jobs, rx) = mpsc::channel(4096);
+        let rm_position = rm.state.position;
+        let (publish, published) = watch::channel(Arc::new(rm.clone()));
+        let follow = Arc::new(Notify::new());
+        let wanted = Arc::new(AtomicU64::new(rm_position));
+        let writer = Writer {
+            store,
+            clock,
+            rm,
+            reload: false,
+            head: head.clone(),
+            upgrade_due: upgrade_due.clone(),
+            publish,
+            follow: follow.clone(),
+            wanted: wanted.clone(),
+            snapshot_at: rm_position,
+            snapshotting: Default::default(),
+        };
+        tokio::spawn(writer.run(rx).instrument(tracing::info_span!("writer")));
+        Ok(Self {
+            jobs,
+            head,
+            upgrade_due,
+            published,
+            follow,
+            wanted,
+            clock: writer_clock,
+        })
+    }
+
+    /// The read models as the writer last published them: immutable, and
+    /// never ahead of the log (published after each commit, and after
+    /// folding in what other processes committed).
+    pub fn published(&self) -> Arc<ReadModels> {
+        self.published.borrow().clone()
+    }
+
+    /// The published read models once they include position `p`: the
+    /// writer is asked to fold in what other processes committed, and
+    /// this waits until it has.
+    pub async fn reached(&self, p: u64) -> Result<Arc<ReadModels>, CommandError> {
+        let mut rx = self.published.clone();
+        let deadline = tokio::time::Instant::now() + FOLLOW_WAIT;
+        loop {
+            let at = {
+                let rm = rx.borrow_and_update();
+                if rm.state.position >= p {
+                    return Ok(rm.clone());
+                }
+                rm.state.position
+            };
+            self.wanted.fetch_max(p, Ordering::AcqRel);
+            self.follow.notify_one();
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err(CommandError::Stopped),
+                Err(_) => {
+                    return Err(CommandError::Behind {
+                        at,
+                        wanted: p,
+                        waited: FOLLOW_WAIT,
+                    })
+                }
+            }
+        }
+    }
+
+    /// Every publication of the read models, for watchers.
+    pub fn publications(&self) -> watch::Receiver<Arc<ReadModels>> {
+        self.published.clone()
+    }
+
+    /// Decides and commits one command. A command whose request had
+    /// input errors is only validated, against the published read models,
+    /// without the writer or the log's lock: it is never committed.
+    pub async fn execute(&self, req: CommandRequest) -> Result<Outcome, CommandError> {
+        if !req.input_errors.is_empty() {
+            let rm = self.published();
+            if let Some(refusal) = if_match_refusal(&rm, &req) {
+                return Ok(Outcome::Refused(refusal));
+            }
+            let decided = rm.state.decide(&req.command, &context(&self.clock, &req));
+            return Ok(Outcome::Refused(merge_input_errors(
+                &req.input_errors,
+                decided,
+            )));
+        }
+        let (reply, rx) = oneshot::channel();
+        self.jobs
+            .send(Job { req, reply })
+            .await
+            .map_err(|_| CommandError::Stopped)?;
+        rx.await.map_err(|_| CommandError::Stopped)?
+    }
+
+    /// The last committed position this process knows of.
+    pub fn head(&self) -> watch::Receiver<u64> {
+        self.head.subscribe()
+    }
+
+    /// The upgrade whose driver step is due, as of this process's last
+    /// write: what the upgrade driver watches.
+    pub fn upgrade_due(&self) -> watch::Receiver<UpgradeDue> {
+        self.upgrade_due.subscribe()
+    }
+
+    /// The time as the write path reads it.
+    pub fn now(&self) -> chrono::DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Tells watchers the log reached `position` (another replica wrote),
+    /// and has the writer fold in what it has not seen.
+    pub fn observe_head(&self, position: u64) {
+        raise(&self.head, position);
+        if self.published.borrow().state.position < position {
+            self.wanted.fetch_max(position, Ordering::AcqRel);
+            self.follow.notify_one();
+        }
+    }
+}
+
+fn raise(head: &watch::Sender<u64>, position: u64) {
+    head.send_if_modified(|h| {
+        let newer = position > *h;
+        if newer {
+            *h = position;
+        }
+        newer
+    });
+}

@@ -1,0 +1,143 @@
+//! Folding the log into read models: at start, after a failed commit, for
+//! `asOf` reads and `replay --check`; from the newest snapshot at or before
+//! the position wanted, then the events after it.
+
+use std::sync::Arc;
+
+use stratum_domain::state::EventCtx;
+use stratum_domain::stored::decode;
+use stratum_projections::ReadModels;
+use tokio::sync::mpsc;
+
+use stratum_store::{EventStore, StoreError, StoreResult, READ_CHUNK};
+
+/// The read models as the log stands: from the newest snapshot, then the
+/// events after it.
+pub(super) async fn reload(store: &Arc<dyn EventStore>) -> StoreResult<ReadModels> {
+    let head = store.head().await?.position;
+    state_at(store.clone(), head).await
+}
+
+/// Folds the log (up to `until`, or all of it) into fresh read models. One
+/// task reads the next chunk while this one folds the last.
+pub async fn load(store: Arc<dyn EventStore>, until: Option<u64>) -> StoreResult<ReadModels> {
+    replay(store, until, |_| {}).await
+}
+
+/// [`load`], telling `progress` the position reached after each chunk.
+pub async fn replay(
+    store: Arc<dyn EventStore>,
+    until: Option<u64>,
+    progress: impl FnMut(u64) + Send + 'static,
+) -> StoreResult<ReadModels> {
+    replay_onto(store, ReadModels::default(), until, progress).await
+}
+
+/// How far a time-travel read may replay before it keeps a snapshot of
+/// where it arrived.
+pub const SNAPSHOT_DISTANCE: u64 = 10_000;
+
+/// The read models as they stood right after position `p`: from the newest
+/// snapshot at or before `p` (a cache; one of another format is ignored),
+/// then replaying the rest. When that replay was long, the result is kept
+/// as a snapshot for the next reader.
+pub async fn state_at(store: Arc<dyn EventStore>, p: u64) -> StoreResult<ReadModels> {
+    state_at_with(store, p, SNAPSHOT_DISTANCE).await
+}
+
+pub async fn state_at_with(
+    store: Arc<dyn EventStore>,
+    p: u64,
+    snapshot_distance: u64,
+) -> StoreResult<ReadModels> {
+    // Decoding and encoding a snapshot is CPU work: off the async workers.
+    let start = match store.snapshot_at_or_before(p).await? {
+        Some((at, bytes)) => {
+            let decoded = tokio::task::spawn_blocking(move || ReadModels::from_snapshot(&bytes))
+                .await
+                .ok()
+                .flatten();
+            decoded
+                .filter(|rm| rm.state.position == at)
+                .unwrap_or_else(|| {
+                    tracing::info!(position = at, "ignoring a snapshot of another format");
+                    ReadModels::default()
+                })
+        }
+        None => ReadModels::default(),
+    };
+    let from = start.state.position;
+    let rm = replay_onto(store.clone(), start, Some(p), |_| {}).await?;
+    if rm.state.position - from < snapshot_distance {
+        return Ok(rm);
+    }
+    let rm = Arc::new(rm);
+    let kept = rm.clone();
+    if let Ok(bytes) = tokio::task::spawn_blocking(move || kept.snapshot()).await {
+        if let Err(e) = store.put_snapshot(rm.state.position, &bytes).await {
+            tracing::warn!(error = %e, "could not keep a snapshot; time travel stays correct, only slower");
+        }
+    }
+    Ok(Arc::try_unwrap(rm).unwrap_or_else(|rm| (*rm).clone()))
+}
+
+/// Folds the log after `rm`'s position (up to `until`) into `rm`.
+async fn replay_onto(
+    store: Arc<dyn EventStore>,
+    mut rm: ReadModels,
+    until: Option<u64>,
+    mut progress: impl FnMut(u64) + Send + 'static,
+) -> StoreResult<ReadModels> {
+    let start = rm.state.position;
+    let (tx, mut rx) = mpsc::channel(2);
+    let reader = tokio::spawn(async move {
+        let mut after = start;
+        if until.is_some_and(|u| u <= after) {
+            return;
+        }
+        loop {
+            let chunk = store.read_for_replay(after, READ_CHUNK).await;
+            let next = match &chunk {
+                Ok(c) => c.last().map(|e| e.position),
+                Err(_) => None,
+            };
+            let done = next.is_none() || until.is_some_and(|u| next >= Some(u));
+            if tx.send(chunk).await.is_err() || done {
+                return;
+            }
+            after = next.unwrap_or(after);
+        }
+    });
+    // The fold is CPU work: it runs on a blocking thread, never on the
+    // async workers that answer requests, while the reader fetches ahead.
+    let folded = tokio::task::spawn_blocking(move || -> StoreResult<ReadModels> {
+        rm.set_tracking(false);
+        'chunks: while let Some(chunk) = rx.blocking_recv() {
+            let chunk = chunk?;
+            for e in &chunk {
+                if until.is_some_and(|u| e.position > u) {
+                    break 'chunks;
+                }
+                let event = decode(&e.event_type, e.schema_version, &e.payload).map_err(|err| {
+                    StoreError::Corrupt(format!("position {}: {err}", e.position))
+                })?;
+                let ctx = EventCtx {
+                    position: e.position,
+                    stream_version: e.stream_version,
+                    occurred_at: e.occurred_at,
+                    principal: &e.principal,
+                };
+                rm.apply_at(&ctx, &e.stream_id, &event);
+            }
+            if let Some(last) = chunk.last() {
+                progress(last.position);
+            }
+        }
+        rm.set_tracking(true);
+        Ok(rm)
+    })
+    .await
+    .map_err(|e| StoreError::Unavailable(format!("the fold stopped: {e}")));
+    reader.abort();
+    folded?
+}

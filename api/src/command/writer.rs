@@ -1,0 +1,479 @@
+//! The writer task: the one owner of the decision state. It takes the
+//! queued commands in batches, decides each against the state the ones
+//! before it left, and commits the batch with its read model changes and
+//! kept answers in one transaction.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use stratum_domain::iam::principal_stream;
+use stratum_domain::log::{log_precision, Recorded};
+use stratum_domain::state::{stream_of, Subject};
+use stratum_domain::stored::encode;
+use stratum_domain::{CommandContext, ErrorCode, FieldError, Refusal};
+use stratum_projections::iam::{policy_record, principal_record};
+use stratum_projections::upgrades::{release_record, running_release_record, upgrade_record};
+use stratum_projections::{member_record, token_record, JoinRequestRecord, ReadModels};
+use tokio::sync::{mpsc, watch, Notify};
+use uuid::Uuid;
+
+use stratum_store::{EventStore, IdempotencyRecord, StoreError, StoreResult, WriteTx, READ_CHUNK};
+
+use super::replay::{reload, SNAPSHOT_DISTANCE};
+use super::{
+    raise, Clock, CommandError, CommandRequest, Committed, IdempotencyKey, Job, Outcome,
+    UpgradeDue, MAX_ATTEMPTS, MAX_BATCH,
+};
+
+pub(super) struct Writer {
+    pub(super) store: Arc<dyn EventStore>,
+    pub(super) clock: Clock,
+    pub(super) rm: ReadModels,
+    /// The in-memory state may be ahead of the log (a failed commit).
+    pub(super) reload: bool,
+    pub(super) head: watch::Sender<u64>,
+    pub(super) upgrade_due: watch::Sender<UpgradeDue>,
+    pub(super) publish: watch::Sender<Arc<ReadModels>>,
+    pub(super) follow: Arc<Notify>,
+    pub(super) wanted: Arc<AtomicU64>,
+    /// The position of the newest snapshot this writer kept (or started
+    /// from).
+    pub(super) snapshot_at: u64,
+    /// Whether a snapshot is being written: one at a time.
+    pub(super) snapshotting: Arc<AtomicBool>,
+}
+
+impl Writer {
+    pub(super) async fn run(mut self, mut rx: mpsc::Receiver<Job>) {
+        loop {
+            tokio::select! {
+                biased;
+                first = rx.recv() => {
+                    let Some(first) = first else { return };
+                    let mut jobs = vec![first];
+                    while jobs.len() < MAX_BATCH {
+                        match rx.try_recv() {
+                            Ok(j) => jobs.push(j),
+                            Err(_) => break,
+                        }
+                    }
+                    self.process(jobs).await;
+                }
+                () = self.follow.notified() => self.follow_log().await,
+            }
+        }
+    }
+
+    /// Folds in, without the write lock, what other processes committed
+    /// since this writer last saw the log, and publishes the result. Commit
+    /// order is position order, so what it reads has no gaps.
+    async fn follow_log(&mut self) {
+        // A reader that saw this writer's own commit before it was
+        // published asked for nothing the writer does not have now.
+        if !self.reload && self.rm.state.position >= self.wanted.load(Ordering::Acquire) {
+            return;
+        }
+        let followed = async {
+            if self.reload {
+                self.rm = reload(&self.store).await?;
+                self.reload = false;
+            }
+            loop {
+                let events = self
+                    .store
+                    .read_after(self.rm.state.position, READ_CHUNK)
+                    .await?;
+                for e in &events {
+                    if let Err(err) = self.rm.apply_recorded(e) {
+                        self.reload = true;
+                        return Err(StoreError::Corrupt(format!(
+                            "position {}: {err}",
+                            e.position
+                        )));
+                    }
+                }
+                self.rm.discard_changes();
+                if events.is_empty() {
+                    return Ok(());
+                }
+            }
+        }
+        .await;
+        match followed {
+            Ok(()) => self.published_now(),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not follow the log; trying again in a second");
+                // Readers waiting for the fold ask again; so does this.
+                let follow = self.follow.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    follow.notify_one();
+                });
+            }
+        }
+    }
+
+    /// Publishes the read models as they stand (committed: never called
+    /// while the state may run ahead of the log), and tells watchers. Every
+    /// [`SNAPSHOT_DISTANCE`] events it keeps a snapshot of what it
+    /// published, serialized off the async workers and without a copy, so a
+    /// restart folds only the events after it.
+    fn published_now(&mut self) {
+        let at = self.rm.state.position;
+        self.publish.send_if_modified(|p| {
+            let newer = p.state.position < at;
+            if newer {
+                *p = Arc::new(self.rm.clone());
+            }
+            newer
+        });
+        let idle = !self.snapshotting.load(Ordering::Acquire);
+        if at >= self.snapshot_at + SNAPSHOT_DISTANCE && idle {
+            self.snapshot_at = at;
+            self.snapshotting.store(true, Ordering::Release);
+            let rm = self.publish.borrow().clone();
+            let store = self.store.clone();
+            let busy = self.snapshotting.clone();
+            tokio::spawn(async move {
+                let position = rm.state.position;
+                if let Ok(bytes) = tokio::task::spawn_blocking(move || rm.snapshot()).await {
+                    if let Err(e) = store.put_snapshot(position, &bytes).await {
+                        tracing::warn!(error = %e, "could not keep a snapshot; a restart replays more");
+                    }
+                }
+                busy.store(false, Ordering::Release);
+            });
+        }
+        raise(&self.head, at);
+        let due = UpgradeDue::of(&self.rm, self.clock.now());
+        self.upgrade_due.send_if_modified(|d| {
+            let changed = *d != due;
+            *d = due;
+            changed
+        });
+    }
+
+    async fn process(&mut self, jobs: Vec<Job>) {
+        let reqs: Vec<&CommandRequest> = jobs.iter().map(|j| &j.req).collect();
+        let mut attempt = 1;
+        let result = loop {
+            match self.try_batch(&reqs).await {
+                Err(StoreError::Conflict(why)) if attempt < MAX_ATTEMPTS => {
+                    tracing::info!(%why, attempt, "lost a race on the log; deciding again");
+                    attempt += 1;
+                }
+                other => break other,
+            }
+        };
+        match result {
+            Ok(replies) => {
+                for (job, reply) in jobs.into_iter().zip(replies) {
+                    let _ = job.reply.send(reply);
+                }
+            }
+            Err(e) => {
+                let err = CommandError::from(e);
+                for job in jobs {
+                    let _ = job.reply.send(Err(err.clone()));
+                }
+            }
+        }
+    }
+
+    async fn try_batch(
+        &mut self,
+        reqs: &[&CommandRequest],
+    ) -> StoreResult<Vec<Result<Outcome, CommandError>>> {
+        if self.reload {
+            self.rm = reload(&self.store).await?;
+            self.reload = false;
+        }
+        let began = std::time::Instant::now();
+        let mut tx = self.store.begin_write().await?;
+        let head = tx.head();
+        // From here until the commit the state may run ahead of the log.
+        self.reload = true;
+        if let Err(e) = self.catch_up(&mut *tx, head.position).await {
+            let _ = tx.rollback().await;
+            return Err(e);
+        }
+        let mut batch = Batch {
+            prev_hash: head.hash,
+            position: head.position,
+            ..Default::default()
+        };
+        let mut replies = Vec::with_capacity(reqs.len());
+        for req in reqs {
+            let reply = match self.one(&mut *tx, &mut batch, req).await {
+                Ok(r) => Ok(r),
+                Err(e) => {
+                    let _ = tx.rollback().await;
+                    return Err(e);
+                }
+            };
+            replies.push(reply);
+        }
+        if batch.events.is_empty() && batch.kept.is_empty() {
+            tx.rollback().await?;
+        } else {
+            let changes = self.rm.take_changes();
+            let written = async {
+                tx.append(&batch.events).await?;
+                tx.write_changes(&changes, batch.position).await?;
+                tx.put_idempotency(&batch.kept).await
+            }
+            .await;
+            if let Err(e) = written {
+                let _ = tx.rollback().await;
+                return Err(e);
+            }
+            tx.commit().await?;
+            let m = crate::metrics::global();
+            m.batch_commands.observe(reqs.len() as f64);
+            m.commit_duration.observe(began.elapsed().as_secs_f64());
+        }
+        self.reload = false;
+        // Published before any answer is sent: whoever saw the answer
+        // reads what it committed.
+        self.published_now();
+        Ok(replies)
+    }
+
+    /// Folds in what other writers appended since this one last wrote.
+    async fn catch_up(&mut self, tx: &mut dyn WriteTx, head: u64) -> StoreResult<()> {
+        let at = self.rm.state.position;
+        if head < at {
+            return Err(StoreError::Corrupt(format!(
+                "the log's head {head} is behind this writer's position {at}"
+            )));
+        }
+        if head > at {
+            for e in tx.events_after(at).await? {
+                self.rm.apply_recorded(&e).map_err(|err| {
+                    StoreError::Corrupt(format!("position {}: {err}", e.position))
+                })?;
+            }
+            self.rm.discard_changes();
+        }
+        Ok(())
+    }
+
+    /// Decides one command into the batch; its answer is known before commit.
+    async fn one(
+        &mut self,
+        tx: &mut dyn WriteTx,
+        batch: &mut Batch,
+        req: &CommandRequest,
+    ) -> StoreResult<Outcome> {
+        if let Some(idem) = &req.idempotency {
+            let principal = &req.meta.principal;
+            let kept = match batch.keys.get(&(principal.clone(), idem.key.clone())) {
+                Some(i) => Some(batch.kept[*i].clone()),
+                None => tx.idempotency(principal, &idem.key).await?,
+            };
+            if let Some(kept) = kept {
+                return Ok(replay_kept(&kept, idem));
+            }
+        }
+        let outcome = self.decide(batch, req);
+        // Only answers of commands that were carried out are kept: a refusal
+        // appended nothing, so a retry with the same key is decided again
+        // (a 503 during an upgrade's write freeze must not stick to the key).
+        if let (Some(idem), Outcome::Committed(reply)) = (&req.idempotency, &outcome) {
+            // Answers the state decided are kept; a retry gets them again.
+            batch.keys.insert(
+                (req.meta.principal.clone(), idem.key.clone()),
+                batch.kept.len(),
+            );
+            batch.kept.push(IdempotencyRecord {
+                principal: req.meta.principal.clone(),
+                key: idem.key.clone(),
+                request_hash: idem.request_hash.clone(),
+                status: if reply.created { 201 } else { 200 },
+                body: reply.body.clone(),
+                etag: reply.etag,
+                position: reply.position.unwrap_or(batch.position),
+            });
+        }
+        Ok(outcome)
+    }
+
+    fn decide(&mut self, batch: &mut Batch, req: &CommandRequest) -> Outcome {
+        if let Some(refusal) = if_match_refusal(&self.rm, req) {
+            return Outcome::Refused(refusal);
+        }
+        let ctx = context(&self.clock, req);
+        let decision = match self.rm.state.decide(&req.command, &ctx) {
+            Ok(d) => d,
+            Err(refusal) => return Outcome::Refused(refusal),
+        };
+        let mut last = None;
+        for event in &decision.events {
+            let stream_id = stream_of(event);
+            let enc = encode(event);
+            let mut rec = Recorded {
+                position: batch.position + 1,
+                stream_version: self.rm.state.stream_version(&stream_id) + 1,
+                stream_id,
+                event_type: enc.event_type.to_owned(),
+                schema_version: enc.schema_version,
+                event_id: Uuid::now_v7(),
+                occurred_at: ctx.now,
+                meta: req.meta.clone(),
+                payload: enc.payload,
+                prev_hash: [0; 32],
+                hash: [0; 32],
+            };
+            rec.seal(batch.prev_hash);
+            self.rm.apply(&rec, event);
+            batch.position = rec.position;
+            batch.prev_hash = rec.hash;
+            last = Some(rec.position);
+            batch.events.push(rec);
+        }
+        let (body, etag) = render(&self.rm, &decision.subject);
+        Outcome::Committed(Committed {
+            subject: Some(decision.subject),
+            body,
+            etag,
+            position: last,
+            created: req.creates,
+            replayed: false,
+        })
+    }
+}
+
+/// What the domain decides a request with: the time, who asks, what they hold.
+pub(super) fn context(clock: &Clock, req: &CommandRequest) -> CommandContext {
+    CommandContext {
+        now: log_precision(clock.now()),
+        principal: req.meta.principal.clone(),
+        held_policies: req.held_policies.clone(),
+    }
+}
+
+/// `If-Match`, as the domain holds it (412 when the stream moved on).
+pub(super) fn if_match_refusal(rm: &ReadModels, req: &CommandRequest) -> Option<Refusal> {
+    let expected = req.if_match?;
+    rm.state
+        .expect_version(&req.command.stream_id(), expected)
+        .err()
+}
+
+#[derive(Default)]
+struct Batch {
+    events: Vec<Recorded>,
+    kept: Vec<IdempotencyRecord>,
+    keys: HashMap<(String, String), usize>,
+    position: u64,
+    prev_hash: [u8; 32],
+}
+
+/// The reading errors of a request with the domain's findings on the other
+/// fields, so one answer names every bad field.
+pub(super) fn merge_input_errors(
+    input: &[FieldError],
+    decided: Result<stratum_domain::Decision, Refusal>,
+) -> Refusal {
+    let mut all = input.to_vec();
+    if let Err(r) = decided {
+        if r.code == ErrorCode::InvalidInput {
+            all.extend(
+                r.field_errors
+                    .into_iter()
+                    .filter(|f| !input.iter().any(|i| i.field == f.field)),
+            );
+        }
+    }
+    Refusal::invalid(all)
+}
+
+fn replay_kept(kept: &IdempotencyRecord, idem: &IdempotencyKey) -> Outcome {
+    if kept.request_hash != idem.request_hash {
+        return Outcome::Refused(Refusal::new(
+            ErrorCode::IdempotencyKeyReused,
+            "This Idempotency-Key was used with a different request.",
+        ));
+    }
+    Outcome::Committed(Committed {
+        subject: None,
+        body: kept.body.clone(),
+        etag: kept.etag,
+        position: None,
+        created: kept.status == 201,
+        replayed: true,
+    })
+}
+
+/// The record a command's answer shows, as JSON text, and its version.
+fn render(rm: &ReadModels, subject: &Subject) -> (String, Option<u64>) {
+    fn json<T: serde::Serialize>(v: &T) -> String {
+        serde_json::to_string(v).expect("records serialize")
+    }
+    let m = &rm.state.membership;
+    let found = match subject {
+        Subject::Member(id) => m.members.get(id).map(|member| {
+            (
+                json(&member_record(member, Some(m.generation))),
+                member.version,
+            )
+        }),
+        Subject::JoinRequest(id) => m
+            .join_requests
+            .get(id)
+            .map(|r| (json(&JoinRequestRecord::from(r)), r.version)),
+        Subject::Token(id) => rm
+            .state
+            .iam
+            .tokens
+            .get(id)
+            .map(|t| (json(&token_record(t)), 1)),
+        Subject::Upgrade(id) => rm
+            .state
+            .upgrades
+            .upgrades
+            .get(id)
+            .map(|u| (json(&upgrade_record(u)), u.version)),
+        Subject::Release(v) => rm
+            .state
+            .upgrades
+            .releases
+            .get(v)
+            .map(|r| (json(&release_record(r)), 1)),
+        Subject::RunningRelease => rm
+            .state
+            .upgrades
+            .running
+            .as_ref()
+            .map(|r| (json(&running_release_record(r)), r.changes)),
+        Subject::Policy(name) => rm
+            .state
+            .iam
+            .policies
+            .get(name)
+            .map(|p| (json(&policy_record(p)), p.version)),
+        Subject::ResourcePolicy(key) => rm
+            .state
+            .iam
+            .resource_policies
+            .get(key)
+            .map(|p| (json(&policy_record(p)), p.version)),
+        Subject::Facts(node) => rm.state.upgrades.facts.get(node).map(|f| {
+            (
+                json(&stratum_projections::upgrades::facts_record(node, f)),
+                f.version,
+            )
+        }),
+        Subject::Principal(p) => rm.state.iam.principal_policies.get(p).map(|a| {
+            (
+                json(&principal_record(p, a)),
+                rm.state.stream_version(&principal_stream(p)),
+            )
+        }),
+    };
+    match found {
+        Some((body, version)) => (body, Some(version)),
+        None => ("null".to_owned(), None),
+    }
+}
