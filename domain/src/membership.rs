@@ -1249,7 +1249,3 @@ pub fn member_of(event: &DomainEvent) -> Option<&str> {
         | About::Alarm { .. } => None,
     }
 }
-
-#[cfg(test)]
-#[path = "membership_tests.rs"]
-mod tests;
