@@ -18,6 +18,7 @@ mod member_update;
 mod membership_invariants;
 mod raft_cleanup;
 mod releases;
+mod stored_catalogue;
 mod upgrade_cancel;
 mod upgrade_node_reports;
 mod upgrade_plan;
