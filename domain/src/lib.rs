@@ -10,8 +10,6 @@ pub mod error;
 pub mod event;
 pub mod export;
 pub mod iam;
-#[cfg(test)]
-mod iam_tests;
 pub mod log;
 pub mod membership;
 pub mod policy;
@@ -20,12 +18,10 @@ pub mod state;
 pub mod stored;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+#[cfg(test)]
+mod tests;
 pub mod text;
 pub mod upgrade;
-#[cfg(test)]
-mod upgrade_record_tests;
-#[cfg(test)]
-mod upgrade_tests;
 
 pub use error::{ErrorCode, FieldError, Refusal};
 pub use event::DomainEvent;

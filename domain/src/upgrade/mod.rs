@@ -16,10 +16,10 @@
 //! due, or nothing. So every step is an event, decided under the log's write
 //! lock like any command, and a restarted service resumes from the log.
 //!
-//! The module is split along its seams: [`model`] (the record, the plan
-//! and the commands), [`events`], [`plan`] (what an upgrade will do),
-//! [`prechecks`], [`decide`] (one function per command, and the driver's
-//! next step) and [`evolve`] (the fold).
+//! The module is split along its seams: [`model`] (the record and the
+//! plan), [`commands`], [`events`], [`plan`] (what an upgrade will do),
+//! [`prechecks`], [`decide`] (one function per command), [`driver`] (the
+//! driver's next step) and [`evolve`] (the fold).
 
 macro_rules! string_enum {
     ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
@@ -53,7 +53,9 @@ macro_rules! string_enum {
     };
 }
 
+pub mod commands;
 mod decide;
+mod driver;
 pub mod events;
 mod evolve;
 pub mod model;

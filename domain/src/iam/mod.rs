@@ -5,18 +5,19 @@
 //! Tokens are random secrets shown once; the log keeps only their SHA-256.
 //! The catalog is the one table of every action the API gates on: the
 //! router, the OpenAPI document and policy validation all read it.
+//!
+//! [`decide`] decides the commands, one function per command.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::error::{ErrorCode, Findings, Refusal};
 use crate::event::DomainEvent;
-use crate::policy::{
-    evaluate, managed_policy, read_recorded, validate_document, PolicyDocument, Verdict,
-};
-use crate::state::{CommandContext, Decision, EventCtx, State, Subject};
+use crate::policy::{evaluate, managed_policy, read_recorded, PolicyDocument, Verdict};
+use crate::state::EventCtx;
+
+mod decide;
 
 /// The managed policy that allows everything.
 pub const ADMINISTRATOR_ACCESS: &str = "AdministratorAccess";
@@ -438,23 +439,6 @@ pub fn valid_policy_name(n: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || b"+=,.@_-".contains(&c))
 }
 
-fn policy_rejected(issues: Vec<crate::policy::PolicyIssue>) -> Refusal {
-    Refusal::new(
-        ErrorCode::PolicyRejected,
-        format!(
-            "The policy document has {} finding{}; each is listed in issues.",
-            issues.len(),
-            if issues.len() == 1 { "" } else { "s" }
-        ),
-    )
-    .with_issues(
-        issues
-            .iter()
-            .map(|i| serde_json::to_value(i).expect("issues serialize"))
-            .collect(),
-    )
-}
-
 /// What the gate found for one request: every policy name the caller
 /// holds (its token's and its principal's), or the refusal's verdict.
 pub type Authorization = Result<Vec<String>, Verdict>;
@@ -496,248 +480,6 @@ impl Iam {
     /// Whether a policy name is a managed or a custom policy.
     pub fn knows_policy(&self, name: &str) -> bool {
         managed_policy(name).is_some() || self.policies.contains_key(name)
-    }
-
-    fn check_policy_names(&self, f: &mut Findings, field: &str, names: &[String]) {
-        for (i, n) in names.iter().enumerate() {
-            if !self.knows_policy(n) {
-                f.push(
-                    &format!("{field}[{i}]"),
-                    format!("`{n}` is neither a managed nor a custom policy"),
-                );
-            }
-        }
-    }
-
-    /// Nobody grants a policy they do not hold: a caller with
-    /// `AdministratorAccess` grants any, any other caller only its own.
-    fn check_grant(
-        &self,
-        ctx: &CommandContext,
-        action: Action,
-        wanted: &[String],
-    ) -> Result<(), Refusal> {
-        let Some(held) = &ctx.held_policies else {
-            return Ok(());
-        };
-        if held.iter().any(|p| p == ADMINISTRATOR_ACCESS) {
-            return Ok(());
-        }
-        let missing: Vec<&String> = wanted.iter().filter(|w| !held.contains(w)).collect();
-        if missing.is_empty() {
-            return Ok(());
-        }
-        Err(Refusal::new(
-            ErrorCode::AccessDenied,
-            format!(
-                "You can grant only policies you hold; you do not hold {}.",
-                missing
-                    .iter()
-                    .map(|m| m.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )
-        .with_details(serde_json::json!({
-            "action": action.name(),
-            "resource": "stratum:install",
-            "notHeld": missing,
-        })))
-    }
-
-    pub fn decide(
-        &self,
-        state: &State,
-        cmd: &IamCommand,
-        ctx: &CommandContext,
-    ) -> Result<Decision, Refusal> {
-        let now = ctx.now;
-        let log_is_empty = state.position == 0;
-        match cmd {
-            IamCommand::Bootstrap { token_id, verifier } => {
-                if !log_is_empty {
-                    return Ok(Decision::none(Subject::Token(token_id.clone())));
-                }
-                self.decide(
-                    state,
-                    &IamCommand::IssueToken {
-                        token_id: token_id.clone(),
-                        principal: Some(BOOTSTRAP_PRINCIPAL.to_owned()),
-                        verifier: verifier.clone(),
-                        policies: vec![ADMINISTRATOR_ACCESS.to_owned()],
-                        expires_at: None,
-                    },
-                    ctx,
-                )
-            }
-            IamCommand::IssueToken {
-                token_id,
-                principal,
-                verifier,
-                policies,
-                expires_at,
-            } => {
-                let mut f = Findings::default();
-                if let Some(p) = f.required("principal", principal) {
-                    if !valid_principal(p) {
-                        f.push(
-                            "principal",
-                            "must be user/<name>, node/<nodeId> or stratum-installer",
-                        );
-                    }
-                }
-                // A token that would not be valid now is refused.
-                if expires_at.is_some() && !token_valid_at(false, *expires_at, now) {
-                    f.push("expiresAt", "must be in the future");
-                }
-                self.check_policy_names(&mut f, "policies", policies);
-                f.into_result()?;
-                self.check_grant(ctx, Action::CreateToken, policies)?;
-                if self.tokens.contains_key(token_id)
-                    || self.tokens.values().any(|t| t.verifier == *verifier)
-                {
-                    return Err(Refusal::new(
-                        ErrorCode::VersionConflict,
-                        "A token with this id or secret already exists.",
-                    ));
-                }
-                Ok(Decision {
-                    events: vec![DomainEvent::TokenIssued(TokenIssued {
-                        token_id: token_id.clone(),
-                        principal: principal.clone().unwrap_or_default(),
-                        verifier: verifier.clone(),
-                        policies: policies.clone(),
-                        expires_at: *expires_at,
-                    })],
-                    subject: Subject::Token(token_id.clone()),
-                })
-            }
-            IamCommand::RevokeToken { token_id } => {
-                let t = self
-                    .tokens
-                    .get(token_id)
-                    .ok_or_else(|| Refusal::not_found(format!("Token {token_id}")))?;
-                let events = if t.revoked_at.is_some() {
-                    Vec::new()
-                } else {
-                    vec![DomainEvent::TokenRevoked(TokenRevoked {
-                        token_id: token_id.clone(),
-                    })]
-                };
-                Ok(Decision {
-                    events,
-                    subject: Subject::Token(token_id.clone()),
-                })
-            }
-            IamCommand::CreatePolicy { name, document } => {
-                let mut f = Findings::default();
-                if let Some(n) = f.required("name", name) {
-                    if !valid_policy_name(n) {
-                        f.push("name", "must be 1 to 128 of letters, digits and +=,.@_-");
-                    } else if managed_policy(n).is_some() {
-                        f.push("name", format!("`{n}` is a managed policy"));
-                    }
-                }
-                let document = f.required("document", document).cloned();
-                f.into_result()?;
-                let (name, document) = (
-                    name.clone().unwrap_or_default(),
-                    document.unwrap_or_default(),
-                );
-                validate_document(&document, None).map_err(policy_rejected)?;
-                let text = crate::release::canonical(&document);
-                let subject = Subject::Policy(name.clone());
-                match self.policies.get(&name) {
-                    Some(p) if p.text == text => Ok(Decision::none(subject)),
-                    Some(_) => Err(Refusal::new(
-                        ErrorCode::PolicyExists,
-                        format!("Policy {name} exists with another document."),
-                    )),
-                    None => Ok(Decision {
-                        events: vec![DomainEvent::PolicyCreated(PolicyCreated {
-                            name,
-                            document: text,
-                        })],
-                        subject,
-                    }),
-                }
-            }
-            IamCommand::SetPrincipalPolicies {
-                principal,
-                policies,
-            } => {
-                let mut f = Findings::default();
-                if !valid_principal(principal) {
-                    f.push(
-                        "principal",
-                        "must be user/<name>, node/<nodeId> or stratum-installer",
-                    );
-                }
-                if let Some(p) = f.required("policies", policies) {
-                    self.check_policy_names(&mut f, "policies", p);
-                }
-                f.into_result()?;
-                let policies = policies.clone().unwrap_or_default();
-                self.check_grant(ctx, Action::SetPrincipalPolicies, &policies)?;
-                let subject = Subject::Principal(principal.clone());
-                if self
-                    .principal_policies
-                    .get(principal)
-                    .is_some_and(|a| a.policies == policies)
-                {
-                    return Ok(Decision::none(subject));
-                }
-                Ok(Decision {
-                    events: vec![DomainEvent::PrincipalPoliciesSet(PrincipalPoliciesSet {
-                        principal: principal.clone(),
-                        policies,
-                    })],
-                    subject,
-                })
-            }
-            IamCommand::SetResourcePolicy {
-                resource_type,
-                id,
-                document,
-            } => {
-                let mut f = Findings::default();
-                let document = f.required("document", document).cloned();
-                f.into_result()?;
-                let (exists, what) = match resource_type {
-                    ResourceType::Member => (state.membership.members.contains_key(id), "Member"),
-                    ResourceType::Upgrade => (state.upgrades.upgrades.contains_key(id), "Upgrade"),
-                    // Policies attach to members and upgrades only.
-                    ResourceType::Release | ResourceType::Install => {
-                        return Err(Refusal::invalid(vec![crate::error::FieldError::new(
-                            "resourceType",
-                            "a resource policy attaches to a member or an upgrade",
-                        )]))
-                    }
-                };
-                if !exists {
-                    return Err(Refusal::not_found(format!("{what} {id}")));
-                }
-                let document = document.unwrap_or_default();
-                validate_document(&document, Some(*resource_type)).map_err(policy_rejected)?;
-                let key = resource_key(*resource_type, id);
-                let text = crate::release::canonical(&document);
-                let subject = Subject::ResourcePolicy(key.clone());
-                if self
-                    .resource_policies
-                    .get(&key)
-                    .is_some_and(|p| p.text == text)
-                {
-                    return Ok(Decision::none(subject));
-                }
-                Ok(Decision {
-                    events: vec![DomainEvent::ResourcePolicySet(ResourcePolicySet {
-                        resource: key,
-                        document: text,
-                    })],
-                    subject,
-                })
-            }
-        }
     }
 
     pub fn evolve(&mut self, ctx: &EventCtx, event: &DomainEvent) {
@@ -876,6 +618,7 @@ fn hex_bytes_de<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[u8; 32], D::E
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::{CommandContext, Decision, State};
 
     fn bootstrap(state: &Iam, log_is_empty: bool) -> Decision {
         let whole = State {

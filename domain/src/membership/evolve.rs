@@ -1,0 +1,188 @@
+//! Folding the membership events.
+
+use std::collections::BTreeSet;
+
+use crate::event::DomainEvent;
+use crate::state::EventCtx;
+
+use super::*;
+
+impl Membership {
+    /// Folds one event into the state. Events were decided against this
+    /// very state, so a missing member here is a corrupt log, and ignored.
+    pub fn evolve(&mut self, ctx: &EventCtx, event: &DomainEvent) {
+        if event.is_topology_change() {
+            self.generation = ctx.position;
+        }
+        if let DomainEvent::MemberAdmitted(a) = event {
+            self.max_ordinal = self.max_ordinal.max(a.ordinal);
+            self.members.insert(
+                a.node_id.clone(),
+                Member {
+                    node_id: a.node_id.clone(),
+                    state: MemberState::Joining,
+                    role: a.role,
+                    mgmt_ip: a.mgmt_ip.clone(),
+                    bindings: a.bindings.clone(),
+                    labels: a.labels.clone(),
+                    ordinal: a.ordinal,
+                    applied_generation: 0,
+                    join_step: None,
+                    rafts_reached: BTreeSet::new(),
+                    failed_step: None,
+                    failed_error: None,
+                    rafts_to_clean: BTreeSet::new(),
+                    rafts_removed: BTreeSet::new(),
+                    raft_cleanup_at: None,
+                    removal_requested_by: None,
+                    removal_started_at: None,
+                    decommission_reason: None,
+                    decommissioned_by: None,
+                    decommissioned_at: None,
+                    join_request: a.join_request.clone(),
+                    admitted_by: ctx.principal.to_owned(),
+                    admitted_at: ctx.occurred_at,
+                    updated_at: ctx.occurred_at,
+                    last_position: ctx.position,
+                    version: ctx.stream_version,
+                },
+            );
+            return;
+        }
+        match event {
+            DomainEvent::JoinRequested(r) => {
+                self.join_requests.insert(
+                    r.request_id.clone(),
+                    JoinRequest {
+                        request_id: r.request_id.clone(),
+                        node_id: r.node_id.clone(),
+                        mgmt_ip: r.mgmt_ip.clone(),
+                        labels: r.labels.clone(),
+                        facts: r.facts.clone(),
+                        status: JoinRequestStatus::Pending,
+                        reason: None,
+                        requested_by: ctx.principal.to_owned(),
+                        requested_at: ctx.occurred_at,
+                        decided_by: None,
+                        decided_at: None,
+                        version: ctx.stream_version,
+                    },
+                );
+                return;
+            }
+            DomainEvent::JoinRequestApproved { request_id, .. }
+            | DomainEvent::JoinRequestRejected { request_id, .. } => {
+                if let Some(r) = self.join_requests.get_mut(request_id) {
+                    r.status = if let DomainEvent::JoinRequestRejected { reason, .. } = event {
+                        r.reason = Some(reason.clone());
+                        JoinRequestStatus::Rejected
+                    } else {
+                        JoinRequestStatus::Approved
+                    };
+                    r.decided_by = Some(ctx.principal.to_owned());
+                    r.decided_at = Some(ctx.occurred_at);
+                    r.version = ctx.stream_version;
+                }
+                return;
+            }
+            _ => {}
+        }
+        let Some(node_id) = member_of(event) else {
+            return;
+        };
+        let Some(m) = self.members.get_mut(node_id) else {
+            return;
+        };
+        m.updated_at = ctx.occurred_at;
+        m.version = ctx.stream_version;
+        m.last_position = ctx.position;
+        match event {
+            DomainEvent::JoinProgressReported { step, .. } => {
+                m.rafts_reached.extend(Raft::of_step(step));
+                m.join_step = Some(step.clone());
+            }
+            DomainEvent::MemberJoinCompleted { .. } => {
+                m.state = MemberState::Active;
+                m.join_step = None;
+            }
+            DomainEvent::MemberJoinFailed(e) => {
+                m.state = MemberState::Failed;
+                m.failed_step = Some(e.step.clone());
+                m.failed_error = Some(e.error.clone());
+                m.rafts_to_clean = e.rafts.iter().copied().collect();
+                m.rafts_removed.clear();
+                m.raft_cleanup_at = None;
+            }
+            DomainEvent::RaftPeerRemoved { raft, .. } => {
+                m.rafts_removed.insert(*raft);
+            }
+            DomainEvent::RaftCleanupCompleted { .. } => {
+                m.raft_cleanup_at = Some(ctx.occurred_at);
+            }
+            DomainEvent::MemberJoinRetried { .. } => {
+                m.state = MemberState::Joining;
+                m.join_step = None;
+                m.rafts_reached.clear();
+                m.failed_step = None;
+                m.failed_error = None;
+                m.rafts_to_clean.clear();
+                m.rafts_removed.clear();
+                m.raft_cleanup_at = None;
+            }
+            DomainEvent::MemberRemovalStarted(e) => {
+                m.state = MemberState::Removing;
+                m.decommission_reason = Some(e.reason.clone());
+                m.removal_requested_by = Some(ctx.principal.to_owned());
+                m.removal_started_at = Some(ctx.occurred_at);
+                m.rafts_to_clean = e.rafts.iter().copied().collect();
+                m.rafts_removed.clear();
+            }
+            DomainEvent::MemberDecommissioned { reason, by, .. } => {
+                m.state = MemberState::Decommissioned;
+                m.decommission_reason = Some(reason.clone());
+                m.decommissioned_by = Some(by.clone());
+                m.decommissioned_at = Some(ctx.occurred_at);
+            }
+            DomainEvent::AppliedGenerationReported { generation, .. } => {
+                m.applied_generation = *generation;
+            }
+            DomainEvent::MemberUpdated(e) => {
+                if e.role.is_voter() && !m.role.is_voter() {
+                    // A promoted voter joins its rafts anew: what an earlier
+                    // demotion's cleanup removed is owed again by the next.
+                    m.rafts_to_clean.clear();
+                    m.rafts_removed.clear();
+                    m.raft_cleanup_at = None;
+                }
+                m.role = e.role;
+                m.mgmt_ip = e.mgmt_ip.clone();
+                m.bindings = e.bindings.clone();
+                m.labels = e.labels.clone();
+                if !e.rafts.is_empty() {
+                    m.rafts_to_clean = e.rafts.iter().copied().collect();
+                    m.rafts_removed.clear();
+                    m.raft_cleanup_at = None;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The member an event is about, if it is a member event.
+pub fn member_of(event: &DomainEvent) -> Option<&str> {
+    use crate::event::About;
+    match event.about() {
+        About::Member(id) => Some(id),
+        About::Upgrade(_)
+        | About::JoinRequest(_)
+        | About::Token(_)
+        | About::Policy(_)
+        | About::Principal(_)
+        | About::ResourcePolicy(_)
+        | About::Release(_)
+        | About::RunningRelease
+        | About::Facts(_)
+        | About::Alarm { .. } => None,
+    }
+}

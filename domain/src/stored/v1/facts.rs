@@ -1,0 +1,184 @@
+//! Version 1 of the stored node facts and alarms. Frozen: see [`super`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::release::{Component, ComponentKind};
+use crate::upgrade::{AlarmCleared, AlarmRaised, NodeFacts, NodeFactsReported};
+
+// ------------------------------------------- node facts and alarms (v1)
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ComponentKindV1 {
+    Image,
+    Package,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComponentV1 {
+    pub kind: ComponentKindV1,
+    pub name: String,
+    pub version: String,
+    pub digest: String,
+    pub epoch: u32,
+    pub release: String,
+    pub arch: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeFactsV1 {
+    pub images: Vec<ComponentV1>,
+    pub packages: Vec<ComponentV1>,
+    pub bundle_free_bytes: Option<u64>,
+    pub backup_free_bytes: Option<u64>,
+    pub backup_bytes: Option<u64>,
+    pub schema_version: Option<u32>,
+    pub ready: Option<bool>,
+    pub shut_down: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeFactsReportedV1 {
+    pub node_id: String,
+    pub facts: NodeFactsV1,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlarmRaisedV1 {
+    pub name: String,
+    pub node_id: Option<String>,
+    pub upgrade_id: Option<String>,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlarmClearedV1 {
+    pub name: String,
+    pub node_id: Option<String>,
+    pub upgrade_id: Option<String>,
+}
+
+impl From<ComponentKind> for ComponentKindV1 {
+    fn from(k: ComponentKind) -> Self {
+        match k {
+            ComponentKind::Image => ComponentKindV1::Image,
+            ComponentKind::Package => ComponentKindV1::Package,
+        }
+    }
+}
+
+impl From<ComponentKindV1> for ComponentKind {
+    fn from(k: ComponentKindV1) -> Self {
+        match k {
+            ComponentKindV1::Image => ComponentKind::Image,
+            ComponentKindV1::Package => ComponentKind::Package,
+        }
+    }
+}
+
+impl From<&Component> for ComponentV1 {
+    fn from(c: &Component) -> Self {
+        ComponentV1 {
+            kind: c.kind.into(),
+            name: c.name.clone(),
+            version: c.version.clone(),
+            digest: c.digest.clone(),
+            epoch: c.epoch,
+            release: c.release.clone(),
+            arch: c.arch.clone(),
+        }
+    }
+}
+
+impl From<ComponentV1> for Component {
+    fn from(c: ComponentV1) -> Self {
+        Component {
+            kind: c.kind.into(),
+            name: c.name,
+            version: c.version,
+            digest: c.digest,
+            epoch: c.epoch,
+            release: c.release,
+            arch: c.arch,
+        }
+    }
+}
+
+impl From<&NodeFactsReported> for NodeFactsReportedV1 {
+    fn from(e: &NodeFactsReported) -> Self {
+        let f = &e.facts;
+        NodeFactsReportedV1 {
+            node_id: e.node_id.clone(),
+            facts: NodeFactsV1 {
+                images: f.images.iter().map(Into::into).collect(),
+                packages: f.packages.iter().map(Into::into).collect(),
+                bundle_free_bytes: f.bundle_free_bytes,
+                backup_free_bytes: f.backup_free_bytes,
+                backup_bytes: f.backup_bytes,
+                schema_version: f.schema_version,
+                ready: f.ready,
+                shut_down: f.shut_down,
+            },
+        }
+    }
+}
+
+impl From<NodeFactsReportedV1> for NodeFactsReported {
+    fn from(e: NodeFactsReportedV1) -> Self {
+        let f = e.facts;
+        NodeFactsReported {
+            node_id: e.node_id,
+            facts: NodeFacts {
+                images: f.images.into_iter().map(Into::into).collect(),
+                packages: f.packages.into_iter().map(Into::into).collect(),
+                bundle_free_bytes: f.bundle_free_bytes,
+                backup_free_bytes: f.backup_free_bytes,
+                backup_bytes: f.backup_bytes,
+                schema_version: f.schema_version,
+                ready: f.ready,
+                shut_down: f.shut_down,
+            },
+        }
+    }
+}
+
+impl From<&AlarmRaised> for AlarmRaisedV1 {
+    fn from(e: &AlarmRaised) -> Self {
+        AlarmRaisedV1 {
+            name: e.name.clone(),
+            node_id: e.node_id.clone(),
+            upgrade_id: e.upgrade_id.clone(),
+            message: e.message.clone(),
+        }
+    }
+}
+
+impl From<AlarmRaisedV1> for AlarmRaised {
+    fn from(e: AlarmRaisedV1) -> Self {
+        AlarmRaised {
+            name: e.name,
+            node_id: e.node_id,
+            upgrade_id: e.upgrade_id,
+            message: e.message,
+        }
+    }
+}
+
+impl From<&AlarmCleared> for AlarmClearedV1 {
+    fn from(e: &AlarmCleared) -> Self {
+        AlarmClearedV1 {
+            name: e.name.clone(),
+            node_id: e.node_id.clone(),
+            upgrade_id: e.upgrade_id.clone(),
+        }
+    }
+}
+
+impl From<AlarmClearedV1> for AlarmCleared {
+    fn from(e: AlarmClearedV1) -> Self {
+        AlarmCleared {
+            name: e.name,
+            node_id: e.node_id,
+            upgrade_id: e.upgrade_id,
+        }
+    }
+}

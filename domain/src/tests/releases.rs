@@ -1,0 +1,164 @@
+//! Releases and the running release.
+
+use super::support::upgrade::*;
+
+// ---------------------------------------------------------------------------
+// Releases and the running release
+// ---------------------------------------------------------------------------
+
+#[test]
+fn register_release_records_its_canonical_manifest() {
+    let s = cluster();
+    let m = manifest("1.2.0", "13.1", None);
+    let d = when(
+        &s,
+        cmd(UpgradeCommand::RegisterRelease {
+            manifest: m.clone(),
+            source: ReleaseSource::Manifest,
+        }),
+    )
+    .unwrap();
+    assert_eq!(d.subject, Subject::Release("1.2.0".into()));
+    assert_eq!(
+        d.events,
+        [DomainEvent::ReleaseRegistered(ReleaseRegistered {
+            version: "1.2.0".into(),
+            manifest: canonical(&m),
+            source: ReleaseSource::Manifest,
+        })]
+    );
+}
+
+#[test]
+fn a_valid_manifest_reads_the_same_as_recorded_and_as_parsed() {
+    let mut m = manifest("1.2.0", "13.1", Some("kernel-6.1"));
+    m["requiredStops"] = json!(["1.1.0"]);
+    m["knownBroken"] = json!([{"from": "1.0.1", "reason": "r", "wayRound": "w"}]);
+    m["cves"] = json!(["CVE-2026-0001"]);
+    m["os"]["kernelArgs"] = json!(["quiet"]);
+    assert_eq!(
+        crate::release::read_recorded(&canonical(&m)),
+        crate::release::parse_manifest(&m).unwrap()
+    );
+}
+
+#[test]
+fn a_recorded_release_is_read_as_recorded_even_where_todays_parser_refuses_it() {
+    // A manifest recorded by an older service, with a field and a digest
+    // today's parser refuses: replay must still hold the release.
+    let mut m = manifest("1.2.0", "13.1", None);
+    m["futureField"] = json!({"anything": true});
+    m["components"] = json!([
+        {"kind": "image", "name": "api", "version": "1.2.0", "digest": "md5:abc"},
+        {"kind": "helm-chart", "name": "later-kind", "version": "1"}
+    ]);
+    assert!(crate::release::parse_manifest(&m).is_err());
+    let s = given(&[crate::testing::registered(&m)]);
+    let r = &s.upgrades.releases["1.2.0"];
+    assert_eq!(r.release.version, "1.2.0");
+    assert_eq!(r.release.os.version, "13.1");
+    assert_eq!(r.release.components.len(), 1, "an unknown kind is left out");
+    assert_eq!(r.release.components[0].digest, "md5:abc");
+    assert_eq!(r.manifest, canonical(&m), "the recorded text is kept as is");
+}
+
+#[test]
+fn registering_the_same_manifest_twice_appends_nothing() {
+    let mut s = cluster();
+    let m = manifest("1.2.0", "13.1", None);
+    let c = UpgradeCommand::RegisterRelease {
+        manifest: m.clone(),
+        source: ReleaseSource::Manifest,
+    };
+    assert_eq!(run(&mut s, c.clone()).events.len(), 1);
+    assert!(s.upgrades.releases.contains_key("1.2.0"));
+    let d = when(&s, cmd(c)).unwrap();
+    assert!(d.events.is_empty(), "{d:?}");
+    assert_eq!(d.subject, Subject::Release("1.2.0".into()));
+    // The same manifest with its members in another order is the same.
+    let reordered: Value =
+        serde_json::from_str(&serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    let d = when(
+        &s,
+        cmd(UpgradeCommand::RegisterRelease {
+            manifest: reordered,
+            source: ReleaseSource::Manifest,
+        }),
+    )
+    .unwrap();
+    assert!(d.events.is_empty(), "{d:?}");
+}
+
+#[test]
+fn another_manifest_under_a_registered_version_is_release_exists() {
+    let s = cluster();
+    let r = s
+        .when(UpgradeCommand::RegisterRelease {
+            manifest: manifest("1.1.0", "13.2", None),
+            source: ReleaseSource::Manifest,
+        })
+        .then_refused(ErrorCode::ReleaseExists);
+    assert!(r.message.contains("1.1.0"), "{}", r.message);
+}
+
+#[test]
+fn an_invalid_manifest_is_invalid_input() {
+    let mut m = manifest("1.2.0", "", None);
+    m["version"] = json!("two");
+    cluster()
+        .when(UpgradeCommand::RegisterRelease {
+            manifest: m,
+            source: ReleaseSource::Manifest,
+        })
+        .then_invalid(&["version", "os.version"]);
+}
+
+#[test]
+fn set_running_release_sets_it_once() {
+    let mut s = given(&[registered(&manifest("1.0.0", "13.1", None))]);
+    let c = UpgradeCommand::SetRunningRelease {
+        version: Some("1.0.0".into()),
+    };
+    let d = run(&mut s, c.clone());
+    assert_eq!(d.subject, Subject::RunningRelease);
+    assert_eq!(
+        d.events,
+        [DomainEvent::RunningReleaseSet(RunningReleaseSet {
+            version: "1.0.0".into()
+        })]
+    );
+    assert_eq!(s.upgrades.running.as_ref().unwrap().version, "1.0.0");
+    assert!(when(&s, cmd(c)).unwrap().events.is_empty());
+}
+
+#[test]
+fn set_running_release_of_an_unregistered_version_is_invalid() {
+    let s = given(&[registered(&manifest("1.0.0", "13.1", None))]);
+    let r = s
+        .when(UpgradeCommand::SetRunningRelease {
+            version: Some("2.0.0".into()),
+        })
+        .then_invalid(&["version"]);
+    assert_eq!(message_of(&r, "version"), "release 2.0.0 is not registered");
+    s.when(UpgradeCommand::SetRunningRelease { version: None })
+        .then_invalid(&["version"]);
+}
+
+#[test]
+fn a_second_running_release_is_running_release_already_set() {
+    let s = cluster();
+    let r = s
+        .when(UpgradeCommand::SetRunningRelease {
+            version: Some("1.1.0".into()),
+        })
+        .then_refused(ErrorCode::RunningReleaseAlreadySet);
+    assert_eq!(r.details, Some(json!({ "version": "1.0.0" })));
+    // After an upgrade moved it, the install-time release is refused too.
+    let s = upgrade_in(UpgradeState::Done);
+    let r = s
+        .when(UpgradeCommand::SetRunningRelease {
+            version: Some("1.0.0".into()),
+        })
+        .then_refused(ErrorCode::RunningReleaseAlreadySet);
+    assert_eq!(r.details, Some(json!({ "version": "1.1.0" })));
+}

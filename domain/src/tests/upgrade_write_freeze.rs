@@ -1,0 +1,126 @@
+//! The write freeze an upgrade holds.
+
+use super::support::upgrade::*;
+
+// ---------------------------------------------------------------------------
+// Write freeze
+// ---------------------------------------------------------------------------
+
+#[test]
+fn the_write_freeze_holds_from_backing_up_to_verifying() {
+    for state in UpgradeState::ALL.iter().copied() {
+        let s = upgrade_in(state);
+        let frozen = matches!(
+            state,
+            UpgradeState::BackingUp | UpgradeState::Rolling | UpgradeState::Verifying
+        );
+        assert_eq!(s.upgrades.write_freeze().is_some(), frozen, "{state:?}");
+        assert_eq!(state.freezes_writes(), frozen, "{state:?}");
+    }
+}
+
+#[test]
+fn during_the_freeze_a_member_change_is_refused_upgrade_in_progress() {
+    for state in [
+        UpgradeState::BackingUp,
+        UpgradeState::Rolling,
+        UpgradeState::Verifying,
+    ] {
+        let s = upgrade_in(state);
+        let r = when(&s, admit_member("n-delta", "192.0.2.20")).unwrap_err();
+        assert_eq!(r.code, ErrorCode::UpgradeInProgress, "{state:?}: {r:?}");
+        let details = r.details.unwrap();
+        assert_eq!(details["upgradeId"], UPG);
+        assert_eq!(details["state"], state.as_str());
+        // Waiting on a report (the backup, a node): a minute.
+        assert_eq!(details["retryAfterSeconds"], 60, "{state:?}");
+        assert!(r.message.contains(UPG), "{}", r.message);
+    }
+}
+
+#[test]
+fn during_the_freeze_other_upgrade_commands_are_refused_upgrade_in_progress() {
+    let s = upgrade_in(UpgradeState::BackingUp);
+    for c in [
+        create(UPG2, "1.1.0"),
+        apply_staged(UPG),
+        acknowledge(UPG),
+        rollback(UPG, UPG2, false),
+        UpgradeCommand::SetRunningRelease {
+            version: Some("1.1.0".into()),
+        },
+        UpgradeCommand::RegisterRelease {
+            manifest: manifest("1.2.0", "13.1", None),
+            source: ReleaseSource::Manifest,
+        },
+    ] {
+        let r = refused(&s, c.clone());
+        assert_eq!(r.code, ErrorCode::UpgradeInProgress, "{c:?}: {r:?}");
+    }
+}
+
+#[test]
+fn before_the_backup_and_after_the_end_member_changes_pass() {
+    for state in [
+        UpgradeState::Fetching,
+        UpgradeState::Staged,
+        UpgradeState::Done,
+        UpgradeState::Failed,
+    ] {
+        let s = upgrade_in(state);
+        let d = when(&s, admit_member("n-delta", "192.0.2.20"));
+        assert!(d.is_ok(), "{state:?}: {d:?}");
+    }
+}
+
+#[test]
+fn during_the_freeze_the_upgrades_own_reports_pass() {
+    let mut s = upgrade_in(UpgradeState::BackingUp);
+    // A repeated fetch report, the backup and an applied generation.
+    let d = when(&s, cmd(report(NODES[0], "fetch", "done"))).unwrap();
+    assert_upgrade_unchanged(&d, UPG);
+    let generation = s.membership.generation;
+    let d = when(
+        &s,
+        Command::Member(MemberCommand::ReportAppliedGeneration {
+            node_id: NODES[0].into(),
+            generation: Some(generation - 1),
+        }),
+    )
+    .unwrap();
+    assert_eq!(d.events.len(), 1);
+    let d = run(&mut s, backup_report(UPG));
+    assert_eq!(d.events.len(), 1);
+    advance(&mut s);
+    // Rolling: the turn's node reports.
+    assert!(s.upgrades.write_freeze().is_some());
+    let d = run(&mut s, report(NODES[0], "roll", "running"));
+    assert_eq!(d.events.len(), 1);
+    let d = when(
+        &s,
+        Command::Member(MemberCommand::ReportAppliedGeneration {
+            node_id: NODES[1].into(),
+            generation: Some(generation),
+        }),
+    );
+    assert!(d.is_ok(), "{d:?}");
+}
+
+#[test]
+fn node_facts_pass_the_write_freeze() {
+    let mut s = upgrade_in(UpgradeState::BackingUp);
+    let d = run(
+        &mut s,
+        report_facts(
+            NODES[0],
+            NodeFacts {
+                ready: Some(true),
+                ..Default::default()
+            },
+        ),
+    );
+    assert!(matches!(
+        d.events.as_slice(),
+        [DomainEvent::NodeFactsReported(_)]
+    ));
+}
