@@ -5,11 +5,14 @@
 pub mod console;
 pub mod events;
 pub mod extract;
+pub mod facts;
 pub mod gate;
 pub mod iam;
+pub mod join_requests;
 pub mod members;
 pub mod metrics;
 pub mod openapi;
+pub mod releases;
 pub mod schema;
 pub mod system;
 pub mod upgrades;
@@ -74,8 +77,11 @@ pub fn routes() -> Vec<Route> {
     all.extend(system::routes());
     all.extend(openapi::routes());
     all.extend(members::routes());
+    all.extend(join_requests::routes());
     all.extend(events::routes());
     all.extend(upgrades::routes());
+    all.extend(releases::routes());
+    all.extend(facts::routes());
     all.extend(iam::routes());
     all
 }
@@ -418,15 +424,15 @@ pub fn read_as_every_body(bytes: &[u8]) -> usize {
         + read::<members::JoinFailedBody>(bytes)
         + read::<members::DecommissionBody>(bytes)
         + read::<members::AppliedGenerationBody>(bytes)
-        + read::<members::JoinRequestBody>(bytes)
-        + read::<members::ApproveBody>(bytes)
-        + read::<members::RejectBody>(bytes)
-        + read::<upgrades::RunningReleaseBody>(bytes)
+        + read::<join_requests::JoinRequestBody>(bytes)
+        + read::<join_requests::ApproveBody>(bytes)
+        + read::<join_requests::RejectBody>(bytes)
+        + read::<releases::RunningReleaseBody>(bytes)
         + read::<upgrades::CreateUpgradeBody>(bytes)
         + read::<upgrades::RollbackBody>(bytes)
         + read::<upgrades::BackupReportBody>(bytes)
         + read::<upgrades::NodeReportBody>(bytes)
-        + read::<upgrades::FactsBody>(bytes)
+        + read::<facts::FactsBody>(bytes)
 }
 
 /// How long a long-poll may hold a request at most.

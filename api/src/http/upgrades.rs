@@ -1,28 +1,23 @@
-//! Upgrade endpoints (SPEC §5): releases, the running release, upgrades,
-//! node and backup reports, apply, cancel, rollback and acknowledge.
+//! Upgrade endpoints (SPEC §5): upgrades, node and backup reports, apply,
+//! cancel, rollback and acknowledge. Releases and the running release are
+//! in `releases`, node facts and alarms in `facts`.
 
 use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
 use axum::http::Method;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{get, post};
 use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::Value;
 use stratum_domain::iam::Action;
-use stratum_domain::release::verify_signature;
-use stratum_domain::release::{Component, ComponentKind};
-use stratum_domain::upgrade::{upgrade_stream, HostStep, NodeFacts, ReleaseSource, UpgradeCommand};
+use stratum_domain::upgrade::{upgrade_stream, HostStep, UpgradeCommand};
 use stratum_domain::{Command, FieldError};
 use stratum_projections::doc_kind;
-use stratum_projections::upgrades::{
-    running_release_record, upgrade_record, RunningReleaseRecord, UpgradeRecord,
-};
+use stratum_projections::upgrades::{upgrade_record, UpgradeRecord};
 
-use super::extract::{
-    as_of, doc_cursor, doc_page, finish, page, parse_doc, query, BodyFields, JsonBody, WriteHeaders,
-};
+use super::extract::{as_of, doc_cursor, doc_page, finish, page, query, JsonBody, WriteHeaders};
 use super::{run_command, set_etag, AppState, Route};
 use crate::auth::{new_id, Caller};
 use crate::error::{ApiError, ApiResult};
@@ -39,54 +34,6 @@ pub fn routes() -> Vec<Route> {
         watch: super::Watch::No,
     };
     vec![
-        r(
-            Method::POST,
-            "/v1/admin/cluster/members/{nodeId}/facts",
-            Action::ReportNodeFacts,
-            post(report_facts),
-        ),
-        r(
-            Method::GET,
-            "/v1/admin/cluster/members/{nodeId}/facts",
-            Action::GetMember,
-            get(get_facts),
-        ),
-        r(
-            Method::GET,
-            "/v1/admin/alarms",
-            Action::ListAlarms,
-            get(list_alarms),
-        ),
-        r(
-            Method::POST,
-            "/v1/admin/releases",
-            Action::RegisterRelease,
-            post(register_release),
-        ),
-        r(
-            Method::GET,
-            "/v1/admin/releases",
-            Action::ListReleases,
-            get(list_releases),
-        ),
-        r(
-            Method::GET,
-            "/v1/admin/releases/{version}",
-            Action::GetRelease,
-            get(get_release),
-        ),
-        r(
-            Method::PUT,
-            "/v1/admin/cluster/release",
-            Action::SetRunningRelease,
-            put(set_running_release),
-        ),
-        r(
-            Method::GET,
-            "/v1/admin/cluster/release",
-            Action::GetRunningRelease,
-            get(get_running_release),
-        ),
         r(
             Method::POST,
             "/v1/admin/upgrades",
@@ -150,153 +97,7 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-/// A release manifest, as the release tooling signed it.
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
-#[serde(transparent)]
-#[schema(value_type = ManifestDoc)]
-pub struct ManifestBody(pub Value);
-
-/// A signed release manifest (SPEC §5): what a release pins, signed with
-/// Ed25519 over the RFC 8785 canonical JSON of the manifest without its
-/// `signature` member.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-#[schema(as = Manifest)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ManifestDoc {
-    /// A semantic version, e.g. 2026.11.0.
-    #[schema(example = "2026.11.0")]
-    version: String,
-    /// Container images `{kind: image, name, version, digest}` and host
-    /// packages `{kind: package, name, epoch, version, release, arch}`.
-    #[schema(nullable = false)]
-    components: Option<Vec<ComponentDoc>>,
-    os: OsDoc,
-    /// Versions an upgrade may not skip.
-    #[schema(nullable = false)]
-    required_stops: Option<Vec<String>>,
-    /// Upgrade paths known not to work, and the way round each.
-    #[schema(nullable = false)]
-    known_broken: Option<Vec<KnownBrokenDoc>>,
-    /// The vulnerabilities the OS change fixes.
-    #[schema(nullable = false)]
-    cves: Option<Vec<String>>,
-    /// The bytes a node needs free to fetch the release's bundle.
-    #[schema(minimum = 0)]
-    #[schema(nullable = false)]
-    bundle_bytes: Option<u64>,
-    #[schema(nullable = false)]
-    schema: Option<SchemaDoc>,
-    /// The system extensions the release pins.
-    #[schema(nullable = false)]
-    sysext: Option<Vec<SysextDoc>>,
-    signature: SignatureDoc,
-}
-
-/// One pinned component.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-#[schema(as = Component)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ComponentDoc {
-    /// image or package.
-    #[schema(pattern = "^(image|package)$")]
-    kind: String,
-    name: String,
-    version: String,
-    /// An image's sha256:<64 hex digits>.
-    #[schema(nullable = false)]
-    digest: Option<String>,
-    #[schema(nullable = false)]
-    epoch: Option<u32>,
-    #[schema(nullable = false)]
-    release: Option<String>,
-    #[schema(nullable = false)]
-    arch: Option<String>,
-}
-
-/// The OS a release installs.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-#[schema(as = Os)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct OsDoc {
-    version: String,
-    #[schema(nullable = false)]
-    kernel: Option<String>,
-    #[schema(nullable = false)]
-    kernel_args: Option<Vec<String>>,
-    /// The OS is installed A/B: the previous OS stays bootable.
-    #[schema(nullable = false)]
-    ab_slots: Option<bool>,
-}
-
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-#[schema(as = KnownBroken)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct KnownBrokenDoc {
-    from: String,
-    reason: String,
-    way_round: String,
-}
-
-/// The control plane's database schema a release runs.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-#[schema(as = Schema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct SchemaDoc {
-    version: u32,
-    /// The oldest schema this release migrates from.
-    #[schema(nullable = false)]
-    min_upgrade_from: Option<u32>,
-    /// The oldest schema whose control plane still runs on this one.
-    #[schema(nullable = false)]
-    readable_by: Option<u32>,
-}
-
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-#[schema(as = Sysext)]
-#[serde(deny_unknown_fields)]
-struct SysextDoc {
-    name: String,
-    version: String,
-}
-
-/// The release key's signature.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-#[schema(as = Signature)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct SignatureDoc {
-    /// A trusted release key's id.
-    key_id: String,
-    /// The Ed25519 signature, standard base64.
-    value: String,
-}
-
-impl BodyFields for ManifestBody {
-    const FIELDS: &'static [&'static str] = &[
-        "version",
-        "components",
-        "os",
-        "requiredStops",
-        "knownBroken",
-        "cves",
-        "bundleBytes",
-        "schema",
-        "sysext",
-        "signature",
-    ];
-
-    fn type_errors(&self) -> Vec<FieldError> {
-        Vec::new()
-    }
-}
-
-async fn upgrade_command(
+pub(super) async fn upgrade_command(
     state: &AppState,
     caller: &Caller,
     headers: &WriteHeaders,
@@ -314,116 +115,6 @@ async fn upgrade_command(
     )
     .await
 }
-
-/// Register a signed release manifest.
-///
-/// The signature is an Ed25519 signature (standard base64) over the RFC 8785
-/// canonical JSON of the manifest without its `signature` member, by a
-/// trusted release key (`STRATUM_RELEASE_KEYS`). A bad signature or an
-/// unknown key is refused 400 naming `signature`. Registering the same
-/// manifest again answers the release unchanged.
-#[utoipa::path(post, path = "/v1/admin/releases", tag = "upgrades", request_body = ManifestBody,
-    responses((status = 201, description = "The registered release.", body = super::schema::ReleaseDoc),
-              (status = 400, description = "A bad manifest or signature.", body = crate::http::schema::ErrorBody),
-              (status = 409, description = "RELEASE_EXISTS: the version is registered with another manifest.", body = crate::http::schema::ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn register_release(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    headers: WriteHeaders,
-    body: JsonBody<ManifestBody>,
-) -> Response {
-    let mut errors = body.errors;
-    if let Err(e) = verify_signature(&body.value.0, &state.release_keys) {
-        errors.push(e);
-    }
-    let cmd = UpgradeCommand::RegisterRelease {
-        manifest: body.value.0,
-        source: ReleaseSource::Manifest,
-    };
-    upgrade_command(&state, &caller, &headers, (&body.raw, errors), cmd, 201).await
-}
-
-#[utoipa::path(get, path = "/v1/admin/releases", tag = "upgrades",
-    params(("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query)),
-    responses((status = 200, description = "A page of releases ordered by version text.", body = super::schema::Page<super::schema::ReleaseDoc>)),
-    security(("bearer" = [])))]
-pub async fn list_releases(
-    view: View,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
-    list_docs(&view, doc_kind::RELEASE, &q)
-}
-
-#[utoipa::path(get, path = "/v1/admin/releases/{version}", tag = "upgrades",
-    params(("version" = String, Path)),
-    responses((status = 200, description = "The release's manifest as registered.", body = super::schema::ReleaseDoc),
-              (status = 404, description = "Resource not found.", body = crate::http::schema::ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn get_release(view: View, Path(version): Path<String>) -> ApiResult<Json<Value>> {
-    let doc = view
-        .doc(doc_kind::RELEASE, &version)
-        .ok_or_else(|| ApiError::not_found(format!("Release {version}")))?;
-    Ok(Json(parse_doc(&doc.doc)))
-}
-
-request_body! {
-    /// Set the running release, once, at install.
-    pub struct RunningReleaseBody {
-        version: String = "version" @required ~ super::extract::shape::non_empty,
-    }
-}
-
-/// Set the release the cluster runs: once, at install; afterwards only
-/// upgrades change it (409 `RUNNING_RELEASE_ALREADY_SET`).
-#[utoipa::path(put, path = "/v1/admin/cluster/release", tag = "upgrades", request_body = RunningReleaseBody,
-    responses((status = 200, description = "The running release.", body = RunningReleaseRecord),
-              (status = 409, description = "RUNNING_RELEASE_ALREADY_SET.", body = crate::http::schema::ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn set_running_release(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    headers: WriteHeaders,
-    body: JsonBody<RunningReleaseBody>,
-) -> Response {
-    let cmd = UpgradeCommand::SetRunningRelease {
-        version: body.value.version.into_option(),
-    };
-    upgrade_command(
-        &state,
-        &caller,
-        &headers,
-        (&body.raw, body.errors),
-        cmd,
-        200,
-    )
-    .await
-}
-
-#[utoipa::path(get, path = "/v1/admin/cluster/release", tag = "upgrades",
-    params(("asOf" = Option<u64>, Query)),
-    responses((status = 200, description = "The running release.", body = RunningReleaseRecord),
-              (status = 404, description = "Not set yet.", body = crate::http::schema::ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn get_running_release(
-    State(state): State<AppState>,
-    view: View,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
-    let mut errors = Vec::new();
-    let get = query(&q, &["asOf"], &mut errors);
-    let at = as_of(&view, get("asOf"), &mut errors)?;
-    finish(errors)?;
-    let rm = view.at(&state.store, at).await?;
-    let r = rm
-        .state
-        .upgrades
-        .running
-        .as_ref()
-        .ok_or_else(|| ApiError::not_found("The running release (it is set at install)"))?;
-    Ok(Json(to_value(&running_release_record(r))))
-}
-
 /// The backup an upgrade takes.
 #[derive(Clone, Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -801,12 +492,12 @@ pub async fn report_node(
     .await
 }
 
-fn to_value<T: serde::Serialize>(v: &T) -> Value {
+pub(super) fn to_value<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).expect("records serialize")
 }
 
 /// A page of one kind of document of the read models.
-fn list_docs(
+pub(super) fn list_docs(
     view: &View,
     kind: &'static str,
     q: &HashMap<String, String>,
@@ -817,193 +508,4 @@ fn list_docs(
     let after = doc_cursor(&pg, &mut errors);
     finish(errors)?;
     Ok(Json(doc_page(view.docs(kind), &pg, after.as_ref())))
-}
-
-/// An image pin a node runs.
-#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ImageFact {
-    /// `image`, as a manifest spells it; may be left out.
-    #[serde(default)]
-    #[schema(pattern = "^image$")]
-    pub kind: Option<String>,
-    /// The images.yaml service name.
-    #[schema(min_length = 1)]
-    pub name: String,
-    #[schema(min_length = 1)]
-    pub version: String,
-    /// sha256:<64 hex digits>.
-    #[serde(default)]
-    pub digest: String,
-}
-
-/// A host package a node lists, by NEVRA.
-#[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PackageFact {
-    /// `package`, as a manifest spells it; may be left out.
-    #[serde(default)]
-    #[schema(pattern = "^package$")]
-    pub kind: Option<String>,
-    #[schema(min_length = 1)]
-    pub name: String,
-    #[serde(default)]
-    pub epoch: u32,
-    #[schema(min_length = 1)]
-    pub version: String,
-    #[serde(default)]
-    pub release: String,
-    #[serde(default)]
-    pub arch: String,
-}
-
-request_body! {
-    /// A node agent's report of what it runs and holds; the newest wins.
-    pub struct FactsBody {
-        /// The image pins it runs.
-        images: Vec<ImageFact> = "images",
-        /// The host packages it lists (NEVRA).
-        packages: Vec<PackageFact> = "packages",
-        /// Free bytes where fetched bundles go.
-        bundle_free_bytes: u64 = "bundleFreeBytes",
-        /// Free bytes where a backup on the node goes.
-        backup_free_bytes: u64 = "backupFreeBytes",
-        /// The bytes a backup of what the node holds takes.
-        backup_bytes: u64 = "backupBytes",
-        /// The database schema version it runs.
-        schema_version: u32 = "schemaVersion",
-        /// Whether its services are ready.
-        ready: bool = "ready",
-        /// Whether it is shut down.
-        shut_down: bool = "shutDown",
-    }
-}
-
-/// A node agent reports what it runs and holds (a node only for itself).
-///
-/// The upgrade prechecks `space`, `backup-space`, `schema`,
-/// `cluster-shutdown`, `node` and `components` judge by these facts; a
-/// check with no fact to judge by passes and names the missing fact.
-#[utoipa::path(post, path = "/v1/admin/cluster/members/{nodeId}/facts", tag = "upgrades",
-    params(("nodeId" = String, Path)), request_body = FactsBody,
-    responses((status = 200, description = "The facts as recorded.", body = stratum_projections::upgrades::FactsRecord),
-              (status = 400, description = "Bad request.", body = crate::http::schema::ErrorBody),
-              (status = 404, description = "No such member.", body = crate::http::schema::ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn report_facts(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    Path(node_id): Path<String>,
-    headers: WriteHeaders,
-    body: JsonBody<FactsBody>,
-) -> Response {
-    let b = body.value;
-    let facts = NodeFacts {
-        images: b
-            .images
-            .into_option()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|i| Component {
-                kind: component_kind(i.kind.as_deref(), ComponentKind::Image),
-                name: i.name,
-                version: i.version,
-                digest: i.digest,
-                epoch: 0,
-                release: String::new(),
-                arch: String::new(),
-            })
-            .collect(),
-        packages: b
-            .packages
-            .into_option()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|p| Component {
-                kind: component_kind(p.kind.as_deref(), ComponentKind::Package),
-                name: p.name,
-                version: p.version,
-                digest: String::new(),
-                epoch: p.epoch,
-                release: p.release,
-                arch: p.arch,
-            })
-            .collect(),
-        bundle_free_bytes: b.bundle_free_bytes.into_option(),
-        backup_free_bytes: b.backup_free_bytes.into_option(),
-        backup_bytes: b.backup_bytes.into_option(),
-        schema_version: b.schema_version.into_option(),
-        ready: b.ready.into_option(),
-        shut_down: b.shut_down.into_option(),
-    };
-    upgrade_command(
-        &state,
-        &caller,
-        &headers,
-        (&body.raw, body.errors),
-        UpgradeCommand::ReportFacts { node_id, facts },
-        200,
-    )
-    .await
-}
-
-/// The kind a fact names, or the list's own when it names none; a kind
-/// of the other list is kept, for the domain to refuse at its field.
-fn component_kind(named: Option<&str>, own: ComponentKind) -> ComponentKind {
-    match named {
-        Some("image") => ComponentKind::Image,
-        Some("package") => ComponentKind::Package,
-        _ => own,
-    }
-}
-
-#[utoipa::path(get, path = "/v1/admin/cluster/members/{nodeId}/facts", tag = "upgrades",
-    params(("nodeId" = String, Path)),
-    responses((status = 200, description = "The node's newest facts report.", body = stratum_projections::upgrades::FactsRecord),
-              (status = 404, description = "The node reported no facts.", body = crate::http::schema::ErrorBody)),
-    security(("bearer" = [])))]
-pub async fn get_facts(view: View, Path(node_id): Path<String>) -> ApiResult<Response> {
-    let doc = view
-        .doc(doc_kind::FACTS, &node_id)
-        .ok_or_else(|| ApiError::not_found(format!("Facts of node {node_id}")))?;
-    Ok(Json(parse_doc(&doc.doc)).into_response())
-}
-
-/// The alarms, in the order raised: `node-reboot-pending` when a staged
-/// security upgrade's node has waited 7 days for its reboot. `active=true`
-/// lists only those not cleared.
-#[utoipa::path(get, path = "/v1/admin/alarms", tag = "upgrades",
-    params(("active" = Option<bool>, Query), ("limit" = Option<u32>, Query), ("cursor" = Option<String>, Query), ("asOf" = Option<u64>, Query)),
-    responses((status = 200, description = "A page of alarms, in the order raised.", body = super::schema::Page<stratum_projections::upgrades::AlarmRecord>)),
-    security(("bearer" = [])))]
-pub async fn list_alarms(
-    State(state): State<AppState>,
-    view: View,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
-    let mut errors = Vec::new();
-    let get = query(&q, &["active", "limit", "cursor", "asOf"], &mut errors);
-    let at = as_of(&view, get("asOf"), &mut errors)?;
-    let active = match get("active") {
-        None | Some("false") => false,
-        Some("true") => true,
-        Some(_) => {
-            errors.push(FieldError::new("active", "must be true or false"));
-            false
-        }
-    };
-    let pg = page(get("limit"), get("cursor"), &mut errors);
-    let after = doc_cursor(&pg, &mut errors);
-    finish(errors)?;
-    let view = view.at(&state.store, at).await?;
-    let alarms = view.docs(doc_kind::ALARM).into_iter().filter(|d| {
-        !active
-            || view
-                .state
-                .upgrades
-                .alarms
-                .get(&d.id)
-                .is_some_and(|a| a.cleared_at.is_none())
-    });
-    Ok(Json(doc_page(alarms.collect(), &pg, after.as_ref())))
 }

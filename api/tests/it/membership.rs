@@ -7,9 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
-use stratum_api::raft::{
-    AdapterError, Backoff, Failure, RaftAdapter, RaftAdapters, RaftPeer, Removal,
-};
+use stratum_api::backoff::Backoff;
+use stratum_api::raft::{AdapterError, Failure, RaftAdapter, RaftAdapters, RaftPeer, Removal};
 
 use crate::support::{assert_error_shape, config, each_backend, spawn_app, spawn_with, TestApp};
 
