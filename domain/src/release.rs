@@ -260,6 +260,45 @@ pub fn verify_signature(manifest: &Value, keys: &TrustedKeys) -> Result<(), Fiel
         })
 }
 
+/// A release manifest as it came, with what checking its signature against
+/// the trusted keys found. It is the only form
+/// [`RegisterRelease`](crate::upgrade::UpgradeCommand::RegisterRelease)
+/// takes, and it can only be made by [`SignedManifest::verify`]: whichever
+/// edge registers a release (the API, install media on the host, a future
+/// one), the check has run, and the domain refuses what it found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedManifest {
+    manifest: Value,
+    signature: Result<String, FieldError>,
+}
+
+impl SignedManifest {
+    /// Checks `manifest`'s signature against `keys` (configuration, not
+    /// state: that is why the edge holds them and the domain does not).
+    pub fn verify(manifest: Value, keys: &TrustedKeys) -> Self {
+        let signature = verify_signature(&manifest, keys).map(|()| {
+            manifest["signature"]["keyId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        });
+        Self {
+            manifest,
+            signature,
+        }
+    }
+
+    /// The manifest, signed or not.
+    pub fn manifest(&self) -> &Value {
+        &self.manifest
+    }
+
+    /// The key that signed it, or why the signature does not hold.
+    pub fn signed_by(&self) -> Result<&str, &FieldError> {
+        self.signature.as_deref()
+    }
+}
+
 /// Signs a manifest (the release tooling's side; tests and fixtures use it).
 pub fn sign(manifest: &mut Value, key_id: &str, key: &ed25519_dalek::SigningKey) {
     use ed25519_dalek::Signer;

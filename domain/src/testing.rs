@@ -222,6 +222,18 @@ pub fn release_keys_spec() -> String {
     )
 }
 
+/// The keys that trust [`release_key`].
+pub fn release_keys() -> crate::release::TrustedKeys {
+    crate::release::TrustedKeys::parse(&release_keys_spec()).expect("the test key parses")
+}
+
+/// `manifest` as the release tooling hands it over: signed with the test
+/// key (again, after any change a test made), and checked.
+pub fn signed(mut manifest: serde_json::Value) -> crate::release::SignedManifest {
+    crate::release::sign(&mut manifest, RELEASE_KEY_ID, &release_key());
+    crate::release::SignedManifest::verify(manifest, &release_keys())
+}
+
 /// A signed manifest of `version`: one image `api` whose digest is the
 /// version's, one package if `package` is set, and the OS `os`.
 pub fn manifest(version: &str, os: &str, package: Option<&str>) -> serde_json::Value {

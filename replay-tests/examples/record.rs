@@ -505,7 +505,7 @@ async fn cluster_with(
             bus,
             "user/release-bot",
             up(UpgradeCommand::RegisterRelease {
-                manifest,
+                manifest: stratum_domain::testing::signed(manifest),
                 source: stratum_domain::upgrade::ReleaseSource::Manifest,
             }),
         )
@@ -668,7 +668,7 @@ async fn upgrade_security_alarm(store: &Arc<dyn EventStore>, bus: &CommandBus) {
         bus,
         "user/release-bot",
         up(UpgradeCommand::RegisterRelease {
-            manifest: m,
+            manifest: stratum_domain::testing::signed(m),
             source: stratum_domain::upgrade::ReleaseSource::Manifest,
         }),
     )
@@ -805,7 +805,7 @@ async fn upgrade_precheck_failed(store: &Arc<dyn EventStore>, bus: &CommandBus) 
         bus,
         "user/release-bot",
         up(UpgradeCommand::RegisterRelease {
-            manifest,
+            manifest: stratum_domain::testing::signed(manifest),
             source: stratum_domain::upgrade::ReleaseSource::Manifest,
         }),
     )

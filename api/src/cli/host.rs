@@ -274,16 +274,13 @@ pub async fn import_release(
         anyhow_like::Error(format!("{} is not a JSON manifest: {e}", file.display()))
     })?;
     let keys = keys.keys()?;
-    let mut req = crate::command::CommandRequest::new(
+    let req = crate::command::CommandRequest::new(
         stratum_domain::Command::Upgrade(UpgradeCommand::RegisterRelease {
-            manifest: manifest.clone(),
+            manifest: stratum_domain::release::SignedManifest::verify(manifest, &keys),
             source: ReleaseSource::Media,
         }),
         host_principal(),
     );
-    if let Err(e) = stratum_domain::release::verify_signature(&manifest, &keys) {
-        req.input_errors.push(e);
-    }
     Ok(match execute_on_host(db, req).await?.committed() {
         Ok(c) => (0, c.body),
         Err(refusal) => (1, refusal_json(refusal)),

@@ -11,7 +11,7 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::Value;
 use stratum_domain::iam::Action;
-use stratum_domain::release::verify_signature;
+use stratum_domain::release::SignedManifest;
 use stratum_domain::upgrade::{ReleaseSource, UpgradeCommand};
 use stratum_domain::FieldError;
 use stratum_projections::doc_kind;
@@ -232,15 +232,19 @@ pub async fn register_release(
     headers: WriteHeaders,
     body: JsonBody<ManifestBody>,
 ) -> Response {
-    let mut errors = body.errors;
-    if let Err(e) = verify_signature(&body.value.0, &state.release_keys) {
-        errors.push(e);
-    }
     let cmd = UpgradeCommand::RegisterRelease {
-        manifest: body.value.0,
+        manifest: SignedManifest::verify(body.value.0, &state.release_keys),
         source: ReleaseSource::Manifest,
     };
-    upgrade_command(&state, &caller, &headers, (&body.raw, errors), cmd, 201).await
+    upgrade_command(
+        &state,
+        &caller,
+        &headers,
+        (&body.raw, body.errors),
+        cmd,
+        201,
+    )
+    .await
 }
 
 #[utoipa::path(get, path = "/v1/admin/releases", tag = "upgrades",

@@ -13,7 +13,7 @@ fn register_release_records_its_canonical_manifest() {
     let d = when(
         &s,
         cmd(UpgradeCommand::RegisterRelease {
-            manifest: m.clone(),
+            manifest: signed(m.clone()),
             source: ReleaseSource::Manifest,
         }),
     )
@@ -67,7 +67,7 @@ fn registering_the_same_manifest_twice_appends_nothing() {
     let mut s = cluster();
     let m = manifest("1.2.0", "13.1", None);
     let c = UpgradeCommand::RegisterRelease {
-        manifest: m.clone(),
+        manifest: signed(m.clone()),
         source: ReleaseSource::Manifest,
     };
     assert_eq!(run(&mut s, c.clone()).events.len(), 1);
@@ -81,7 +81,7 @@ fn registering_the_same_manifest_twice_appends_nothing() {
     let d = when(
         &s,
         cmd(UpgradeCommand::RegisterRelease {
-            manifest: reordered,
+            manifest: signed(reordered),
             source: ReleaseSource::Manifest,
         }),
     )
@@ -94,7 +94,7 @@ fn another_manifest_under_a_registered_version_is_release_exists() {
     let s = cluster();
     let r = s
         .when(UpgradeCommand::RegisterRelease {
-            manifest: manifest("1.1.0", "13.2", None),
+            manifest: signed(manifest("1.1.0", "13.2", None)),
             source: ReleaseSource::Manifest,
         })
         .then_refused(ErrorCode::ReleaseExists);
@@ -107,7 +107,7 @@ fn an_invalid_manifest_is_invalid_input() {
     m["version"] = json!("two");
     cluster()
         .when(UpgradeCommand::RegisterRelease {
-            manifest: m,
+            manifest: signed(m),
             source: ReleaseSource::Manifest,
         })
         .then_invalid(&["version", "os.version"]);
@@ -161,4 +161,58 @@ fn a_second_running_release_is_running_release_already_set() {
         })
         .then_refused(ErrorCode::RunningReleaseAlreadySet);
     assert_eq!(r.details, Some(json!({ "version": "1.1.0" })));
+}
+
+#[test]
+fn a_release_is_refused_unless_its_signature_holds() {
+    use crate::release::{SignedManifest, TrustedKeys};
+    // Unsigned, signed by an unknown key, or changed after signing: each is
+    // refused naming the signature, and nothing is appended.
+    let mut unsigned = manifest("1.2.0", "13.1", None);
+    unsigned.as_object_mut().unwrap().remove("signature");
+    let mut changed = manifest("1.2.0", "13.1", None);
+    changed["cves"] = json!(["CVE-2026-0001"]);
+    let cases = [
+        // A manifest without a signature is not a manifest either.
+        (
+            SignedManifest::verify(unsigned, &release_keys()),
+            &["signature", ""][..],
+        ),
+        (
+            SignedManifest::verify(manifest("1.2.0", "13.1", None), &TrustedKeys::default()),
+            &["signature.keyId"][..],
+        ),
+        (
+            SignedManifest::verify(changed, &release_keys()),
+            &["signature"][..],
+        ),
+    ];
+    for (signed, fields) in cases {
+        assert!(signed.signed_by().is_err());
+        cluster()
+            .when(UpgradeCommand::RegisterRelease {
+                manifest: signed,
+                source: ReleaseSource::Media,
+            })
+            .then_invalid(fields);
+    }
+}
+
+#[test]
+fn a_bad_signature_is_named_first_then_what_else_is_wrong() {
+    use crate::release::SignedManifest;
+    let mut m = manifest("1.2.0", "", None);
+    m["version"] = json!("two");
+    cluster()
+        .when(UpgradeCommand::RegisterRelease {
+            manifest: SignedManifest::verify(m, &release_keys()),
+            source: ReleaseSource::Manifest,
+        })
+        .then_invalid(&["signature", "version", "os.version"]);
+}
+
+#[test]
+fn a_signed_manifest_names_its_key() {
+    let s = signed(manifest("1.2.0", "13.1", None));
+    assert_eq!(s.signed_by(), Ok(crate::testing::RELEASE_KEY_ID));
 }

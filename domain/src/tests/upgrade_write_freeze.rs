@@ -50,7 +50,7 @@ fn during_the_freeze_other_upgrade_commands_are_refused_upgrade_in_progress() {
             version: Some("1.1.0".into()),
         },
         UpgradeCommand::RegisterRelease {
-            manifest: manifest("1.2.0", "13.1", None),
+            manifest: signed(manifest("1.2.0", "13.1", None)),
             source: ReleaseSource::Manifest,
         },
     ] {

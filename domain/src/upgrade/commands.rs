@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::release::{release_stream, RUNNING_RELEASE_STREAM};
+use crate::release::{release_stream, SignedManifest, RUNNING_RELEASE_STREAM};
 
 use super::*;
 
@@ -11,10 +11,11 @@ use super::*;
 /// are options, so `decide` can name every problem at once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UpgradeCommand {
-    /// Register a release whose signature the caller has checked against
-    /// the trusted keys (configuration, not state).
+    /// Register a release: its manifest comes with the check of its
+    /// signature against the trusted keys, and a manifest whose signature
+    /// does not hold is refused naming `signature`.
     RegisterRelease {
-        manifest: Value,
+        manifest: SignedManifest,
         source: ReleaseSource,
     },
     SetRunningRelease {
@@ -94,6 +95,7 @@ impl UpgradeCommand {
             UpgradeCommand::ReportFacts { node_id, .. } => facts_stream(node_id),
             UpgradeCommand::RegisterRelease { manifest, .. } => release_stream(
                 manifest
+                    .manifest()
                     .get("version")
                     .and_then(Value::as_str)
                     .unwrap_or_default(),

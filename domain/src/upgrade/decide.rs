@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::error::{ErrorCode, FieldError, Findings, Refusal};
 use crate::event::DomainEvent;
-use crate::release::{canonical, parse_manifest};
+use crate::release::{canonical, parse_manifest, SignedManifest};
 use crate::state::{CommandContext, Decision, State, Subject};
 
 use super::plan::PlanInput;
@@ -404,10 +404,21 @@ impl Upgrades {
 
     fn register_release(
         &self,
-        manifest: &serde_json::Value,
+        signed: &SignedManifest,
         source: ReleaseSource,
     ) -> Result<Decision, Refusal> {
-        let release = parse_manifest(manifest).map_err(Refusal::invalid)?;
+        let manifest = signed.manifest();
+        // An unsigned or badly signed manifest is refused, naming the
+        // signature first and then whatever else is wrong with it.
+        let parsed = parse_manifest(manifest);
+        if let Err(bad) = signed.signed_by() {
+            let mut errors = vec![bad.clone()];
+            if let Err(more) = parsed {
+                errors.extend(more.into_iter().filter(|f| f.field != bad.field));
+            }
+            return Err(Refusal::invalid(errors));
+        }
+        let release = parsed.map_err(Refusal::invalid)?;
         let text = canonical(manifest);
         let subject = Subject::Release(release.version.clone());
         if let Some(known) = self.releases.get(&release.version) {
