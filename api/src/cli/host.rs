@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{anyhow_like, Db, EventsCmd, TokenCmd};
+use super::{Db, EventsCmd, TokenCmd};
 use stratum_store::{
     self as store, redact_url, verify_chain, Access, EventStore, StoredReadModels, Verification,
     READ_CHUNK,
 };
 
 /// `events verify|import|export` against the database.
-pub async fn events(command: EventsCmd) -> anyhow_like::Result<i32> {
+pub async fn events(command: EventsCmd) -> anyhow::Result<i32> {
     match command {
         EventsCmd::Import { file, db } => {
             let store = open(&db).await?;
@@ -65,8 +65,8 @@ pub async fn events(command: EventsCmd) -> anyhow_like::Result<i32> {
                 Ok(()) => Ok(0),
             }
         }
-        EventsCmd::List { .. } | EventsCmd::Tail { .. } => Err(anyhow_like::Error(
-            "this command reads a running server: give --server URL (or STRATUM_SERVER)".into(),
+        EventsCmd::List { .. } | EventsCmd::Tail { .. } => Err(anyhow::anyhow!(
+            "this command reads a running server: give --server URL (or STRATUM_SERVER)"
         )),
     }
 }
@@ -79,7 +79,7 @@ pub async fn replay(
     until: Option<u64>,
     file: Option<std::path::PathBuf>,
     db: Db,
-) -> anyhow_like::Result<i32> {
+) -> anyhow::Result<i32> {
     if digest {
         let rm = match file {
             Some(path) => replay_file(&path, until)?,
@@ -89,18 +89,16 @@ pub async fn replay(
         };
         if let Some(until) = until.filter(|u| *u > rm.state.position) {
             // As the API answers 404 for an `asOf` past the head.
-            return Err(anyhow_like::Error(format!(
+            return Err(anyhow::anyhow!(
                 "--until {until} is past the end of the log, which ends at position {}",
                 rm.state.position
-            )));
+            ));
         }
         println!("{}", rm.membership_digest());
         return Ok(0);
     }
     if !check && !rebuild {
-        return Err(anyhow_like::Error(
-            "say --check, --rebuild or --digest".into(),
-        ));
+        return Err(anyhow::anyhow!("say --check, --rebuild or --digest"));
     }
     let access = if check {
         Access::ReadOnly
@@ -149,7 +147,7 @@ fn progress(len: u64, what: &str) -> ProgressBar {
 /// Opens a database that must already exist: every command but `serve` and
 /// `events import` reads or adds to a record someone made, and a typo in a
 /// SQLite path must not answer about an empty database it just created.
-pub async fn open_existing(db: &Db, access: Access) -> anyhow_like::Result<Arc<dyn EventStore>> {
+pub async fn open_existing(db: &Db, access: Access) -> anyhow::Result<Arc<dyn EventStore>> {
     if db.database_url.starts_with("sqlite:") {
         use std::str::FromStr;
         let opts = sqlx::sqlite::SqliteConnectOptions::from_str(&db.database_url)
@@ -157,10 +155,10 @@ pub async fn open_existing(db: &Db, access: Access) -> anyhow_like::Result<Arc<d
         let path = opts.get_filename();
         let in_memory = path.as_os_str().is_empty() || path.to_string_lossy().contains(":memory:");
         if !in_memory && !path.exists() {
-            return Err(anyhow_like::Error(format!(
+            return Err(anyhow::anyhow!(
                 "no database at {}: only `stratum serve` and `stratum events import` create one",
                 path.display()
-            )));
+            ));
         }
     }
     store::connect_as(&db.database_url, access)
@@ -169,14 +167,14 @@ pub async fn open_existing(db: &Db, access: Access) -> anyhow_like::Result<Arc<d
 }
 
 /// Opens the database, creating an SQLite file that does not exist yet.
-pub async fn open(db: &Db) -> anyhow_like::Result<Arc<dyn EventStore>> {
+pub async fn open(db: &Db) -> anyhow::Result<Arc<dyn EventStore>> {
     store::connect(&db.database_url)
         .await
         .map_err(|e| cannot_open(db, e))
 }
 
-fn cannot_open(db: &Db, e: impl std::fmt::Display) -> anyhow_like::Error {
-    anyhow_like::Error(format!("cannot open {}: {e}", redact_url(&db.database_url)))
+fn cannot_open(db: &Db, e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("cannot open {}: {e}", redact_url(&db.database_url))
 }
 
 /// Prints a host command's answer, on standard output when it succeeded
@@ -200,10 +198,7 @@ fn host_principal() -> String {
 /// `list` as `-o` says (a table by default, like the remote `tokens
 /// list`); `create` and `revoke` the token record as JSON, with its secret
 /// right after `create`, for scripts to keep.
-pub async fn token(
-    cmd: TokenCmd,
-    format: super::output::Format,
-) -> anyhow_like::Result<(i32, String)> {
+pub async fn token(cmd: TokenCmd, format: super::output::Format) -> anyhow::Result<(i32, String)> {
     use stratum_domain::iam::IamCommand;
     use stratum_domain::Command;
     let (db, command) = match cmd {
@@ -266,13 +261,12 @@ pub async fn import_release(
     file: &std::path::Path,
     db: &Db,
     keys: &super::release_keys::ReleaseKeyArgs,
-) -> anyhow_like::Result<(i32, String)> {
+) -> anyhow::Result<(i32, String)> {
     use stratum_domain::upgrade::{ReleaseSource, UpgradeCommand};
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| anyhow_like::Error(format!("{}: {e}", file.display())))?;
-    let manifest: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        anyhow_like::Error(format!("{} is not a JSON manifest: {e}", file.display()))
-    })?;
+    let text =
+        std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let manifest: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{} is not a JSON manifest: {e}", file.display()))?;
     let keys = keys.keys()?;
     let req = crate::command::CommandRequest::new(
         stratum_domain::Command::Upgrade(UpgradeCommand::RegisterRelease {
@@ -299,12 +293,10 @@ fn refusal_json(refusal: stratum_domain::Refusal) -> String {
 async fn execute_on_host(
     db: &Db,
     req: crate::command::CommandRequest,
-) -> anyhow_like::Result<crate::command::Outcome> {
+) -> anyhow::Result<crate::command::Outcome> {
     let bus =
         crate::command::CommandBus::start(open_existing(db, Access::ReadWrite).await?).await?;
-    bus.execute(req)
-        .await
-        .map_err(|e| anyhow_like::Error(e.to_string()))
+    Ok(bus.execute(req).await?)
 }
 
 /// Where stored read models differ from a rebuild.
@@ -350,10 +342,9 @@ pub fn drift(stored: &StoredReadModels, rebuilt: &StoredReadModels) -> Vec<Strin
 /// Reads an export line by line.
 fn export_lines(
     path: &std::path::Path,
-) -> anyhow_like::Result<impl Iterator<Item = (usize, std::io::Result<String>)>> {
+) -> anyhow::Result<impl Iterator<Item = (usize, std::io::Result<String>)>> {
     use std::io::BufRead;
-    let f = std::fs::File::open(path)
-        .map_err(|e| anyhow_like::Error(format!("{}: {e}", path.display())))?;
+    let f = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(std::io::BufReader::new(f).lines().enumerate())
 }
 
@@ -361,7 +352,7 @@ fn export_lines(
 pub fn verify_file(
     path: &std::path::Path,
     recorded: Option<stratum_domain::log::RecordedHead>,
-) -> anyhow_like::Result<Verification> {
+) -> anyhow::Result<Verification> {
     let lines = export_lines(path)?.map(|(_, line)| line);
     Ok(stratum_domain::export::verify(lines, recorded)?)
 }
@@ -370,41 +361,38 @@ pub fn verify_file(
 pub fn replay_file(
     path: &std::path::Path,
     until: Option<u64>,
-) -> anyhow_like::Result<stratum_projections::ReadModels> {
+) -> anyhow::Result<stratum_projections::ReadModels> {
     let mut rm = stratum_projections::ReadModels::default();
     rm.set_tracking(false);
     let mut v = stratum_domain::log::ChainVerifier::default();
     for (n, line) in export_lines(path)? {
-        let e = stratum_domain::export::parse_line(n, &line?).map_err(anyhow_like::Error)?;
+        let e = stratum_domain::export::parse_line(n, &line?).map_err(anyhow::Error::msg)?;
         if until.is_some_and(|u| e.position > u) {
             break;
         }
         v.check(&e)
-            .map_err(|b| anyhow_like::Error(format!("line {}: the chain breaks: {b}", n + 1)))?;
+            .map_err(|b| anyhow::anyhow!("line {}: the chain breaks: {b}", n + 1))?;
         rm.apply_recorded(&e)
-            .map_err(|err| anyhow_like::Error(format!("line {}: {err}", n + 1)))?;
+            .map_err(|err| anyhow::anyhow!("line {}: {err}", n + 1))?;
     }
     Ok(rm)
 }
 
 /// Imports an export into an empty database: the events as they are
 /// (positions, hashes), checked line by line, then every read model.
-pub async fn import(
-    store: Arc<dyn EventStore>,
-    path: &std::path::Path,
-) -> anyhow_like::Result<u64> {
+pub async fn import(store: Arc<dyn EventStore>, path: &std::path::Path) -> anyhow::Result<u64> {
     if store.head().await?.position != 0 {
-        return Err(anyhow_like::Error(
-            "import needs an empty database; this one already has events".into(),
+        return Err(anyhow::anyhow!(
+            "import needs an empty database; this one already has events"
         ));
     }
     let mut v = stratum_domain::log::ChainVerifier::default();
     let mut chunk = Vec::with_capacity(READ_CHUNK as usize);
     let mut lines = export_lines(path)?.peekable();
     while let Some((n, line)) = lines.next() {
-        let e = stratum_domain::export::parse_line(n, &line?).map_err(anyhow_like::Error)?;
+        let e = stratum_domain::export::parse_line(n, &line?).map_err(anyhow::Error::msg)?;
         v.check(&e)
-            .map_err(|b| anyhow_like::Error(format!("line {}: the chain breaks: {b}", n + 1)))?;
+            .map_err(|b| anyhow::anyhow!("line {}: the chain breaks: {b}", n + 1))?;
         chunk.push(e);
         if chunk.len() == READ_CHUNK as usize || lines.peek().is_none() {
             let mut tx = store.begin_write().await?;
@@ -424,7 +412,7 @@ pub async fn import(
 /// written.
 #[derive(Debug)]
 pub enum Exported {
-    Read(anyhow_like::Error),
+    Read(anyhow::Error),
     Write(std::io::Error),
 }
 
@@ -458,7 +446,7 @@ pub async fn export(
     let mut at = after;
     while let Some((lines, last)) = store::export_chunk(store, at, until)
         .await
-        .map_err(|e| Exported::Read(anyhow_like::Error(e)))?
+        .map_err(|e| Exported::Read(anyhow::Error::msg(e)))?
     {
         out.write_all(&lines).map_err(Exported::Write)?;
         at = last;

@@ -289,23 +289,6 @@ pub enum EventsCmd {
         after: Option<u64>,
     },
 }
-/// A tiny error type for the CLI: a message for a person.
-pub mod anyhow_like {
-    #[derive(Debug)]
-    pub struct Error(pub String);
-    impl std::fmt::Display for Error {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str(&self.0)
-        }
-    }
-    impl<E: std::error::Error> From<E> for Error {
-        fn from(e: E) -> Self {
-            Error(e.to_string())
-        }
-    }
-    pub type Result<T> = std::result::Result<T, Error>;
-}
-
 /// Whether an error is standard output's reader having gone (`| head`):
 /// the output ends there, and that is no failure.
 pub fn closed_pipe(e: &std::io::Error) -> bool {
@@ -313,7 +296,7 @@ pub fn closed_pipe(e: &std::io::Error) -> bool {
 }
 
 /// Writes `bytes` to standard output.
-fn out(bytes: &[u8]) -> anyhow_like::Result<i32> {
+fn out(bytes: &[u8]) -> anyhow::Result<i32> {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
@@ -323,7 +306,7 @@ fn out(bytes: &[u8]) -> anyhow_like::Result<i32> {
 }
 
 /// Runs a command; answers the process exit code.
-pub async fn run(cli: Cli) -> anyhow_like::Result<i32> {
+pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     let Cli {
         command,
         mut remote,

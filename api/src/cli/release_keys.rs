@@ -6,8 +6,6 @@ use std::path::PathBuf;
 use clap::Args;
 use stratum_domain::release::TrustedKeys;
 
-use super::anyhow_like;
-
 /// The keys release manifests must be signed with.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ReleaseKeyArgs {
@@ -22,12 +20,11 @@ pub struct ReleaseKeyArgs {
 
 impl ReleaseKeyArgs {
     /// The keys both settings name.
-    pub fn keys(&self) -> anyhow_like::Result<TrustedKeys> {
+    pub fn keys(&self) -> anyhow::Result<TrustedKeys> {
         let mut spec = self.release_keys.clone().unwrap_or_default();
         if let Some(path) = &self.release_keys_file {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                anyhow_like::Error(format!("release keys file {}: {e}", path.display()))
-            })?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("release keys file {}: {e}", path.display()))?;
             for line in text.lines().map(str::trim) {
                 if !line.is_empty() && !line.starts_with('#') {
                     spec.push(',');
@@ -35,8 +32,7 @@ impl ReleaseKeyArgs {
                 }
             }
         }
-        let keys = TrustedKeys::parse(&spec)
-            .map_err(|e| anyhow_like::Error(format!("release keys: {e}")))?;
+        let keys = TrustedKeys::parse(&spec).map_err(|e| anyhow::anyhow!("release keys: {e}"))?;
         if keys.0.is_empty() {
             tracing::warn!("no trusted release keys (STRATUM_RELEASE_KEYS): every release registration will be refused");
         }

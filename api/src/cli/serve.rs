@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use clap::Args;
 
-use super::{anyhow_like, Db};
+use super::Db;
 use crate::listener::{self, ConnArgs};
 use crate::raft::RaftArgs;
 use crate::service::{self, ServiceConfig};
@@ -61,12 +61,12 @@ pub struct UpgradeArgs {
 }
 
 impl UpgradeArgs {
-    pub fn config(&self) -> anyhow_like::Result<stratum_domain::upgrade::UpgradeConfig> {
+    pub fn config(&self) -> anyhow::Result<stratum_domain::upgrade::UpgradeConfig> {
         let settle = humantime::parse_duration(self.upgrade_settle.trim()).map_err(|e| {
-            anyhow_like::Error(format!(
+            anyhow::anyhow!(
                 "STRATUM_UPGRADE_SETTLE must be a duration such as 60s or 2m, not `{}`: {e}",
                 self.upgrade_settle
-            ))
+            )
         })?;
         let given = |v: &Option<String>| {
             v.as_deref()
@@ -77,8 +77,8 @@ impl UpgradeArgs {
         let target = given(&self.backup_target);
         let recipient = given(&self.backup_recipient);
         if target.is_none() && recipient.is_some() {
-            return Err(anyhow_like::Error(
-                "STRATUM_BACKUP_RECIPIENT is set without STRATUM_BACKUP_TARGET".into(),
+            return Err(anyhow::anyhow!(
+                "STRATUM_BACKUP_RECIPIENT is set without STRATUM_BACKUP_TARGET"
             ));
         }
         Ok(stratum_domain::upgrade::UpgradeConfig {
@@ -90,14 +90,14 @@ impl UpgradeArgs {
 }
 
 /// Runs the service until SIGTERM or Ctrl-C.
-pub async fn run(args: ServeArgs) -> anyhow_like::Result<i32> {
+pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
     if args.print_config {
         // What is printed is what would start: each setting is checked as
         // a start checks it (its files read), and a bad one exits 2.
         check(&args)?;
         print!(
             "{}",
-            super::config::effective().map_err(anyhow_like::Error)?
+            super::config::effective().map_err(anyhow::Error::msg)?
         );
         return Ok(0);
     }
@@ -127,14 +127,12 @@ pub async fn run(args: ServeArgs) -> anyhow_like::Result<i32> {
     // opened, so a busy port stops the start before a bootstrap token is
     // issued and shown.
     let socket = listener::bind(listen, listener_cfg.backlog)
-        .map_err(|e| anyhow_like::Error(format!("cannot listen on {listen}: {e}")))?;
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     let metrics_socket = match metrics_listen {
         Some(addr) => Some((
             addr,
             tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-                anyhow_like::Error(format!(
-                    "cannot listen on {addr} (STRATUM_METRICS_LISTEN): {e}"
-                ))
+                anyhow::anyhow!("cannot listen on {addr} (STRATUM_METRICS_LISTEN): {e}")
             })?,
         )),
         None => None,
@@ -195,7 +193,7 @@ pub async fn run(args: ServeArgs) -> anyhow_like::Result<i32> {
 }
 
 /// Reads every setting as a start does, without starting.
-fn check(args: &ServeArgs) -> anyhow_like::Result<()> {
+fn check(args: &ServeArgs) -> anyhow::Result<()> {
     args.raft.adapters()?;
     args.raft.backoff()?;
     args.conn.config()?;
@@ -210,17 +208,16 @@ fn check(args: &ServeArgs) -> anyhow_like::Result<()> {
 /// hash of it is kept, but a short secret is still a weak one.
 pub const MIN_BOOTSTRAP_TOKEN: usize = 32;
 
-fn bootstrap_token(given: &Option<String>) -> anyhow_like::Result<Option<String>> {
+fn bootstrap_token(given: &Option<String>) -> anyhow::Result<Option<String>> {
     match given.clone().ok_or(()) {
         Ok(t) if t.is_empty() => Ok(None),
-        Ok(t) if t.chars().count() < MIN_BOOTSTRAP_TOKEN => Err(anyhow_like::Error(format!(
+        Ok(t) if t.chars().count() < MIN_BOOTSTRAP_TOKEN => Err(anyhow::anyhow!(
             "STRATUM_BOOTSTRAP_TOKEN must be at least {MIN_BOOTSTRAP_TOKEN} characters; \
              leave it unset and a random token is generated and printed once"
-        ))),
-        Ok(t) if crate::auth::is_generated(&t) => Err(anyhow_like::Error(
+        )),
+        Ok(t) if crate::auth::is_generated(&t) => Err(anyhow::anyhow!(
             "STRATUM_BOOTSTRAP_TOKEN must not look like a token stratum generates \
              (stt_ and 43 characters): those are found by a fast hash, a chosen one by a slow one"
-                .into(),
         )),
         Ok(t) => Ok(Some(t)),
         Err(_) => Ok(None),

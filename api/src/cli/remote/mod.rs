@@ -21,7 +21,7 @@ use client::{pairs, params, read, say, seg, usage, Result};
 use stream::{export, tail, watch_peers};
 
 use super::output::{self, Shape};
-use super::{anyhow_like, Cmd, EventsCmd, ReleasesCmd, TokenCmd};
+use super::{Cmd, EventsCmd, ReleasesCmd, TokenCmd};
 
 /// How the remote CLI reaches a server.
 #[derive(Args, Debug, Clone)]
@@ -161,14 +161,14 @@ pub enum UpgradesCmd {
 }
 
 /// Runs a remote command; answers its exit code.
-pub async fn run(args: &RemoteArgs, command: Cmd) -> anyhow_like::Result<i32> {
+pub async fn run(args: &RemoteArgs, command: Cmd) -> anyhow::Result<i32> {
     let outcome = match Client::new(args) {
         Ok(client) => exchange(&client, command).await,
         Err(f) => Err(f),
     };
     match outcome {
         Ok(code) => Ok(code),
-        Err(Failure::Usage(e)) => Err(anyhow_like::Error(e)),
+        Err(Failure::Usage(e)) => Err(anyhow::Error::msg(e)),
         Err(Failure::Closed) => Ok(0),
         Err(Failure::Unreachable(e)) => {
             eprintln!("stratum: {e}");
