@@ -28,13 +28,7 @@ use crate::request_body;
 use super::upgrades::upgrade_command;
 
 pub fn routes() -> Vec<Route> {
-    let r = |method: Method, path, action, handler| Route {
-        method,
-        path,
-        action: Some(action),
-        handler,
-        watch: super::Watch::No,
-    };
+    let r = Route::gated;
     vec![
         r(
             Method::POST,

@@ -30,13 +30,7 @@ use crate::request_body;
 pub(super) const ROLES: &[&str] = &stratum_domain::membership::Role::NAMES;
 
 pub fn routes() -> Vec<Route> {
-    let r = |method: Method, path, action, handler| Route {
-        method,
-        path,
-        action: Some(action),
-        handler,
-        watch: super::Watch::No,
-    };
+    let r = Route::gated;
     vec![
         r(
             Method::POST,

@@ -51,6 +51,25 @@ pub struct Route {
     pub watch: Watch,
 }
 
+impl Route {
+    /// A route behind the gate: the caller must be allowed `action` on the
+    /// resource the path names, and it answers within the request timeout.
+    pub fn gated(
+        method: Method,
+        path: &'static str,
+        action: Action,
+        handler: MethodRouter<AppState>,
+    ) -> Self {
+        Route {
+            method,
+            path,
+            action: Some(action),
+            handler,
+            watch: Watch::No,
+        }
+    }
+}
+
 /// How long a route may hold a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Watch {

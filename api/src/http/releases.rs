@@ -27,13 +27,7 @@ use crate::request_body;
 use super::upgrades::{list_docs, to_value, upgrade_command};
 
 pub fn routes() -> Vec<Route> {
-    let r = |method: Method, path, action, handler| Route {
-        method,
-        path,
-        action: Some(action),
-        handler,
-        watch: super::Watch::No,
-    };
+    let r = Route::gated;
     vec![
         r(
             Method::POST,

@@ -26,13 +26,7 @@ use crate::reads::View;
 use crate::request_body;
 
 pub fn routes() -> Vec<Route> {
-    let r = |method: Method, path, action, handler| Route {
-        method,
-        path,
-        action: Some(action),
-        handler,
-        watch: super::Watch::No,
-    };
+    let r = Route::gated;
     vec![
         r(
             Method::POST,
