@@ -4,91 +4,50 @@
 use serde::Serialize;
 use serde_json::Value;
 
-/// Every error code the product answers with (SPEC §2 and the sections that
-/// name conflict codes). The HTTP status of each code is decided in one
-/// exhaustive table in the API crate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ErrorCode {
-    InvalidInput,
-    PolicyRejected,
-    Unauthenticated,
-    AccessDenied,
-    NotFound,
-    MethodNotAllowed,
-    MemberExists,
-    MemberNotJoining,
-    MemberNotFailed,
-    MemberDecommissioned,
-    RaftCleanupPending,
-    QuorumAtRisk,
-    RestoreRequired,
-    JoinApprovalRefused,
-    JoinRequestClosed,
-    VersionConflict,
-    PreconditionFailed,
-    PayloadTooLarge,
-    /// 414: the request line is longer than the server reads.
-    UriTooLong,
-    /// 431: the request's headers are larger than the server reads.
-    HeadersTooLarge,
-    UnsupportedMediaType,
-    IdempotencyKeyReused,
-    UpgradeInProgress,
-    UpgradeAlreadyActive,
-    UpgradeNotCancelable,
-    UpgradeStateConflict,
-    NotNodeTurn,
-    ReleaseExists,
-    RunningReleaseAlreadySet,
-    RunningReleaseNotSet,
-    PolicyExists,
-    /// Too many refused secrets from one address, or a node agent
-    /// reporting faster than it needs to: 429 with `Retry-After`.
-    RateLimited,
-    Unavailable,
-    Internal,
-}
-
-impl ErrorCode {
-    /// The code as it appears in the `code` member of an error body.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidInput => "INVALID_INPUT",
-            ErrorCode::PolicyRejected => "POLICY_REJECTED",
-            ErrorCode::Unauthenticated => "UNAUTHENTICATED",
-            ErrorCode::AccessDenied => "ACCESS_DENIED",
-            ErrorCode::NotFound => "NOT_FOUND",
-            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
-            ErrorCode::MemberExists => "MEMBER_EXISTS",
-            ErrorCode::MemberNotJoining => "MEMBER_NOT_JOINING",
-            ErrorCode::MemberNotFailed => "MEMBER_NOT_FAILED",
-            ErrorCode::MemberDecommissioned => "MEMBER_DECOMMISSIONED",
-            ErrorCode::RaftCleanupPending => "RAFT_CLEANUP_PENDING",
-            ErrorCode::QuorumAtRisk => "QUORUM_AT_RISK",
-            ErrorCode::RestoreRequired => "RESTORE_REQUIRED",
-            ErrorCode::JoinApprovalRefused => "JOIN_APPROVAL_REFUSED",
-            ErrorCode::JoinRequestClosed => "JOIN_REQUEST_CLOSED",
-            ErrorCode::VersionConflict => "VERSION_CONFLICT",
-            ErrorCode::PreconditionFailed => "PRECONDITION_FAILED",
-            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
-            ErrorCode::UriTooLong => "URI_TOO_LONG",
-            ErrorCode::HeadersTooLarge => "HEADERS_TOO_LARGE",
-            ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
-            ErrorCode::IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
-            ErrorCode::UpgradeInProgress => "UPGRADE_IN_PROGRESS",
-            ErrorCode::UpgradeAlreadyActive => "UPGRADE_ALREADY_ACTIVE",
-            ErrorCode::UpgradeNotCancelable => "UPGRADE_NOT_CANCELABLE",
-            ErrorCode::UpgradeStateConflict => "UPGRADE_STATE_CONFLICT",
-            ErrorCode::NotNodeTurn => "NOT_NODE_TURN",
-            ErrorCode::ReleaseExists => "RELEASE_EXISTS",
-            ErrorCode::RunningReleaseAlreadySet => "RUNNING_RELEASE_ALREADY_SET",
-            ErrorCode::RunningReleaseNotSet => "RUNNING_RELEASE_NOT_SET",
-            ErrorCode::PolicyExists => "POLICY_EXISTS",
-            ErrorCode::RateLimited => "RATE_LIMITED",
-            ErrorCode::Unavailable => "UNAVAILABLE",
-            ErrorCode::Internal => "INTERNAL",
-        }
+string_enum! {
+    /// Every error code the product answers with (SPEC §2 and the sections that
+    /// name conflict codes). The HTTP status of each code is decided in one
+    /// exhaustive table in the API crate. `as_str` is the code as it
+    /// appears in the `code` member of an error body.
+    pub enum ErrorCode {
+        InvalidInput = "INVALID_INPUT",
+        PolicyRejected = "POLICY_REJECTED",
+        Unauthenticated = "UNAUTHENTICATED",
+        AccessDenied = "ACCESS_DENIED",
+        NotFound = "NOT_FOUND",
+        MethodNotAllowed = "METHOD_NOT_ALLOWED",
+        MemberExists = "MEMBER_EXISTS",
+        MemberNotJoining = "MEMBER_NOT_JOINING",
+        MemberNotFailed = "MEMBER_NOT_FAILED",
+        MemberDecommissioned = "MEMBER_DECOMMISSIONED",
+        RaftCleanupPending = "RAFT_CLEANUP_PENDING",
+        QuorumAtRisk = "QUORUM_AT_RISK",
+        RestoreRequired = "RESTORE_REQUIRED",
+        JoinApprovalRefused = "JOIN_APPROVAL_REFUSED",
+        JoinRequestClosed = "JOIN_REQUEST_CLOSED",
+        VersionConflict = "VERSION_CONFLICT",
+        PreconditionFailed = "PRECONDITION_FAILED",
+        PayloadTooLarge = "PAYLOAD_TOO_LARGE",
+        /// 414: the request line is longer than the server reads.
+        UriTooLong = "URI_TOO_LONG",
+        /// 431: the request's headers are larger than the server reads.
+        HeadersTooLarge = "HEADERS_TOO_LARGE",
+        UnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE",
+        IdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED",
+        UpgradeInProgress = "UPGRADE_IN_PROGRESS",
+        UpgradeAlreadyActive = "UPGRADE_ALREADY_ACTIVE",
+        UpgradeNotCancelable = "UPGRADE_NOT_CANCELABLE",
+        UpgradeStateConflict = "UPGRADE_STATE_CONFLICT",
+        NotNodeTurn = "NOT_NODE_TURN",
+        ReleaseExists = "RELEASE_EXISTS",
+        RunningReleaseAlreadySet = "RUNNING_RELEASE_ALREADY_SET",
+        RunningReleaseNotSet = "RUNNING_RELEASE_NOT_SET",
+        PolicyExists = "POLICY_EXISTS",
+        /// Too many refused secrets from one address, or a node agent
+        /// reporting faster than it needs to: 429 with `Retry-After`.
+        RateLimited = "RATE_LIMITED",
+        Unavailable = "UNAVAILABLE",
+        Internal = "INTERNAL",
     }
 }
 

@@ -6,6 +6,10 @@
 //! can be replayed and unit tested. Storage errors never appear here; a
 //! [`Refusal`] is a business refusal only.
 
+// First, so every module below can declare its enums with it.
+#[macro_use]
+mod string_enum;
+
 pub mod error;
 pub mod event;
 pub mod export;

@@ -19,10 +19,11 @@ use wildmatch::WildMatch;
 
 use crate::iam::{Action, ResourceType};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Effect {
-    Allow,
-    Deny,
+string_enum! {
+    pub enum Effect {
+        Allow = "Allow",
+        Deny = "Deny",
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -198,14 +199,13 @@ pub fn validate_document(
                 other => issues.push(PolicyIssue::invalid(at, format!("`{other}` is not a member of a statement"))),
             }
         }
-        let effect = match st.get("effect").and_then(Value::as_str) {
-            Some("Allow") => Some(Effect::Allow),
-            Some("Deny") => Some(Effect::Deny),
-            _ => {
-                issues.push(PolicyIssue::invalid(at, "`effect` must be Allow or Deny"));
-                None
-            }
-        };
+        let effect = st
+            .get("effect")
+            .and_then(Value::as_str)
+            .and_then(Effect::parse);
+        if effect.is_none() {
+            issues.push(PolicyIssue::invalid(at, "`effect` must be Allow or Deny"));
+        }
         let actions = match string_list(st.get("actions")) {
             Ok(Some(a)) if !a.is_empty() => a,
             _ => {
@@ -306,11 +306,7 @@ pub fn read_recorded(doc: &Value) -> PolicyDocument {
         .unwrap_or_default()
         .iter()
         .filter_map(|st| {
-            let effect = match st.get("effect").and_then(Value::as_str)? {
-                "Allow" => Effect::Allow,
-                "Deny" => Effect::Deny,
-                _ => return None,
-            };
+            let effect = Effect::parse(st.get("effect").and_then(Value::as_str)?)?;
             Some(Statement {
                 effect,
                 actions: list(st.get("actions")).unwrap_or_default(),

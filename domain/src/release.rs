@@ -14,12 +14,12 @@ use serde_json::Value;
 
 use crate::error::{FieldError, Findings};
 
-/// What a pinned component is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ComponentKind {
-    Image,
-    Package,
+string_enum! {
+    /// What a pinned component is.
+    pub enum ComponentKind {
+        Image = "image",
+        Package = "package",
+    }
 }
 
 /// One pinned component: a container image `{kind: "image", name,
@@ -45,10 +45,7 @@ pub struct Component {
 
 impl Component {
     pub fn kind(&self) -> &'static str {
-        match self.kind {
-            ComponentKind::Image => "image",
-            ComponentKind::Package => "package",
-        }
+        self.kind.as_str()
     }
 
     pub fn name(&self) -> &str {
@@ -57,10 +54,7 @@ impl Component {
 
     /// The name of `kind` as a manifest spells it.
     pub fn kind_of(&self, kind: ComponentKind) -> &'static str {
-        match kind {
-            ComponentKind::Image => "image",
-            ComponentKind::Package => "package",
-        }
+        kind.as_str()
     }
 
     /// What runs, for reading: an image's version and short digest, a

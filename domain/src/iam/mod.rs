@@ -26,24 +26,13 @@ pub const BOOTSTRAP_PRINCIPAL: &str = "user/admin";
 /// The principal of the service's own process managers.
 pub const SERVICE_PRINCIPAL: &str = "stratum";
 
-/// What an action is performed on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ResourceType {
-    Install,
-    Member,
-    Upgrade,
-    Release,
-}
-
-impl ResourceType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResourceType::Install => "install",
-            ResourceType::Member => "member",
-            ResourceType::Upgrade => "upgrade",
-            ResourceType::Release => "release",
-        }
+string_enum! {
+    /// What an action is performed on.
+    pub enum ResourceType {
+        Install = "install",
+        Member = "member",
+        Upgrade = "upgrade",
+        Release = "release",
     }
 }
 

@@ -30,42 +30,16 @@ pub const MAX_REASON: usize = 2048;
 /// Traffic classes a binding may name.
 pub const BINDING_CLASSES: [&str; 2] = ["storage", "overlay"];
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Control,
-    Compute,
-    Storage,
-    Hybrid,
+string_enum! {
+    pub enum Role {
+        Control = "control",
+        Compute = "compute",
+        Storage = "storage",
+        Hybrid = "hybrid",
+    }
 }
 
 impl Role {
-    pub const ALL: [Role; 4] = [Role::Control, Role::Compute, Role::Storage, Role::Hybrid];
-
-    /// The names of [`Role::ALL`], as the API spells them.
-    pub const NAMES: [&'static str; 4] = {
-        let mut names = [""; 4];
-        let mut i = 0;
-        while i < names.len() {
-            names[i] = Role::ALL[i].as_str();
-            i += 1;
-        }
-        names
-    };
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Role::Control => "control",
-            Role::Compute => "compute",
-            Role::Storage => "storage",
-            Role::Hybrid => "hybrid",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        Role::ALL.into_iter().find(|r| r.as_str() == s)
-    }
-
     /// Control and hybrid members vote in the three rafts and hold the
     /// virtual addresses (keepalived) and Alertmanager.
     pub fn is_voter(self) -> bool {
@@ -78,39 +52,17 @@ impl Role {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MemberState {
-    Joining,
-    Active,
-    Failed,
-    Removing,
-    Decommissioned,
+string_enum! {
+    pub enum MemberState {
+        Joining = "joining",
+        Active = "active",
+        Failed = "failed",
+        Removing = "removing",
+        Decommissioned = "decommissioned",
+    }
 }
 
 impl MemberState {
-    pub const ALL: [MemberState; 5] = [
-        MemberState::Joining,
-        MemberState::Active,
-        MemberState::Failed,
-        MemberState::Removing,
-        MemberState::Decommissioned,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemberState::Joining => "joining",
-            MemberState::Active => "active",
-            MemberState::Failed => "failed",
-            MemberState::Removing => "removing",
-            MemberState::Decommissioned => "decommissioned",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<MemberState> {
-        MemberState::ALL.into_iter().find(|r| r.as_str() == s)
-    }
-
     /// Only joining and active members are in peer lists and admitted by the
     /// node transport.
     pub fn in_peer_lists(self) -> bool {
@@ -118,30 +70,19 @@ impl MemberState {
     }
 }
 
-/// The three rafts a voter takes part in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Raft {
-    Patroni,
-    Openbao,
-    Ovn,
+string_enum! {
+    /// The three rafts a voter takes part in.
+    pub enum Raft {
+        Patroni = "patroni",
+        Openbao = "openbao",
+        Ovn = "ovn",
+    }
 }
 
 impl Raft {
-    pub const ALL: [Raft; 3] = [Raft::Patroni, Raft::Openbao, Raft::Ovn];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Raft::Patroni => "patroni",
-            Raft::Openbao => "openbao",
-            Raft::Ovn => "ovn",
-        }
-    }
-
     /// The raft a join step joins: `join/raft-openbao` names OpenBao's.
     pub fn of_step(step: &str) -> Option<Raft> {
-        let name = step.strip_prefix("join/raft-")?;
-        Raft::ALL.into_iter().find(|r| r.as_str() == name)
+        Raft::parse(step.strip_prefix("join/raft-")?)
     }
 }
 
@@ -213,21 +154,11 @@ impl Member {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum JoinRequestStatus {
-    Pending,
-    Approved,
-    Rejected,
-}
-
-impl JoinRequestStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JoinRequestStatus::Pending => "pending",
-            JoinRequestStatus::Approved => "approved",
-            JoinRequestStatus::Rejected => "rejected",
-        }
+string_enum! {
+    pub enum JoinRequestStatus {
+        Pending = "pending",
+        Approved = "approved",
+        Rejected = "rejected",
     }
 }
 

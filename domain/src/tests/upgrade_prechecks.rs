@@ -66,6 +66,30 @@ fn release_precheck_fails_an_unknown_target() {
     assert!(precheck(&cluster_prechecks_ok(), "release").passed);
 }
 
+#[test]
+fn the_precheck_table_names_each_check_once_and_runs_every_check_it_names() {
+    use crate::upgrade::prechecks::{Ctx, CHECKS};
+    let names: std::collections::BTreeSet<&str> = CHECKS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names.len(), CHECKS.len(), "{PRECHECKS:?}");
+    assert_eq!(PRECHECKS.len(), CHECKS.len());
+    // A passing upgrade and a failing one: each check of the table, run on
+    // its own, gives the finding the upgrade recorded under its name.
+    for target in ["1.1.0", "9.9.9"] {
+        let (s, recorded) = prechecks_in(cluster(), target);
+        let recorded_names: Vec<&str> = recorded.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(recorded_names, PRECHECKS);
+        let cx = Ctx::new(&s, upgrade(&s, UPG));
+        for ((name, check), c) in CHECKS.iter().zip(&recorded) {
+            let (passed, message) = check(&cx);
+            assert!(!message.is_empty(), "{name}");
+            assert_eq!(
+                (*name, passed, message.as_str()),
+                (c.name.as_str(), c.passed, c.message.as_str())
+            );
+        }
+    }
+}
+
 /// The prechecks of the plain 1.0.0 → 1.1.0 upgrade.
 fn cluster_prechecks_ok() -> Vec<Precheck> {
     prechecks_in(cluster(), "1.1.0").1

@@ -177,8 +177,8 @@ fn the_allowed_moves_are_exactly_those_of_the_spec() {
         allowed.push((from, Canceled));
     }
     assert_eq!(UpgradeState::ALL.len(), 10);
-    for &from in UpgradeState::ALL {
-        for &to in UpgradeState::ALL {
+    for from in UpgradeState::ALL {
+        for to in UpgradeState::ALL {
             assert_eq!(
                 from.can_move_to(to),
                 allowed.contains(&(from, to)),
@@ -190,7 +190,7 @@ fn the_allowed_moves_are_exactly_those_of_the_spec() {
 
 #[test]
 fn terminal_states_have_no_way_out_and_cancelable_ones_reach_canceled() {
-    for &s in UpgradeState::ALL {
+    for s in UpgradeState::ALL {
         let outgoing = UpgradeState::ALL.iter().any(|&to| s.can_move_to(to));
         assert_eq!(s.is_terminal(), !outgoing, "{s:?}");
         assert_eq!(

@@ -21,38 +21,6 @@
 //! [`prechecks`], [`decide`] (one function per command), [`driver`] (the
 //! driver's next step) and [`evolve`] (the fold).
 
-macro_rules! string_enum {
-    ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-        pub enum $name {
-            $(#[serde(rename = $text)] $variant),+
-        }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-
-            pub fn parse(s: &str) -> Option<Self> {
-                match s {
-                    $($text => Some($name::$variant),)+
-                    _ => None,
-                }
-            }
-
-            /// The accepted values, for error messages.
-            pub fn one_of() -> String {
-                [$($text),+].join(", ")
-            }
-        }
-    };
-}
-
 pub mod commands;
 mod decide;
 mod driver;

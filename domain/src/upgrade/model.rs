@@ -16,7 +16,7 @@ pub use super::commands::{
 
 string_enum! {
     /// Where an upgrade is.
-    UpgradeState {
+    pub enum UpgradeState {
         Planned = "planned",
         Prechecking = "prechecking",
         Fetching = "fetching",
@@ -81,7 +81,7 @@ impl UpgradeState {
 
 string_enum! {
     /// `now`, or `stage-only`: fetch, then wait in `staged` for apply.
-    UpgradeMode {
+    pub enum UpgradeMode {
         Now = "now",
         StageOnly = "stage-only",
     }
@@ -89,7 +89,7 @@ string_enum! {
 
 string_enum! {
     /// How much of a node an upgrade touches, smallest first.
-    NodeKind {
+    pub enum NodeKind {
         Containers = "containers",
         Host = "host",
         Os = "os",
@@ -97,7 +97,7 @@ string_enum! {
 }
 
 string_enum! {
-    BackupLocation {
+    pub enum BackupLocation {
         Node = "node",
         Target = "target",
     }
@@ -105,7 +105,7 @@ string_enum! {
 
 string_enum! {
     /// The part of an upgrade a node reports on.
-    Phase {
+    pub enum Phase {
         Fetch = "fetch",
         Roll = "roll",
         Verify = "verify",
@@ -115,7 +115,7 @@ string_enum! {
 string_enum! {
     /// How far a node is in its current phase; `rolled_back`: the node
     /// switched itself back to the release it ran before.
-    NodeStatus {
+    pub enum NodeStatus {
         Pending = "pending",
         Running = "running",
         Done = "done",
@@ -127,7 +127,7 @@ string_enum! {
 string_enum! {
     /// Where a release came from: a signed manifest registered over the
     /// API, or install media loaded on the host (`stratum releases import`).
-    ReleaseSource {
+    pub enum ReleaseSource {
         Manifest = "manifest",
         Media = "media",
     }
@@ -136,7 +136,7 @@ string_enum! {
 string_enum! {
     /// What a plan step acts on: the cluster once, every node at once, or
     /// one node in its turn.
-    StepKind {
+    pub enum StepKind {
         Cluster = "cluster",
         EveryNode = "every-node",
         Node = "node",
@@ -295,21 +295,9 @@ pub struct Precheck {
     pub message: String,
 }
 
-/// The prechecks, in the order they run and are listed.
-pub const PRECHECKS: [&str; 12] = [
-    "release",
-    "version",
-    "upgrade-path",
-    "upgrade",
-    "cluster-shutdown",
-    "readiness",
-    "schema",
-    "node",
-    "components",
-    "release-differs",
-    "space",
-    "backup-space",
-];
+/// The prechecks, in the order they run and are listed: the names of the
+/// one table that runs them.
+pub use super::prechecks::PRECHECKS;
 
 // ---------------------------------------------------------------- state
 

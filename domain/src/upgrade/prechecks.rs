@@ -1,4 +1,10 @@
 //! The prechecks: pure functions of the recorded state.
+//!
+//! Every precheck is one function of a `Ctx`, listed once in `CHECKS`
+//! with its name; [`prechecks`] runs the table in order and [`PRECHECKS`]
+//! is its list of names, so the two cannot drift apart.
+
+use std::collections::BTreeMap;
 
 use crate::membership::MemberState;
 use crate::release::{compare_versions, Release};
@@ -6,115 +12,209 @@ use crate::state::State;
 
 use super::*;
 
+/// What a precheck reads: the recorded state, the upgrade, and what most
+/// checks look up first.
+pub(crate) struct Ctx<'a> {
+    state: &'a State,
+    u: &'a Upgrade,
+    /// The target release, if registered.
+    target: Option<&'a Release>,
+    /// The release the upgrade starts from, if registered.
+    from: Option<&'a Release>,
+    /// The running release's version, or `""`.
+    running: &'a str,
+    rollback: bool,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn new(state: &'a State, u: &'a Upgrade) -> Self {
+        let up = &state.upgrades;
+        Ctx {
+            state,
+            u,
+            target: up.releases.get(&u.target_release).map(|r| &r.release),
+            from: up.releases.get(&u.from_release).map(|r| &r.release),
+            running: up
+                .running
+                .as_ref()
+                .map(|r| r.version.as_str())
+                .unwrap_or(""),
+            rollback: u.rollback_of.is_some(),
+        }
+    }
+
+    fn facts(&self) -> &'a BTreeMap<String, RecordedFacts> {
+        &self.state.upgrades.facts
+    }
+
+    /// The plan's nodes, in roll order.
+    fn plan_nodes(&self) -> impl Iterator<Item = &'a str> + 'a {
+        self.u.nodes.iter().map(|n| n.node_id.as_str())
+    }
+
+    /// What a node last reported about itself.
+    fn fact_of(&self, node: &str) -> Option<&'a NodeFacts> {
+        self.facts().get(node).map(|f| &f.facts)
+    }
+}
+
+/// One precheck's verdict: passed, and the sentence that says why.
+pub(crate) type Verdict = (bool, String);
+
+fn pass(message: impl Into<String>) -> Verdict {
+    (true, message.into())
+}
+
+fn fail(message: impl Into<String>) -> Verdict {
+    (false, message.into())
+}
+
+/// One precheck.
+pub(crate) type Check = fn(&Ctx) -> Verdict;
+
+/// Every precheck, by name, in the order they run and are listed.
+pub(crate) const CHECKS: &[(&str, Check)] = &[
+    ("release", release),
+    ("version", version),
+    ("upgrade-path", upgrade_path),
+    ("upgrade", other_upgrade),
+    ("cluster-shutdown", cluster_shutdown),
+    ("readiness", readiness),
+    ("schema", schema),
+    ("node", node),
+    ("components", components),
+    ("release-differs", release_differs),
+    ("space", space),
+    ("backup-space", backup_space),
+];
+
+/// The prechecks' names, in the order they run and are listed: the names
+/// of `CHECKS`.
+pub const PRECHECKS: [&str; CHECKS.len()] = {
+    let mut names = [""; CHECKS.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = CHECKS[i].0;
+        i += 1;
+    }
+    names
+};
+
 /// Runs every precheck of an upgrade against the recorded state. Pure: the
 /// same log gives the same findings.
 pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
-    let up = &state.upgrades;
-    let target = up.releases.get(&u.target_release).map(|r| &r.release);
-    let from = up.releases.get(&u.from_release).map(|r| &r.release);
-    let running = up
-        .running
-        .as_ref()
-        .map(|r| r.version.as_str())
-        .unwrap_or("");
-    let rollback = u.rollback_of.is_some();
-    let check = |name: &str, passed: bool, message: String| Precheck {
-        name: name.to_owned(),
-        passed,
-        message,
+    let cx = Ctx::new(state, u);
+    CHECKS
+        .iter()
+        .map(|(name, check)| {
+            let (passed, message) = check(&cx);
+            Precheck {
+                name: (*name).to_owned(),
+                passed,
+                message,
+            }
+        })
+        .collect()
+}
+
+/// `release`: the target release is registered.
+fn release(cx: &Ctx) -> Verdict {
+    match cx.target {
+        Some(_) => pass(format!("Release {} is registered.", cx.u.target_release)),
+        None => fail(format!(
+            "Release {} is not registered; register its signed manifest first.",
+            cx.u.target_release
+        )),
+    }
+}
+
+/// `version`: the target is newer than the running release, unless the
+/// upgrade is a rollback.
+fn version(cx: &Ctx) -> Verdict {
+    let (to, running) = (&cx.u.target_release, cx.running);
+    if cx.rollback {
+        pass(format!("A rollback returns to {to}."))
+    } else if compare_versions(to, running) == std::cmp::Ordering::Greater {
+        pass(format!("{to} is newer than the running {running}."))
+    } else {
+        fail(format!(
+            "{to} is not newer than the running release {running}."
+        ))
+    }
+}
+
+/// `upgrade-path`: a known-broken path, or a required stop skipped, fails
+/// and says the way round.
+fn upgrade_path(cx: &Ctx) -> Verdict {
+    let (from, to) = (&cx.u.from_release, &cx.u.target_release);
+    let Some(target) = cx.target else {
+        return pass(format!("Release {to} is not registered; no path to judge."));
     };
-    let mut out = Vec::with_capacity(PRECHECKS.len());
-
-    out.push(match target {
-        Some(_) => check(
-            "release",
-            true,
-            format!("Release {} is registered.", u.target_release),
-        ),
-        None => check(
-            "release",
-            false,
-            format!(
-                "Release {} is not registered; register its signed manifest first.",
-                u.target_release
-            ),
-        ),
-    });
-
-    let newer = compare_versions(&u.target_release, running) == std::cmp::Ordering::Greater;
-    out.push(if rollback {
-        check(
-            "version",
-            true,
-            format!("A rollback returns to {}.", u.target_release),
-        )
-    } else if newer {
-        check(
-            "version",
-            true,
-            format!("{} is newer than the running {running}.", u.target_release),
-        )
-    } else {
-        check(
-            "version",
-            false,
-            format!(
-                "{} is not newer than the running release {running}.",
-                u.target_release
-            ),
-        )
-    });
-
-    out.push(upgrade_path(target, &u.from_release, &u.target_release));
-
-    out.push(
-        match up
-            .upgrades
-            .values()
-            .find(|o| o.id != u.id && !o.state.is_terminal())
-        {
-            Some(o) => check(
-                "upgrade",
-                false,
-                format!("Upgrade {} is {}.", o.id, o.state.as_str()),
-            ),
-            None => check("upgrade", true, "No other upgrade is active.".into()),
-        },
-    );
-
-    let facts = &up.facts;
-    let plan_nodes = || u.nodes.iter().map(|n| n.node_id.as_str());
-    let fact_of = |node: &str| facts.get(node).map(|f| &f.facts);
-    let shut: Vec<&str> = plan_nodes()
-        .filter(|n| fact_of(n).and_then(|f| f.shut_down) == Some(true))
+    if let Some(k) = target.known_broken.iter().find(|k| k.from == *from) {
+        return fail(format!(
+            "Upgrading from {from} to {to} is known to be broken: {}. Way round: {}.",
+            k.reason, k.way_round
+        ));
+    }
+    let mut skipped: Vec<&String> = target
+        .required_stops
+        .iter()
+        .filter(|s| {
+            compare_versions(s, from) == std::cmp::Ordering::Greater
+                && compare_versions(s, to) == std::cmp::Ordering::Less
+        })
         .collect();
-    let reported = plan_nodes()
-        .filter(|n| fact_of(n).is_some_and(|f| f.shut_down.is_some()))
-        .count();
-    out.push(if !shut.is_empty() {
-        check(
-            "cluster-shutdown",
-            false,
-            format!("Shut down: {}; start them before upgrading.", shut.join(", ")),
-        )
-    } else if reported == 0 {
-        check(
-            "cluster-shutdown",
-            true,
-            "No node has reported whether it is shut down (facts.shutDown); the service holds no shutdown fact to judge by.".into(),
-        )
-    } else {
-        check(
-            "cluster-shutdown",
-            true,
-            format!("No node is shut down ({reported} reported)."),
-        )
-    });
+    skipped.sort_by(|a, b| compare_versions(a, b));
+    match skipped.first() {
+        Some(stop) => fail(format!(
+            "{to} requires a stop at {stop}: upgrade from {from} to {stop} first, then to {to}."
+        )),
+        None => pass(format!("{from} to {to} skips no required stop.")),
+    }
+}
 
-    let generation = state.membership.generation;
-    let not_ready: Vec<String> = state
-        .membership
-        .members
+/// `upgrade`: no other upgrade is active.
+fn other_upgrade(cx: &Ctx) -> Verdict {
+    match cx
+        .state
+        .upgrades
+        .upgrades
+        .values()
+        .find(|o| o.id != cx.u.id && !o.state.is_terminal())
+    {
+        Some(o) => fail(format!("Upgrade {} is {}.", o.id, o.state.as_str())),
+        None => pass("No other upgrade is active."),
+    }
+}
+
+/// `cluster-shutdown`: no plan node reports it is shut down.
+fn cluster_shutdown(cx: &Ctx) -> Verdict {
+    let shut: Vec<&str> = cx
+        .plan_nodes()
+        .filter(|n| cx.fact_of(n).and_then(|f| f.shut_down) == Some(true))
+        .collect();
+    let reported = cx
+        .plan_nodes()
+        .filter(|n| cx.fact_of(n).is_some_and(|f| f.shut_down.is_some()))
+        .count();
+    if !shut.is_empty() {
+        fail(format!(
+            "Shut down: {}; start them before upgrading.",
+            shut.join(", ")
+        ))
+    } else if reported == 0 {
+        pass("No node has reported whether it is shut down (facts.shutDown); the service holds no shutdown fact to judge by.")
+    } else {
+        pass(format!("No node is shut down ({reported} reported)."))
+    }
+}
+
+/// `readiness`: every member is active and current; if not, says how to
+/// get there.
+fn readiness(cx: &Ctx) -> Verdict {
+    let members = &cx.state.membership.members;
+    let generation = cx.state.membership.generation;
+    let not_ready: Vec<String> = members
         .values()
         .filter(|m| m.state != MemberState::Decommissioned)
         .filter_map(|m| {
@@ -130,324 +230,44 @@ pub fn prechecks(state: &State, u: &Upgrade) -> Vec<Precheck> {
             }
         })
         .collect();
-    out.push(if not_ready.is_empty() {
-        check(
-            "readiness",
-            true,
-            "Every member is active and current.".into(),
-        )
-    } else {
-        let mut hints = Vec::new();
-        let with_state = |s: MemberState| {
-            state
-                .membership
-                .members
-                .values()
-                .any(|m| m.state == s)
-        };
-        if with_state(MemberState::Failed) {
-            hints.push("a failed member joins again with POST .../members/{nodeId}/retry-join or leaves with POST .../members/{nodeId}/decommission");
-        }
-        if with_state(MemberState::Joining) {
-            hints.push("a joining member must report join-complete first");
-        }
-        if with_state(MemberState::Removing) {
-            hints.push("a removing member is decommissioned once its raft cleanup is done (raftCleanupPending)");
-        }
-        if not_ready.iter().any(|n| n.contains("lagging")) {
-            hints.push("a lagging member's node agent must apply the current generation");
-        }
-        let hint = if hints.is_empty() {
-            String::new()
-        } else {
-            format!(" Then plan the upgrade again: {}.", hints.join("; "))
-        };
-        check(
-            "readiness",
-            false,
-            format!("Not ready: {}.{hint}", not_ready.join("; ")),
-        )
-    });
-
-    out.push(schema_check(
-        target.and_then(|t| t.schema.as_ref()),
-        &u.target_release,
-        plan_nodes().map(|n| (n, fact_of(n).and_then(|f| f.schema_version))),
-    ));
-
-    let gone: Vec<&str> = u
-        .nodes
-        .iter()
-        .filter(|n| {
-            state
-                .membership
-                .members
-                .get(&n.node_id)
-                .is_none_or(|m| m.state == MemberState::Decommissioned)
-        })
-        .map(|n| n.node_id.as_str())
-        .collect();
-    let not_ready: Vec<&str> = plan_nodes()
-        .filter(|n| fact_of(n).and_then(|f| f.ready) == Some(false))
-        .collect();
-    out.push(if u.nodes.is_empty() {
-        check("node", false, "The plan has no node to upgrade.".into())
-    } else if !gone.is_empty() {
-        check(
-            "node",
-            false,
-            format!("No longer members: {}.", gone.join(", ")),
-        )
-    } else if !not_ready.is_empty() {
-        check(
-            "node",
-            false,
-            format!(
-                "Not ready by their own report (facts.ready): {}.",
-                not_ready.join(", ")
-            ),
-        )
-    } else if plan_nodes().all(|n| fact_of(n).and_then(|f| f.ready).is_none()) {
-        check(
-            "node",
-            true,
-            format!(
-                "{} nodes, rolled in ordinal order; no node reported whether it is ready (facts.ready).",
-                u.nodes.len()
-            ),
-        )
-    } else {
-        check(
-            "node",
-            true,
-            format!("{} nodes, rolled in ordinal order, ready by their own report.", u.nodes.len()),
-        )
-    });
-
-    let drift = from.map(|f| drift(f, &u.from_release, facts, &plan_nodes().collect::<Vec<_>>()));
-    out.push(match u.plan.components_from.as_str() {
-        "release" => match drift {
-            Some(d) if !d.is_empty() => check(
-                "components",
-                false,
-                format!("Nodes do not run the running release's pins: {}.", d.join("; ")),
-            ),
-            _ => check(
-                "components",
-                true,
-                format!(
-                    "{} component changes against the running release's list{}.",
-                    u.plan.component_changes.len(),
-                    if plan_nodes().any(|n| fact_of(n).is_some_and(|f| !f.images.is_empty() || !f.packages.is_empty())) {
-                        "; the nodes that reported their pins run it"
-                    } else {
-                        "; no node reported its pins (facts.images, facts.packages)"
-                    }
-                ),
-            ),
-        },
-        "nodes" => match disagreements(facts, &plan_nodes().collect::<Vec<_>>()) {
-            d if d.is_empty() => check(
-                "components",
-                true,
-                format!(
-                    "{} component changes against what the nodes report they run (the running release lists no components).",
-                    u.plan.component_changes.len()
-                ),
-            ),
-            d => check(
-                "components",
-                false,
-                format!("The nodes do not run the same pins: {}.", d.join("; ")),
-            ),
-        },
-        _ => check(
-            "components",
-            true,
-            "The running release lists no components and no node reported its pins (facts.images, facts.packages); nothing could be compared.".into(),
-        ),
-    });
-
-    out.push(match (from, target) {
-        _ if rollback => check(
-            "release-differs",
-            true,
-            "A rollback renders the release it returns to again.".into(),
-        ),
-        (Some(f), Some(t))
-            if f.components == t.components
-                && f.os == t.os
-                && f.sysext == t.sysext
-                && f.schema == t.schema =>
-        {
-            check(
-                "release-differs",
-                false,
-                format!("{} changes nothing the cluster runs.", u.target_release),
-            )
-        }
-        (Some(_), Some(_)) => check(
-            "release-differs",
-            true,
-            "The target release differs from the running one.".into(),
-        ),
-        _ => check(
-            "release-differs",
-            true,
-            "One of the releases is not registered; nothing to compare.".into(),
-        ),
-    });
-
-    let need = target.and_then(|t| t.bundle_bytes);
-    let space: Vec<String> = u
-        .nodes
-        .iter()
-        .filter(|n| !n.finished(Phase::Fetch))
-        .filter_map(|n| {
-            let free = fact_of(&n.node_id)?.bundle_free_bytes?;
-            let need = need?;
-            (free < need).then(|| {
-                format!(
-                    "{} has {} free for bundles, {} needs {} ({} short)",
-                    n.node_id,
-                    bytes(free),
-                    u.target_release,
-                    bytes(need),
-                    bytes(need - free)
-                )
-            })
-        })
-        .collect();
-    let space_reported =
-        plan_nodes().any(|n| fact_of(n).is_some_and(|f| f.bundle_free_bytes.is_some()));
-    out.push(if !space.is_empty() {
-        check("space", false, format!("{}.", space.join("; ")))
-    } else if need.is_none() {
-        check(
-            "space",
-            true,
-            format!("Release {} declares no bundle size (bundleBytes); the service holds no space fact to judge by.", u.target_release),
-        )
-    } else if !space_reported {
-        check(
-            "space",
-            true,
-            "No node has reported its free space (facts.bundleFreeBytes); the service holds no space fact to judge by.".into(),
-        )
-    } else {
-        check("space", true, format!("Every node that reported has room for {}.", bytes(need.unwrap_or(0))))
-    });
-
-    out.push(match u.backup_location {
-        BackupLocation::Target => check(
-            "backup-space",
-            true,
-            format!(
-                "The backup goes to the backup target {}, which keeps its own space.",
-                u.backup_target.as_deref().unwrap_or("(configured)")
-            ),
-        ),
-        BackupLocation::Node => {
-            let short: Vec<String> = plan_nodes()
-                .filter_map(|n| {
-                    let f = fact_of(n)?;
-                    let (free, need) = (f.backup_free_bytes?, f.backup_bytes?);
-                    (free < need).then(|| {
-                        format!(
-                            "{n} has {} free for its backup of {} ({} short)",
-                            bytes(free),
-                            bytes(need),
-                            bytes(need - free)
-                        )
-                    })
-                })
-                .collect();
-            let reported = plan_nodes().any(|n| {
-                fact_of(n).is_some_and(|f| f.backup_free_bytes.is_some() && f.backup_bytes.is_some())
-            });
-            if !short.is_empty() {
-                check("backup-space", false, format!("{}.", short.join("; ")))
-            } else if !reported {
-                check(
-                    "backup-space",
-                    true,
-                    "No node has reported the free space for a backup on the node and the size of one (facts.backupFreeBytes, facts.backupBytes); the service holds no space fact to judge by.".into(),
-                )
-            } else {
-                check("backup-space", true, "Every node that reported has room for its backup.".into())
-            }
-        }
-    });
-    out
-}
-
-/// `upgrade-path`: a known-broken path, or a required stop skipped, fails
-/// and says the way round.
-fn upgrade_path(target: Option<&Release>, from: &str, to: &str) -> Precheck {
-    let check = |passed: bool, message: String| Precheck {
-        name: "upgrade-path".to_owned(),
-        passed,
-        message,
-    };
-    let Some(target) = target else {
-        return check(
-            true,
-            format!("Release {to} is not registered; no path to judge."),
-        );
-    };
-    if let Some(k) = target.known_broken.iter().find(|k| k.from == from) {
-        return check(
-            false,
-            format!(
-                "Upgrading from {from} to {to} is known to be broken: {}. Way round: {}.",
-                k.reason, k.way_round
-            ),
-        );
+    if not_ready.is_empty() {
+        return pass("Every member is active and current.");
     }
-    let mut skipped: Vec<&String> = target
-        .required_stops
-        .iter()
-        .filter(|s| {
-            compare_versions(s, from) == std::cmp::Ordering::Greater
-                && compare_versions(s, to) == std::cmp::Ordering::Less
-        })
-        .collect();
-    skipped.sort_by(|a, b| compare_versions(a, b));
-    match skipped.first() {
-        Some(stop) => check(
-            false,
-            format!(
-                "{to} requires a stop at {stop}: upgrade from {from} to {stop} first, then to {to}."
-            ),
-        ),
-        None => check(true, format!("{from} to {to} skips no required stop.")),
+    let mut hints = Vec::new();
+    let with_state = |s: MemberState| members.values().any(|m| m.state == s);
+    if with_state(MemberState::Failed) {
+        hints.push("a failed member joins again with POST .../members/{nodeId}/retry-join or leaves with POST .../members/{nodeId}/decommission");
     }
+    if with_state(MemberState::Joining) {
+        hints.push("a joining member must report join-complete first");
+    }
+    if with_state(MemberState::Removing) {
+        hints.push("a removing member is decommissioned once its raft cleanup is done (raftCleanupPending)");
+    }
+    if not_ready.iter().any(|n| n.contains("lagging")) {
+        hints.push("a lagging member's node agent must apply the current generation");
+    }
+    let hint = if hints.is_empty() {
+        String::new()
+    } else {
+        format!(" Then plan the upgrade again: {}.", hints.join("; "))
+    };
+    fail(format!("Not ready: {}.{hint}", not_ready.join("; ")))
 }
 
 /// `schema`: every node's reported schema must be one the target migrates
 /// from, and not newer than the target's.
-fn schema_check<'a>(
-    target: Option<&crate::release::SchemaSpec>,
-    release: &str,
-    nodes: impl Iterator<Item = (&'a str, Option<u32>)>,
-) -> Precheck {
-    let check = |passed: bool, message: String| Precheck {
-        name: "schema".to_owned(),
-        passed,
-        message,
+fn schema(cx: &Ctx) -> Verdict {
+    let release = &cx.u.target_release;
+    let Some(spec) = cx.target.and_then(|t| t.schema.as_ref()) else {
+        return pass(format!("Release {release} declares no schema (schema.version); the service holds no schema fact to judge by."));
     };
-    let Some(spec) = target else {
-        return check(
-            true,
-            format!("Release {release} declares no schema (schema.version); the service holds no schema fact to judge by."),
-        );
-    };
-    let reported: Vec<(&str, u32)> = nodes.filter_map(|(n, v)| Some((n, v?))).collect();
+    let reported: Vec<(&str, u32)> = cx
+        .plan_nodes()
+        .filter_map(|n| Some((n, cx.fact_of(n)?.schema_version?)))
+        .collect();
     if reported.is_empty() {
-        return check(
-            true,
-            "No node has reported its schema version (facts.schemaVersion); the service holds no schema fact to judge by.".into(),
-        );
+        return pass("No node has reported its schema version (facts.schemaVersion); the service holds no schema fact to judge by.");
     }
     let mut bad = Vec::new();
     for (n, v) in reported {
@@ -464,12 +284,193 @@ fn schema_check<'a>(
         }
     }
     if bad.is_empty() {
-        check(
-            true,
-            format!("Every reported schema migrates to {}.", spec.version),
-        )
+        pass(format!(
+            "Every reported schema migrates to {}.",
+            spec.version
+        ))
     } else {
-        check(false, format!("{}.", bad.join("; ")))
+        fail(format!("{}.", bad.join("; ")))
+    }
+}
+
+/// `node`: the plan has nodes, each still a member and none reporting it
+/// is not ready.
+fn node(cx: &Ctx) -> Verdict {
+    let u = cx.u;
+    let gone: Vec<&str> = u
+        .nodes
+        .iter()
+        .filter(|n| {
+            cx.state
+                .membership
+                .members
+                .get(&n.node_id)
+                .is_none_or(|m| m.state == MemberState::Decommissioned)
+        })
+        .map(|n| n.node_id.as_str())
+        .collect();
+    let not_ready: Vec<&str> = cx
+        .plan_nodes()
+        .filter(|n| cx.fact_of(n).and_then(|f| f.ready) == Some(false))
+        .collect();
+    if u.nodes.is_empty() {
+        fail("The plan has no node to upgrade.")
+    } else if !gone.is_empty() {
+        fail(format!("No longer members: {}.", gone.join(", ")))
+    } else if !not_ready.is_empty() {
+        fail(format!(
+            "Not ready by their own report (facts.ready): {}.",
+            not_ready.join(", ")
+        ))
+    } else if cx
+        .plan_nodes()
+        .all(|n| cx.fact_of(n).and_then(|f| f.ready).is_none())
+    {
+        pass(format!(
+            "{} nodes, rolled in ordinal order; no node reported whether it is ready (facts.ready).",
+            u.nodes.len()
+        ))
+    } else {
+        pass(format!(
+            "{} nodes, rolled in ordinal order, ready by their own report.",
+            u.nodes.len()
+        ))
+    }
+}
+
+/// `components`: the nodes run what the plan's component changes were
+/// computed from.
+fn components(cx: &Ctx) -> Verdict {
+    let u = cx.u;
+    let nodes: Vec<&str> = cx.plan_nodes().collect();
+    match u.plan.components_from.as_str() {
+        "release" => match cx.from.map(|f| drift(f, &u.from_release, cx.facts(), &nodes)) {
+            Some(d) if !d.is_empty() => fail(format!(
+                "Nodes do not run the running release's pins: {}.",
+                d.join("; ")
+            )),
+            _ => pass(format!(
+                "{} component changes against the running release's list{}.",
+                u.plan.component_changes.len(),
+                if cx.plan_nodes().any(|n| {
+                    cx.fact_of(n)
+                        .is_some_and(|f| !f.images.is_empty() || !f.packages.is_empty())
+                }) {
+                    "; the nodes that reported their pins run it"
+                } else {
+                    "; no node reported its pins (facts.images, facts.packages)"
+                }
+            )),
+        },
+        "nodes" => match disagreements(cx.facts(), &nodes) {
+            d if d.is_empty() => pass(format!(
+                "{} component changes against what the nodes report they run (the running release lists no components).",
+                u.plan.component_changes.len()
+            )),
+            d => fail(format!(
+                "The nodes do not run the same pins: {}.",
+                d.join("; ")
+            )),
+        },
+        _ => pass("The running release lists no components and no node reported its pins (facts.images, facts.packages); nothing could be compared."),
+    }
+}
+
+/// `release-differs`: the target changes something the cluster runs.
+fn release_differs(cx: &Ctx) -> Verdict {
+    match (cx.from, cx.target) {
+        _ if cx.rollback => pass("A rollback renders the release it returns to again."),
+        (Some(f), Some(t))
+            if f.components == t.components
+                && f.os == t.os
+                && f.sysext == t.sysext
+                && f.schema == t.schema =>
+        {
+            fail(format!(
+                "{} changes nothing the cluster runs.",
+                cx.u.target_release
+            ))
+        }
+        (Some(_), Some(_)) => pass("The target release differs from the running one."),
+        _ => pass("One of the releases is not registered; nothing to compare."),
+    }
+}
+
+/// `space`: every node still to fetch has room for the target's bundle.
+fn space(cx: &Ctx) -> Verdict {
+    let u = cx.u;
+    let need = cx.target.and_then(|t| t.bundle_bytes);
+    let short: Vec<String> = u
+        .nodes
+        .iter()
+        .filter(|n| !n.finished(Phase::Fetch))
+        .filter_map(|n| {
+            let free = cx.fact_of(&n.node_id)?.bundle_free_bytes?;
+            let need = need?;
+            (free < need).then(|| {
+                format!(
+                    "{} has {} free for bundles, {} needs {} ({} short)",
+                    n.node_id,
+                    bytes(free),
+                    u.target_release,
+                    bytes(need),
+                    bytes(need - free)
+                )
+            })
+        })
+        .collect();
+    let reported = cx
+        .plan_nodes()
+        .any(|n| cx.fact_of(n).is_some_and(|f| f.bundle_free_bytes.is_some()));
+    if !short.is_empty() {
+        fail(format!("{}.", short.join("; ")))
+    } else if need.is_none() {
+        pass(format!("Release {} declares no bundle size (bundleBytes); the service holds no space fact to judge by.", u.target_release))
+    } else if !reported {
+        pass("No node has reported its free space (facts.bundleFreeBytes); the service holds no space fact to judge by.")
+    } else {
+        pass(format!(
+            "Every node that reported has room for {}.",
+            bytes(need.unwrap_or(0))
+        ))
+    }
+}
+
+/// `backup-space`: a backup on the node fits where it goes.
+fn backup_space(cx: &Ctx) -> Verdict {
+    match cx.u.backup_location {
+        BackupLocation::Target => pass(format!(
+            "The backup goes to the backup target {}, which keeps its own space.",
+            cx.u.backup_target.as_deref().unwrap_or("(configured)")
+        )),
+        BackupLocation::Node => {
+            let short: Vec<String> = cx
+                .plan_nodes()
+                .filter_map(|n| {
+                    let f = cx.fact_of(n)?;
+                    let (free, need) = (f.backup_free_bytes?, f.backup_bytes?);
+                    (free < need).then(|| {
+                        format!(
+                            "{n} has {} free for its backup of {} ({} short)",
+                            bytes(free),
+                            bytes(need),
+                            bytes(need - free)
+                        )
+                    })
+                })
+                .collect();
+            let reported = cx.plan_nodes().any(|n| {
+                cx.fact_of(n)
+                    .is_some_and(|f| f.backup_free_bytes.is_some() && f.backup_bytes.is_some())
+            });
+            if !short.is_empty() {
+                fail(format!("{}.", short.join("; ")))
+            } else if !reported {
+                pass("No node has reported the free space for a backup on the node and the size of one (facts.backupFreeBytes, facts.backupBytes); the service holds no space fact to judge by.")
+            } else {
+                pass("Every node that reported has room for its backup.")
+            }
+        }
     }
 }
 
