@@ -71,14 +71,23 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
     }
 }
 
-/// An error answer.
+/// An error answer: a refusal (the domain's, or one the service makes of
+/// a request it cannot take) in the one JSON shape, with its status. It
+/// holds the [`Refusal`] itself rather than a copy of its fields.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ApiError {
-    pub code: ErrorCode,
-    pub message: String,
-    pub field_errors: Vec<FieldError>,
-    pub issues: Vec<Value>,
-    pub details: Option<Value>,
+pub struct ApiError(pub Refusal);
+
+impl std::ops::Deref for ApiError {
+    type Target = Refusal;
+    fn deref(&self) -> &Refusal {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ApiError {
+    fn deref_mut(&mut self) -> &mut Refusal {
+        &mut self.0
+    }
 }
 
 #[derive(Serialize)]
@@ -97,13 +106,13 @@ struct Body<'a> {
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            field_errors: Vec::new(),
-            issues: Vec::new(),
-            details: None,
-        }
+        Self(Refusal::new(code, message))
+    }
+
+    /// The same answer, with `details` (what a client acts on).
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.0.details = Some(details);
+        self
     }
 
     pub fn invalid(field_errors: Vec<FieldError>) -> Self {
@@ -122,13 +131,11 @@ impl ApiError {
     }
 
     pub fn access_denied(action: &str, resource: &str) -> Self {
-        Self {
-            details: Some(json!({ "action": action, "resource": resource })),
-            ..Self::new(
-                ErrorCode::AccessDenied,
-                format!("Your policies do not allow {action} on {resource}."),
-            )
-        }
+        Self::new(
+            ErrorCode::AccessDenied,
+            format!("Your policies do not allow {action} on {resource}."),
+        )
+        .with_details(json!({ "action": action, "resource": resource }))
     }
 
     pub fn unavailable(what: impl std::fmt::Display) -> Self {
@@ -167,13 +174,7 @@ impl ApiError {
 
 impl From<Refusal> for ApiError {
     fn from(r: Refusal) -> Self {
-        Self {
-            code: r.code,
-            message: r.message,
-            field_errors: r.field_errors,
-            issues: r.issues,
-            details: r.details,
-        }
+        Self(r)
     }
 }
 
@@ -183,13 +184,10 @@ impl From<StoreError> for ApiError {
             StoreError::Unavailable(_) | StoreError::Conflict(_) => ApiError::unavailable(e),
             StoreError::Full(_) => {
                 tracing::error!(error = %e, "a write cannot be stored: the database's disk is full");
-                Self {
-                    details: Some(json!({ "retryAfterSeconds": DISK_FULL_RETRY_SECS })),
-                    ..Self::new(
+                Self::new(
                         ErrorCode::Unavailable,
                         "The database's disk is full: nothing of this request was stored. Retry once space is made.",
-                    )
-                }
+                    ).with_details(json!({ "retryAfterSeconds": DISK_FULL_RETRY_SECS }))
             }
             StoreError::Corrupt(_) | StoreError::Schema(_) => ApiError::internal(e),
         }
