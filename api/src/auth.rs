@@ -454,15 +454,17 @@ async fn identify(
         // A node agent's client certificate, verified against the client
         // CA in the handshake, stands for its node.
         (None, Some(ClientCertificate::Node(node))) => {
-            // A certificate outlives its node: once the node is
-            // decommissioned, it authenticates nothing.
+            // A certificate outlives its node: once the node's
+            // decommission is accepted (its removal from the rafts may
+            // still be running), it authenticates nothing.
             let gone = view
                 .state
                 .membership
                 .members
                 .get(&node.node_id)
                 .is_some_and(|m| {
-                    m.state == stratum_domain::membership::MemberState::Decommissioned
+                    use stratum_domain::membership::MemberState;
+                    matches!(m.state, MemberState::Removing | MemberState::Decommissioned)
                 });
             if gone {
                 return Err(refused("certificate of a decommissioned node"));
