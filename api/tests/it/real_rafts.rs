@@ -572,9 +572,11 @@ async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
         )
         .await;
     server.cleaned("j-4").await;
+    // OVN hangs for 30 s: well under that, j-4 did not wait for it (the
+    // margin is for a loaded 2-core machine, where 6 s was seen).
     let took = j4_failed_at.elapsed();
     assert!(
-        took < Duration::from_secs(5),
+        took < Duration::from_secs(12),
         "another member's removals took {took:?}"
     );
     server
