@@ -13,8 +13,8 @@
 use std::sync::LazyLock;
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 /// What the process counts as it goes.
@@ -28,6 +28,7 @@ pub struct Metrics {
     pub raft_failures: IntCounterVec,
     pub auth_refused: IntCounterVec,
     pub reports_limited: IntCounterVec,
+    pub log_divergences: IntCounter,
     pub head: IntGauge,
     pub generation: IntGauge,
     pub members: IntGaugeVec,
@@ -134,6 +135,15 @@ impl Metrics {
                 "Node agents' reports answered 429 for coming faster than an agent needs, by action.",
                 &["action"],
             ),
+            log_divergences: {
+                let c = IntCounter::new(
+                    "stratum_log_divergences_total",
+                    "Times this process found the database no longer holds the log it served (acknowledged events lost in a failover) and reloaded.",
+                )
+                .expect("a valid metric");
+                r.register(Box::new(c.clone())).expect("registered once");
+                c
+            },
             head: gauge(
                 &r,
                 "stratum_log_head_position",

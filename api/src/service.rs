@@ -221,8 +221,11 @@ async fn watch_head(store: Arc<dyn EventStore>, bus: CommandBus) {
                 bus.observe_head(p);
             }
             _ = tick.tick() => {
+                // What this process serves, taken before the head is read:
+                // a head behind it is a log the database no longer has.
+                let held = bus.published();
                 if let Ok(h) = store.head().await {
-                    bus.observe_head(h.position);
+                    bus.observe_database_head(&held, h);
                 }
             }
         }

@@ -145,6 +145,11 @@ pub struct ReadModels {
     /// Generated tokens by the SHA-256 of their secret: how the gate finds
     /// a presented token without a scan.
     secrets: HashMap<[u8; 32], String>,
+    /// The hash of the event at `state.position` (zeros at position 0), when
+    /// the fold saw it: what a replica compares with the database's log to
+    /// know the log it holds is still the database's. A fold of events
+    /// without their hashes (a replay) leaves it unknown.
+    pub head_hash: Option<[u8; 32]>,
 }
 
 impl Default for ReadModels {
@@ -158,6 +163,7 @@ impl Default for ReadModels {
             dirty_docs: BTreeSet::new(),
             generation_dirty: false,
             secrets: HashMap::new(),
+            head_hash: Some([0; 32]),
         }
     }
 }
@@ -174,10 +180,12 @@ impl ReadModels {
     /// Folds one decoded event.
     pub fn apply(&mut self, rec: &Recorded, event: &DomainEvent) {
         self.apply_at(&EventCtx::of(rec), &rec.stream_id, event);
+        self.head_hash = Some(rec.hash);
     }
 
     /// Folds one decoded event, given its envelope's parts.
     pub fn apply_at(&mut self, ctx: &EventCtx, stream_id: &str, event: &DomainEvent) {
+        self.head_hash = None;
         let before = self.state.membership.generation;
         self.state.evolve(ctx, stream_id, event);
         if let DomainEvent::TokenIssued(t) = event {
@@ -331,6 +339,8 @@ impl ReadModels {
         (s.format == SNAPSHOT_FORMAT).then(|| {
             let mut rm = Self {
                 state: s.state,
+                // A snapshot keeps the state, not the hash it stood at.
+                head_hash: None,
                 ..Self::default()
             };
             let ids: Vec<String> = rm.state.iam.tokens.keys().cloned().collect();

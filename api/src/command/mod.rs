@@ -10,7 +10,7 @@
 //! log's write lock the writer first folds in whatever other processes
 //! appended since it last wrote, so its state is the log's state.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -30,7 +30,7 @@ use replay::reload;
 pub use replay::{load, replay, state_at, state_at_with, SNAPSHOT_DISTANCE};
 use writer::{context, if_match_refusal, merge_input_errors, Writer};
 
-use stratum_store::{EventStore, StoreError, StoreResult};
+use stratum_store::{EventStore, Head, StoreError, StoreResult};
 
 /// Why the write path could not answer a command: never a business
 /// refusal (that is [`Outcome::Refused`]), always something around it.
@@ -240,6 +240,8 @@ pub struct CommandBus {
     /// The newest position a reader waits for or another process
     /// announced: the writer folds only when it is behind this.
     wanted: Arc<AtomicU64>,
+    /// Asks the writer to check that the database still holds its log.
+    recheck: Arc<AtomicBool>,
     clock: Clock,
 }
 
@@ -260,6 +262,7 @@ impl CommandBus {
         let (publish, published) = watch::channel(Arc::new(rm.clone()));
         let follow = Arc::new(Notify::new());
         let wanted = Arc::new(AtomicU64::new(rm_position));
+        let recheck = Arc::new(AtomicBool::new(false));
         let writer = Writer {
             store,
             clock,
@@ -272,6 +275,8 @@ impl CommandBus {
             wanted: wanted.clone(),
             snapshot_at: rm_position,
             snapshotting: Default::default(),
+            recheck: recheck.clone(),
+            lost: None,
         };
         tokio::spawn(writer.run(rx).instrument(tracing::info_span!("writer")));
         Ok(Self {
@@ -281,6 +286,7 @@ impl CommandBus {
             published,
             follow,
             wanted,
+            recheck,
             clock: writer_clock,
         })
     }
@@ -368,6 +374,22 @@ impl CommandBus {
 
     /// Tells watchers the log reached `position` (another replica wrote),
     /// and has the writer fold in what it has not seen.
+    /// What the database's head, read after `held` was published, says of
+    /// the log this process serves. A head behind `held`, or another event
+    /// at its position, means the database lost events this process folded
+    /// (a failover to a standby that had not received them): the writer
+    /// checks, and reloads what the database holds.
+    pub fn observe_database_head(&self, held: &ReadModels, head: Head) {
+        self.observe_head(head.position);
+        let at = held.state.position;
+        let gone = head.position < at
+            || (head.position == at && held.head_hash.is_some_and(|h| h != head.hash));
+        if gone {
+            self.recheck.store(true, Ordering::Release);
+            self.follow.notify_one();
+        }
+    }
+
     pub fn observe_head(&self, position: u64) {
         raise(&self.head, position);
         if self.published.borrow().state.position < position {

@@ -14,8 +14,10 @@ use stratum_store::{EventStore, StoreError, StoreResult, READ_CHUNK};
 /// The read models as the log stands: from the newest snapshot, then the
 /// events after it.
 pub(super) async fn reload(store: &Arc<dyn EventStore>) -> StoreResult<ReadModels> {
-    let head = store.head().await?.position;
-    state_at(store.clone(), head).await
+    let head = store.head().await?;
+    let mut rm = state_at(store.clone(), head.position).await?;
+    rm.head_hash = Some(head.hash);
+    Ok(rm)
 }
 
 /// Folds the log (up to `until`, or all of it) into fresh read models. One

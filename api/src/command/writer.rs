@@ -18,7 +18,9 @@ use stratum_projections::{member_record, token_record, JoinRequestRecord, ReadMo
 use tokio::sync::{mpsc, watch, Notify};
 use uuid::Uuid;
 
-use stratum_store::{EventStore, IdempotencyRecord, StoreError, StoreResult, WriteTx, READ_CHUNK};
+use stratum_store::{
+    EventStore, Head, IdempotencyRecord, StoreError, StoreResult, WriteTx, READ_CHUNK,
+};
 
 use super::replay::{reload, SNAPSHOT_DISTANCE};
 use super::{
@@ -42,6 +44,12 @@ pub(super) struct Writer {
     pub(super) snapshot_at: u64,
     /// Whether a snapshot is being written: one at a time.
     pub(super) snapshotting: Arc<AtomicBool>,
+    /// Set when the database's head suggests it no longer holds this
+    /// writer's log (a failover that lost a tail): the next fold checks.
+    pub(super) recheck: Arc<AtomicBool>,
+    /// The database's head when this writer found its log gone, until the
+    /// reload that follows publishes what the database holds.
+    pub(super) lost: Option<Head>,
 }
 
 impl Writer {
@@ -69,21 +77,40 @@ impl Writer {
     /// since this writer last saw the log, and publishes the result. Commit
     /// order is position order, so what it reads has no gaps.
     async fn follow_log(&mut self) {
+        let recheck = self.recheck.swap(false, Ordering::AcqRel);
         // A reader that saw this writer's own commit before it was
         // published asked for nothing the writer does not have now.
-        if !self.reload && self.rm.state.position >= self.wanted.load(Ordering::Acquire) {
+        if !self.reload && !recheck && self.rm.state.position >= self.wanted.load(Ordering::Acquire)
+        {
             return;
         }
         let followed = async {
             if self.reload {
-                self.rm = reload(&self.store).await?;
-                self.reload = false;
+                self.reload_from_the_log().await?;
             }
             loop {
-                let events = self
-                    .store
-                    .read_after(self.rm.state.position, READ_CHUNK)
-                    .await?;
+                let at = self.rm.state.position;
+                let events = self.store.read_after(at, READ_CHUNK).await?;
+                // The database must still hold, at this writer's position,
+                // the event it folded there: the next one chains from it,
+                // or else the head is it.
+                let holds = match events.first() {
+                    Some(next) => self.rm.head_hash.is_none_or(|h| h == next.prev_hash),
+                    None => {
+                        let head = self.store.head().await?;
+                        if !self.holds(head) {
+                            self.lost = Some(head);
+                        }
+                        self.lost.is_none()
+                    }
+                };
+                if !holds {
+                    if self.lost.is_none() {
+                        self.lost = Some(self.store.head().await?);
+                    }
+                    self.reload_from_the_log().await?;
+                    continue;
+                }
                 for e in &events {
                     if let Err(err) = self.rm.apply_recorded(e) {
                         self.reload = true;
@@ -128,6 +155,52 @@ impl Writer {
             }
             newer
         });
+        self.after_publishing(at);
+    }
+
+    /// Whether the database, whose head is `head`, still holds the event
+    /// this writer's read models end with. Its head cannot be behind a
+    /// position this writer saw committed, nor hold another event there.
+    fn holds(&self, head: Head) -> bool {
+        let at = self.rm.state.position;
+        head.position > at
+            || (head.position == at && self.rm.head_hash.is_none_or(|h| h == head.hash))
+    }
+
+    /// Replaces the read models with the log as the database holds it. When
+    /// the log this writer held is gone (`lost`), that is said loudly and
+    /// published even though the position went back: no reader is answered
+    /// from events the database no longer has.
+    async fn reload_from_the_log(&mut self) -> StoreResult<()> {
+        let held = (self.rm.state.position, self.rm.head_hash);
+        self.rm = reload(&self.store).await?;
+        self.reload = false;
+        if let Some(db) = self.lost.take() {
+            let hex = |h: Option<[u8; 32]>| h.map_or("unknown".to_owned(), hex::encode);
+            tracing::error!(
+                held_position = held.0,
+                held_hash = %hex(held.1),
+                database_position = db.position,
+                database_hash = %hex::encode(db.hash),
+                reloaded_position = self.rm.state.position,
+                "the database no longer holds the log this replica served: acknowledged events \
+                 after the database's head were lost (a failover to a standby that had not \
+                 received them?); reloaded what the database holds"
+            );
+            crate::metrics::global().log_divergences.inc();
+            let at = self.rm.state.position;
+            self.publish.send_replace(Arc::new(self.rm.clone()));
+            self.head.send_replace(at);
+            self.wanted.store(at, Ordering::Release);
+            self.snapshot_at = self.snapshot_at.min(at);
+            self.after_publishing(at);
+        }
+        Ok(())
+    }
+
+    /// What follows a publication: a snapshot now and then, the head, and
+    /// the upgrade driver's next due step.
+    fn after_publishing(&mut self, at: u64) {
         let idle = !self.snapshotting.load(Ordering::Acquire);
         if at >= self.snapshot_at + SNAPSHOT_DISTANCE && idle {
             self.snapshot_at = at;
@@ -186,15 +259,14 @@ impl Writer {
         reqs: &[&CommandRequest],
     ) -> StoreResult<Vec<Result<Outcome, CommandError>>> {
         if self.reload {
-            self.rm = reload(&self.store).await?;
-            self.reload = false;
+            self.reload_from_the_log().await?;
         }
         let began = std::time::Instant::now();
         let mut tx = self.store.begin_write().await?;
         let head = tx.head();
         // From here until the commit the state may run ahead of the log.
         self.reload = true;
-        if let Err(e) = self.catch_up(&mut *tx, head.position).await {
+        if let Err(e) = self.catch_up(&mut *tx, head).await {
             let _ = tx.rollback().await;
             return Err(e);
         }
@@ -241,15 +313,27 @@ impl Writer {
     }
 
     /// Folds in what other writers appended since this one last wrote.
-    async fn catch_up(&mut self, tx: &mut dyn WriteTx, head: u64) -> StoreResult<()> {
+    async fn catch_up(&mut self, tx: &mut dyn WriteTx, head: Head) -> StoreResult<()> {
         let at = self.rm.state.position;
-        if head < at {
-            return Err(StoreError::Corrupt(format!(
-                "the log's head {head} is behind this writer's position {at}"
-            )));
+        let lost = || {
+            StoreError::Conflict(format!(
+                "the log's head is position {}, and this writer's log (at {at}) is no longer the database's",
+                head.position
+            ))
+        };
+        if !self.holds(head) {
+            self.lost = Some(head);
+            return Err(lost());
         }
-        if head > at {
-            for e in tx.events_after(at).await? {
+        if head.position > at {
+            let events = tx.events_after(at).await?;
+            if let (Some(next), Some(mine)) = (events.first(), self.rm.head_hash) {
+                if next.prev_hash != mine {
+                    self.lost = Some(head);
+                    return Err(lost());
+                }
+            }
+            for e in events {
                 self.rm.apply_recorded(&e).map_err(|err| {
                     StoreError::Corrupt(format!("position {}: {err}", e.position))
                 })?;

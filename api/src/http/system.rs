@@ -38,8 +38,30 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         let (_, checkpoint) = state.store.cluster_row().await?;
         Ok::<_, stratum_store::StoreError>((head.position, checkpoint))
     };
-    // The read models in memory, which every read answers from, must
-    // reach the head too (within a second: a probe does not wait long).
+    // The read models in memory, which every read answers from, must be
+    // the database's log: taken before the head is read, they cannot be
+    // ahead of it, nor hold another event at its position.
+    let held = state.bus.published();
+    if let Ok(head) = state.store.head().await {
+        let at = held.state.position;
+        if head.position < at
+            || (head.position == at && held.head_hash.is_some_and(|h| h != head.hash))
+        {
+            state.bus.observe_database_head(&held, head);
+            return ApiError::new(
+                stratum_domain::ErrorCode::Unavailable,
+                format!(
+                    "The read models in memory hold position {at}, which the database's log \
+                     (at {}) no longer has: events were lost in a failover, and this server is \
+                     reloading.",
+                    head.position
+                ),
+            )
+            .into_response();
+        }
+    }
+    // They must reach the head too (within a second: a probe does not
+    // wait long).
     if let Ok(head) = state.store.head().await {
         let reached = tokio::time::timeout(
             std::time::Duration::from_secs(1),

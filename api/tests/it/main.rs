@@ -16,6 +16,7 @@ mod guides;
 mod iam;
 mod idempotency;
 mod logs;
+mod lost_tail;
 mod member_changes;
 mod membership;
 mod metrics;

@@ -11,6 +11,8 @@ use crate::support::{postgres, ADMIN_TOKEN};
 pub(crate) struct Server {
     child: Child,
     pub(crate) base: String,
+    /// Where its `/metrics` answers.
+    pub(crate) metrics: String,
 }
 
 impl Drop for Server {
@@ -34,8 +36,13 @@ fn free_port() -> u16 {
 )]
 pub(crate) async fn serve(db_url: &str) -> Server {
     let port = free_port();
+    let metrics_port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_stratum"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env(
+            "STRATUM_METRICS_LISTEN",
+            format!("127.0.0.1:{metrics_port}"),
+        )
         .env("STRATUM_DATABASE_URL", db_url)
         .env("STRATUM_BOOTSTRAP_TOKEN", ADMIN_TOKEN)
         .env("STRATUM_LOG", "warn")
@@ -51,7 +58,11 @@ pub(crate) async fn serve(db_url: &str) -> Server {
             .await
             .is_ok_and(|r| r.status() == 200)
         {
-            return Server { child, base };
+            return Server {
+                child,
+                base,
+                metrics: format!("http://127.0.0.1:{metrics_port}"),
+            };
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
