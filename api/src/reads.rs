@@ -53,7 +53,11 @@ impl Freshness {
     /// The log's head as a check that started after this call began found
     /// it. A check already in flight started too early to count: the
     /// callers that arrive during it wait for it, then share the next.
-    pub async fn head(&self) -> ApiResult<u64> {
+    ///
+    /// The check also holds the head to what `bus` published before it
+    /// started: a head behind it means the database lost events this
+    /// process serves (a failover), and the writer is asked to reload.
+    pub async fn head(&self, bus: &CommandBus) -> ApiResult<u64> {
         let ticket = self.flights().started;
         let later = |f: &Flights| {
             f.last
@@ -73,12 +77,12 @@ impl Freshness {
             f.started += 1;
             f.started
         };
-        let head = self
-            .store
-            .head()
-            .await
-            .map(|h| h.position)
-            .map_err(ApiError::from);
+        let held = bus.published();
+        let head = self.store.head().await.map_err(ApiError::from);
+        if let Ok(h) = &head {
+            bus.observe_database_head(&held, *h);
+        }
+        let head = head.map(|h| h.position);
         let mut f = self.flights();
         if f.last.as_ref().is_none_or(|(n, _)| *n < number) {
             f.last = Some((number, head.clone()));
@@ -89,7 +93,7 @@ impl Freshness {
     /// The published read models, including at least the log as it stood
     /// when this call began.
     pub async fn fresh(&self, bus: &CommandBus) -> ApiResult<Arc<ReadModels>> {
-        let head = self.head().await?;
+        let head = self.head(bus).await?;
         Ok(bus.reached(head).await?)
     }
 }

@@ -6,6 +6,10 @@
 //! can be replayed and unit tested. Storage errors never appear here; a
 //! [`Refusal`] is a business refusal only.
 
+// Clocks, random ids, randomness, the environment and files are refused
+// by clippy.toml; a use of one is an error, not a warning.
+#![deny(clippy::disallowed_methods)]
+
 // First, so every module below can declare its enums with it.
 #[macro_use]
 mod string_enum;

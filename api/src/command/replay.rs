@@ -59,12 +59,26 @@ pub async fn state_at_with(
                 .await
                 .ok()
                 .flatten();
-            decoded
-                .filter(|rm| rm.state.position == at)
-                .unwrap_or_else(|| {
+            match decoded.filter(|rm| rm.state.position == at) {
+                // A snapshot is trusted only for the log it was taken of:
+                // one taken of events a failover lost is never used.
+                Some(rm)
+                    if rm.head_hash.is_some() && rm.head_hash == hash_at(&*store, at).await? =>
+                {
+                    rm
+                }
+                Some(_) => {
+                    tracing::warn!(
+                        position = at,
+                        "ignoring a snapshot of events the log no longer holds (or of no known event)"
+                    );
+                    ReadModels::default()
+                }
+                None => {
                     tracing::info!(position = at, "ignoring a snapshot of another format");
                     ReadModels::default()
-                })
+                }
+            }
         }
         None => ReadModels::default(),
     };
@@ -72,6 +86,10 @@ pub async fn state_at_with(
     let rm = replay_onto(store.clone(), start, Some(p), |_| {}).await?;
     if rm.state.position - from < snapshot_distance {
         return Ok(rm);
+    }
+    let mut rm = rm;
+    if rm.head_hash.is_none() {
+        rm.head_hash = hash_at(&*store, rm.state.position).await?;
     }
     let rm = Arc::new(rm);
     let kept = rm.clone();
@@ -81,6 +99,23 @@ pub async fn state_at_with(
         }
     }
     Ok(Arc::try_unwrap(rm).unwrap_or_else(|rm| (*rm).clone()))
+}
+
+/// The hash of the event at `position` in the log (zeros at 0), or `None`
+/// when the log does not reach it.
+pub(super) async fn hash_at(
+    store: &dyn EventStore,
+    position: u64,
+) -> StoreResult<Option<[u8; 32]>> {
+    if position == 0 {
+        return Ok(Some([0; 32]));
+    }
+    Ok(store
+        .read_after(position - 1, 1)
+        .await?
+        .first()
+        .filter(|e| e.position == position)
+        .map(|e| e.hash))
 }
 
 /// Folds the log after `rm`'s position (up to `until`) into `rm`.

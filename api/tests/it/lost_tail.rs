@@ -187,3 +187,68 @@ async fn replicas_that_served_a_lost_tail_reload_what_the_database_holds() {
         assert!(divergences(&text) >= 1, "{}: {text}", replica.base);
     }
 }
+
+/// A snapshot is only trusted for the log it was taken of: one taken of
+/// events the database no longer holds (a snapshot written to the old
+/// primary as the failover happened) is never used, even at a position
+/// the new log has reached again with other events.
+#[tokio::test]
+async fn a_snapshot_of_another_log_at_the_same_position_is_ignored() {
+    use stratum_api::command::{state_at, CommandBus, CommandRequest};
+    use stratum_domain::membership::MemberCommand;
+    use stratum_domain::Command;
+    use stratum_store::EventStore;
+
+    async fn admit_all(store: std::sync::Arc<dyn EventStore>, nodes: &[&str]) {
+        let bus = CommandBus::start(store).await.unwrap();
+        for (i, n) in nodes.iter().enumerate() {
+            let admit = Command::Member(MemberCommand::Admit {
+                node_id: Some((*n).to_owned()),
+                role: Some("compute".into()),
+                mgmt_ip: Some(format!("10.8.0.{}", i + 1)),
+                bindings: Default::default(),
+                labels: Default::default(),
+            });
+            bus.execute(CommandRequest::new(admit, "user/admin"))
+                .await
+                .unwrap()
+                .committed()
+                .unwrap();
+        }
+    }
+    for (lost, kept) in [(
+        stratum_store::testing::sqlite(),
+        stratum_store::testing::sqlite(),
+    )]
+    .into_iter()
+    .chain(
+        match (
+            stratum_store::testing::postgres().await,
+            stratum_store::testing::postgres().await,
+        ) {
+            (Some(a), Some(b)) => Some((a, b)),
+            _ => None,
+        },
+    ) {
+        let old = stratum_store::connect(&lost.url).await.unwrap();
+        let new = stratum_store::connect(&kept.url).await.unwrap();
+        admit_all(old.clone(), &["lost-1", "lost-2", "lost-3"]).await;
+        admit_all(new.clone(), &["kept-1", "kept-2", "kept-3"]).await;
+        let at = new.head().await.unwrap().position;
+        assert_eq!(old.head().await.unwrap().position, at);
+        // The old log's state at that position, kept as a snapshot in the
+        // new log's database.
+        let stale = state_at(old.clone(), at).await.unwrap();
+        assert!(stale.state.membership.members.contains_key("lost-1"));
+        new.put_snapshot(at, &stale.snapshot()).await.unwrap();
+
+        let got = state_at(new.clone(), at).await.unwrap();
+        let members = &got.state.membership.members;
+        assert!(
+            members.contains_key("kept-1") && !members.contains_key("lost-1"),
+            "{}: the stale snapshot was used: {:?}",
+            kept.backend,
+            members.keys().collect::<Vec<_>>()
+        );
+    }
+}

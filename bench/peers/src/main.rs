@@ -258,7 +258,7 @@ mod stratum {
     use std::time::Duration;
 
     use stratum_api::command::{CommandBus, CommandRequest};
-    use stratum_api::store::{self, EventStore};
+    use stratum_store::{self as store, EventStore};
     use stratum_domain::membership::MemberCommand;
     use stratum_domain::Command;
 

@@ -857,6 +857,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::disallowed_methods, reason = "a test reads the golden files")]
     fn the_stored_versions_are_those_with_golden_bytes() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../replay-tests/fixtures/events");
