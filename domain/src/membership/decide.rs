@@ -295,7 +295,9 @@ impl Membership {
                 }],
             )),
             MemberState::Active => Ok(unchanged(node_id)),
-            _ => Err(not_joining(m)),
+            MemberState::Failed | MemberState::Removing | MemberState::Decommissioned => {
+                Err(not_joining(m))
+            }
         }
     }
 
@@ -350,7 +352,10 @@ impl Membership {
                 ),
             )
             .with_details(json!({ "pending": m.pending_cleanup() }))),
-            _ => Err(Refusal::new(
+            MemberState::Joining
+            | MemberState::Active
+            | MemberState::Removing
+            | MemberState::Decommissioned => Err(Refusal::new(
                 ErrorCode::MemberNotFailed,
                 format!(
                     "Member {node_id} is {}; only a failed join can be retried.",
