@@ -261,7 +261,30 @@ impl ReadModels {
                     ),
                 ));
             }
-            _ => {}
+            // Named, not a wildcard: a new event type must be decided here
+            // (member and upgrade events are tracked below, by subject).
+            DomainEvent::MemberAdmitted(_)
+            | DomainEvent::JoinProgressReported { .. }
+            | DomainEvent::MemberJoinCompleted { .. }
+            | DomainEvent::MemberJoinFailed(_)
+            | DomainEvent::RaftPeerRemoved { .. }
+            | DomainEvent::RaftCleanupCompleted { .. }
+            | DomainEvent::MemberJoinRetried { .. }
+            | DomainEvent::MemberRemovalStarted(_)
+            | DomainEvent::MemberDecommissioned { .. }
+            | DomainEvent::MemberUpdated(_)
+            | DomainEvent::AppliedGenerationReported { .. }
+            | DomainEvent::UpgradePlanned(_)
+            | DomainEvent::UpgradeStateChanged(_)
+            | DomainEvent::UpgradePrechecked(_)
+            | DomainEvent::UpgradeNodeTurnStarted(_)
+            | DomainEvent::UpgradeNodeReported(_)
+            | DomainEvent::UpgradeBackupReported(_)
+            | DomainEvent::UpgradeFailed(_)
+            | DomainEvent::UpgradeCompleted(_)
+            | DomainEvent::UpgradeCanceled(_)
+            | DomainEvent::UpgradeRolledBack(_)
+            | DomainEvent::UpgradeAcknowledged(_) => {}
         }
         if let Some(id) = stratum_domain::upgrade::upgrade_of(event) {
             self.dirty_docs.insert((doc_kind::UPGRADE, id.to_owned()));

@@ -511,23 +511,53 @@ impl Iam {
                     },
                 );
             }
-            _ => {}
-        }
-        if let DomainEvent::TokenIssued(t) = event {
-            self.tokens.insert(
-                t.token_id.clone(),
-                Token {
-                    token_id: t.token_id.clone(),
-                    principal: t.principal.clone(),
-                    verifier: t.verifier.clone(),
-                    policies: t.policies.clone(),
-                    expires_at: t.expires_at,
-                    created_at: ctx.occurred_at,
-                    created_by: ctx.principal.to_owned(),
-                    revoked_at: None,
-                    revoked_by: None,
-                },
-            );
+            DomainEvent::TokenIssued(t) => {
+                self.tokens.insert(
+                    t.token_id.clone(),
+                    Token {
+                        token_id: t.token_id.clone(),
+                        principal: t.principal.clone(),
+                        verifier: t.verifier.clone(),
+                        policies: t.policies.clone(),
+                        expires_at: t.expires_at,
+                        created_at: ctx.occurred_at,
+                        created_by: ctx.principal.to_owned(),
+                        revoked_at: None,
+                        revoked_by: None,
+                    },
+                );
+            }
+            // Named, not a wildcard: a new event type must be decided here.
+            DomainEvent::MemberAdmitted(_)
+            | DomainEvent::JoinProgressReported { .. }
+            | DomainEvent::MemberJoinCompleted { .. }
+            | DomainEvent::MemberJoinFailed(_)
+            | DomainEvent::RaftPeerRemoved { .. }
+            | DomainEvent::RaftCleanupCompleted { .. }
+            | DomainEvent::MemberJoinRetried { .. }
+            | DomainEvent::MemberRemovalStarted(_)
+            | DomainEvent::MemberDecommissioned { .. }
+            | DomainEvent::MemberUpdated(_)
+            | DomainEvent::AppliedGenerationReported { .. }
+            | DomainEvent::JoinRequested(_)
+            | DomainEvent::JoinRequestApproved { .. }
+            | DomainEvent::JoinRequestRejected { .. }
+            | DomainEvent::ReleaseRegistered(_)
+            | DomainEvent::RunningReleaseSet(_)
+            | DomainEvent::UpgradePlanned(_)
+            | DomainEvent::UpgradeStateChanged(_)
+            | DomainEvent::UpgradePrechecked(_)
+            | DomainEvent::UpgradeNodeTurnStarted(_)
+            | DomainEvent::UpgradeNodeReported(_)
+            | DomainEvent::UpgradeBackupReported(_)
+            | DomainEvent::UpgradeFailed(_)
+            | DomainEvent::UpgradeCompleted(_)
+            | DomainEvent::UpgradeCanceled(_)
+            | DomainEvent::UpgradeRolledBack(_)
+            | DomainEvent::UpgradeAcknowledged(_)
+            | DomainEvent::NodeFactsReported(_)
+            | DomainEvent::AlarmRaised(_)
+            | DomainEvent::AlarmCleared(_) => {}
         }
     }
 }

@@ -133,7 +133,37 @@ impl Upgrades {
                 self.active = Some(e.upgrade_id.clone());
                 return;
             }
-            _ => {}
+            // Named, not a wildcard: a new event type must be decided here
+            // (an upgrade's own events are folded below).
+            DomainEvent::MemberAdmitted(_)
+            | DomainEvent::JoinProgressReported { .. }
+            | DomainEvent::MemberJoinCompleted { .. }
+            | DomainEvent::MemberJoinFailed(_)
+            | DomainEvent::RaftPeerRemoved { .. }
+            | DomainEvent::RaftCleanupCompleted { .. }
+            | DomainEvent::MemberJoinRetried { .. }
+            | DomainEvent::MemberRemovalStarted(_)
+            | DomainEvent::MemberDecommissioned { .. }
+            | DomainEvent::MemberUpdated(_)
+            | DomainEvent::AppliedGenerationReported { .. }
+            | DomainEvent::JoinRequested(_)
+            | DomainEvent::JoinRequestApproved { .. }
+            | DomainEvent::JoinRequestRejected { .. }
+            | DomainEvent::TokenIssued(_)
+            | DomainEvent::UpgradeStateChanged(_)
+            | DomainEvent::UpgradePrechecked(_)
+            | DomainEvent::UpgradeNodeTurnStarted(_)
+            | DomainEvent::UpgradeNodeReported(_)
+            | DomainEvent::UpgradeBackupReported(_)
+            | DomainEvent::UpgradeFailed(_)
+            | DomainEvent::UpgradeCompleted(_)
+            | DomainEvent::UpgradeCanceled(_)
+            | DomainEvent::UpgradeRolledBack(_)
+            | DomainEvent::UpgradeAcknowledged(_)
+            | DomainEvent::TokenRevoked(_)
+            | DomainEvent::PolicyCreated(_)
+            | DomainEvent::PrincipalPoliciesSet(_)
+            | DomainEvent::ResourcePolicySet(_) => {}
         }
         let Some(id) = upgrade_of(event) else {
             return;
@@ -246,7 +276,32 @@ impl Upgrades {
             }
             DomainEvent::UpgradeRolledBack(e) => u.rolled_back_by = Some(e.by.clone()),
             DomainEvent::UpgradeAcknowledged(_) => u.acknowledged_at = Some(at),
-            _ => {}
+            // Named, not a wildcard: a new event type must be decided here.
+            DomainEvent::MemberAdmitted(_)
+            | DomainEvent::JoinProgressReported { .. }
+            | DomainEvent::MemberJoinCompleted { .. }
+            | DomainEvent::MemberJoinFailed(_)
+            | DomainEvent::RaftPeerRemoved { .. }
+            | DomainEvent::RaftCleanupCompleted { .. }
+            | DomainEvent::MemberJoinRetried { .. }
+            | DomainEvent::MemberRemovalStarted(_)
+            | DomainEvent::MemberDecommissioned { .. }
+            | DomainEvent::MemberUpdated(_)
+            | DomainEvent::AppliedGenerationReported { .. }
+            | DomainEvent::JoinRequested(_)
+            | DomainEvent::JoinRequestApproved { .. }
+            | DomainEvent::JoinRequestRejected { .. }
+            | DomainEvent::TokenIssued(_)
+            | DomainEvent::ReleaseRegistered(_)
+            | DomainEvent::RunningReleaseSet(_)
+            | DomainEvent::UpgradePlanned(_)
+            | DomainEvent::TokenRevoked(_)
+            | DomainEvent::PolicyCreated(_)
+            | DomainEvent::PrincipalPoliciesSet(_)
+            | DomainEvent::ResourcePolicySet(_)
+            | DomainEvent::NodeFactsReported(_)
+            | DomainEvent::AlarmRaised(_)
+            | DomainEvent::AlarmCleared(_) => {}
         }
         if self.active.as_deref() == Some(id)
             && self.upgrades.get(id).is_some_and(|u| u.state.is_terminal())
