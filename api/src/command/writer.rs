@@ -94,20 +94,15 @@ impl Writer {
                 // The database must still hold, at this writer's position,
                 // the event it folded there: the next one chains from it,
                 // or else the head is it.
-                let holds = match events.first() {
-                    Some(next) => self.rm.head_hash.is_none_or(|h| h == next.prev_hash),
-                    None => {
-                        let head = self.store.head().await?;
-                        if !self.holds(head) {
-                            self.lost = Some(head);
-                        }
-                        self.lost.is_none()
+                let gone = match events.first() {
+                    Some(next) if self.rm.head_hash.is_some_and(|h| h != next.prev_hash) => {
+                        Some(self.store.head().await?)
                     }
+                    Some(_) => None,
+                    None => Some(self.store.head().await?).filter(|head| !self.holds(*head)),
                 };
-                if !holds {
-                    if self.lost.is_none() {
-                        self.lost = Some(self.store.head().await?);
-                    }
+                if let Some(head) = gone {
+                    self.lost = Some(head);
                     self.reload_from_the_log().await?;
                     continue;
                 }
