@@ -185,6 +185,15 @@ impl ReadModels {
         }
     }
 
+    /// Whether a log whose head is `position` with `hash`, read after these
+    /// read models were folded, still holds them: such a head cannot be
+    /// behind their position, nor another event at it. One that is means
+    /// the log lost events they folded (a failover).
+    pub fn held_by(&self, position: u64, hash: [u8; 32]) -> bool {
+        let at = self.state.position;
+        position > at || (position == at && self.head_hash.is_none_or(|h| h == hash))
+    }
+
     /// Folds one decoded event.
     pub fn apply(&mut self, rec: &Recorded, event: &DomainEvent) {
         self.apply_at(&EventCtx::of(rec), &rec.stream_id, event);

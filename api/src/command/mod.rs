@@ -378,16 +378,16 @@ impl CommandBus {
     /// the log this process serves. A head behind `held`, or another event
     /// at its position, means the database lost events this process folded
     /// (a failover to a standby that had not received them): the writer
-    /// checks, and reloads what the database holds.
-    pub fn observe_database_head(&self, held: &ReadModels, head: Head) {
+    /// checks, and reloads what the database holds. Answers whether it
+    /// found the log gone.
+    pub fn observe_database_head(&self, held: &ReadModels, head: Head) -> bool {
         self.observe_head(head.position);
-        let at = held.state.position;
-        let gone = head.position < at
-            || (head.position == at && held.head_hash.is_some_and(|h| h != head.hash));
+        let gone = !held.held_by(head.position, head.hash);
         if gone {
             self.recheck.store(true, Ordering::Release);
             self.follow.notify_one();
         }
+        gone
     }
 
     pub fn observe_head(&self, position: u64) {

@@ -99,7 +99,8 @@ impl Writer {
                         Some(self.store.head().await?)
                     }
                     Some(_) => None,
-                    None => Some(self.store.head().await?).filter(|head| !self.holds(*head)),
+                    None => Some(self.store.head().await?)
+                        .filter(|head| !self.rm.held_by(head.position, head.hash)),
                 };
                 if let Some(head) = gone {
                     self.lost = Some(head);
@@ -151,15 +152,6 @@ impl Writer {
             newer
         });
         self.after_publishing(at);
-    }
-
-    /// Whether the database, whose head is `head`, still holds the event
-    /// this writer's read models end with. Its head cannot be behind a
-    /// position this writer saw committed, nor hold another event there.
-    fn holds(&self, head: Head) -> bool {
-        let at = self.rm.state.position;
-        head.position > at
-            || (head.position == at && self.rm.head_hash.is_none_or(|h| h == head.hash))
     }
 
     /// Replaces the read models with the log as the database holds it. When
@@ -316,7 +308,7 @@ impl Writer {
                 head.position
             ))
         };
-        if !self.holds(head) {
+        if !self.rm.held_by(head.position, head.hash) {
             self.lost = Some(head);
             return Err(lost());
         }

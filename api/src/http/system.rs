@@ -32,64 +32,57 @@ pub async fn healthz() -> Json<serde_json::Value> {
     responses((status = 200, description = "The database answers and the read models are caught up.", body = Ready),
               (status = 503, description = "Not ready.", body = ErrorBody)))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    let check = async {
-        state.store.ping().await?;
-        let head = state.store.head().await?;
-        let (_, checkpoint) = state.store.cluster_row().await?;
-        Ok::<_, stratum_store::StoreError>((head.position, checkpoint))
-    };
-    // The read models in memory, which every read answers from, must be
-    // the database's log: taken before the head is read, they cannot be
-    // ahead of it, nor hold another event at its position.
+    // What this server serves, taken before the log's head is read: the
+    // database must still hold it (see `observe_database_head`).
     let held = state.bus.published();
-    if let Ok(head) = state.store.head().await {
-        let at = held.state.position;
-        if head.position < at
-            || (head.position == at && held.head_hash.is_some_and(|h| h != head.hash))
-        {
-            state.bus.observe_database_head(&held, head);
-            return ApiError::new(
-                stratum_domain::ErrorCode::Unavailable,
-                format!(
-                    "The read models in memory hold position {at}, which the database's log \
-                     (at {}) no longer has: events were lost in a failover, and this server is \
-                     reloading.",
-                    head.position
-                ),
-            )
-            .into_response();
-        }
-    }
-    // They must reach the head too (within a second: a probe does not
-    // wait long).
-    if let Ok(head) = state.store.head().await {
-        let reached = tokio::time::timeout(
-            std::time::Duration::from_secs(1),
-            state.bus.reached(head.position),
+    let head = match state.store.head().await {
+        Ok(h) => h,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    if state.bus.observe_database_head(&held, head) {
+        return ApiError::new(
+            stratum_domain::ErrorCode::Unavailable,
+            format!(
+                "The read models in memory hold position {}, which the database's log \
+                 (at {}) no longer has: events were lost in a failover, and this server is \
+                 reloading.",
+                held.state.position, head.position
+            ),
         )
-        .await;
-        if !matches!(reached, Ok(Ok(_))) {
-            let at = state.bus.published().state.position;
-            return ApiError::new(
-                stratum_domain::ErrorCode::Unavailable,
-                format!(
-                    "The read models in memory are at position {at}; the log is at {}.",
-                    head.position
-                ),
-            )
-            .into_response();
-        }
+        .into_response();
     }
-    match check.await {
-        // The head is read first: a commit in between only moves the checkpoint on.
-        Ok((head, checkpoint)) if checkpoint >= head => (
+    // The read models in memory, which every read answers from, must reach
+    // the head (within a second: a probe does not wait long).
+    let reached = tokio::time::timeout(
+        std::time::Duration::from_secs(1),
+        state.bus.reached(head.position),
+    )
+    .await;
+    if !matches!(reached, Ok(Ok(_))) {
+        let at = state.bus.published().state.position;
+        return ApiError::new(
+            stratum_domain::ErrorCode::Unavailable,
+            format!(
+                "The read models in memory are at position {at}; the log is at {}.",
+                head.position
+            ),
+        )
+        .into_response();
+    }
+    // So must the stored read models. The head was read first: a commit
+    // since only moves the checkpoint on.
+    match state.store.cluster_row().await {
+        Ok((_, checkpoint)) if checkpoint >= head.position => (
             StatusCode::OK,
-            Json(json!({ "status": "ready", "position": head })),
+            Json(json!({ "status": "ready", "position": head.position })),
         )
             .into_response(),
-        Ok((head, checkpoint)) => ApiError::new(
+        Ok((_, checkpoint)) => ApiError::new(
             stratum_domain::ErrorCode::Unavailable,
-            format!("The read models are at position {checkpoint}; the log is at {head}."),
+            format!(
+                "The read models are at position {checkpoint}; the log is at {}.",
+                head.position
+            ),
         )
         .into_response(),
         Err(e) => ApiError::from(e).into_response(),
