@@ -46,6 +46,12 @@ fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterV
     c
 }
 
+fn count(r: &Registry, name: &str, help: &str) -> IntCounter {
+    let c = IntCounter::new(name, help).expect("a valid metric");
+    r.register(Box::new(c.clone())).expect("registered once");
+    c
+}
+
 fn gauge(r: &Registry, name: &str, help: &str) -> IntGauge {
     let g = IntGauge::new(name, help).expect("a valid metric");
     r.register(Box::new(g.clone())).expect("registered once");
@@ -135,15 +141,11 @@ impl Metrics {
                 "Node agents' reports answered 429 for coming faster than an agent needs, by action.",
                 &["action"],
             ),
-            log_divergences: {
-                let c = IntCounter::new(
-                    "stratum_log_divergences_total",
-                    "Times this process found the database no longer holds the log it served (acknowledged events lost in a failover) and reloaded.",
-                )
-                .expect("a valid metric");
-                r.register(Box::new(c.clone())).expect("registered once");
-                c
-            },
+            log_divergences: count(
+                &r,
+                "stratum_log_divergences_total",
+                "Times this process found the database no longer holds the log it served (acknowledged events lost in a failover) and reloaded.",
+            ),
             head: gauge(
                 &r,
                 "stratum_log_head_position",
