@@ -462,10 +462,7 @@ async fn identify(
                 .membership
                 .members
                 .get(&node.node_id)
-                .is_some_and(|m| {
-                    use stratum_domain::membership::MemberState;
-                    matches!(m.state, MemberState::Removing | MemberState::Decommissioned)
-                });
+                .is_some_and(|m| !m.state.node_may_authenticate());
             if gone {
                 return Err(refused("certificate of a decommissioned node"));
             }

@@ -68,6 +68,16 @@ impl MemberState {
     pub fn in_peer_lists(self) -> bool {
         matches!(self, MemberState::Joining | MemberState::Active)
     }
+
+    /// Whether a node's own credential (its client certificate) still
+    /// authenticates it: not once its decommission is accepted, while its
+    /// removal from the rafts runs and after.
+    pub fn node_may_authenticate(self) -> bool {
+        match self {
+            MemberState::Joining | MemberState::Active | MemberState::Failed => true,
+            MemberState::Removing | MemberState::Decommissioned => false,
+        }
+    }
 }
 
 string_enum! {

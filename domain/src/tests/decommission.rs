@@ -219,3 +219,12 @@ fn decommission_of_an_unknown_node_is_not_found() {
         .when(decommission("n-9", "gone"))
         .then_refused(ErrorCode::NotFound);
 }
+
+#[test]
+fn a_node_credential_stops_authenticating_once_its_decommission_is_accepted() {
+    use crate::membership::MemberState;
+    for state in MemberState::ALL {
+        let expected = !matches!(state, MemberState::Removing | MemberState::Decommissioned);
+        assert_eq!(state.node_may_authenticate(), expected, "{state:?}");
+    }
+}
