@@ -66,7 +66,9 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         ErrorCode::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-        ErrorCode::UpgradeInProgress | ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::UpgradeInProgress | ErrorCode::Unavailable | ErrorCode::OutcomeUnknown => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -188,6 +190,13 @@ impl From<StoreError> for ApiError {
                         ErrorCode::Unavailable,
                         "The database's disk is full: nothing of this request was stored. Retry once space is made.",
                     ).with_details(json!({ "retryAfterSeconds": DISK_FULL_RETRY_SECS }))
+            }
+            StoreError::OutcomeUnknown(_) => {
+                tracing::warn!(error = %e, "a write's commit was in flight when the database connection broke");
+                Self::new(
+                    ErrorCode::OutcomeUnknown,
+                    "The connection to the database broke while this write was being committed: it may have been stored. Retry with the same Idempotency-Key to get its answer if it was; without one, read before writing again.",
+                )
             }
             StoreError::Corrupt(_) | StoreError::Schema(_) => ApiError::internal(e),
         }

@@ -47,6 +47,10 @@ string_enum! {
         /// reporting faster than it needs to: 429 with `Retry-After`.
         RateLimited = "RATE_LIMITED",
         Unavailable = "UNAVAILABLE",
+        /// The connection to the database broke while a write was being
+        /// committed: it may have been stored. 503; a retry with the same
+        /// `Idempotency-Key` answers what was stored, if it was.
+        OutcomeUnknown = "OUTCOME_UNKNOWN",
         Internal = "INTERNAL",
     }
 }

@@ -272,7 +272,7 @@ fn common_answers(op: &mut utoipa::openapi::path::Operation, route: &Route) {
             ("403", "ACCESS_DENIED: the token's policies do not allow the action on the resource (details.action, details.resource)."),
             ("500", "INTERNAL: an unexpected failure, with the request id."),
             ("429", "RATE_LIMITED: too many refused secrets from this address, or a node agent reporting faster than it needs to; Retry-After says when to try again."),
-            ("503", "UNAVAILABLE (the database is unreachable) or UPGRADE_IN_PROGRESS (the write freeze, details.upgradeId and details.state); Retry-After says when to try again."),
+            ("503", "UNAVAILABLE (the database is unreachable; nothing was stored), OUTCOME_UNKNOWN (a write whose commit was in flight when the database connection broke: it may have been stored, and a retry with the same Idempotency-Key answers what was) or UPGRADE_IN_PROGRESS (the write freeze, details.upgradeId and details.state); Retry-After says when to try again."),
         ]);
     }
     let has_as_of = op.parameters.iter().flatten().any(|p| p.name == "asOf");

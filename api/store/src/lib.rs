@@ -33,6 +33,10 @@ pub enum StoreError {
     /// The database could not be reached or refused the work.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// The connection broke while a commit was in flight: the write may or
+    /// may not have been stored.
+    #[error("the outcome of a commit is unknown: {0}")]
+    OutcomeUnknown(String),
     /// What the database holds is not what stratum wrote.
     #[error("corrupt store: {0}")]
     Corrupt(String),

@@ -428,7 +428,12 @@ impl WriteTx for PgTx {
             pg_bytea,
             Some(NOTIFY_CHANNEL),
         );
-        self.conn().execute(finish.as_str()).await?;
+        // A failed commit leaves `open` set: the connection is dropped, as
+        // it may be broken or hold an aborted transaction.
+        self.conn()
+            .execute(finish.as_str())
+            .await
+            .map_err(commit_error)?;
         self.open = false;
         Ok(())
     }
@@ -572,5 +577,24 @@ mod copy_binary {
             foreign[0] = b'X';
             assert!(events(&foreign).is_err());
         }
+    }
+}
+
+/// What a failed `COMMIT` means. The server's refusal of one of the
+/// batch's statements is definite: nothing was stored. A connection that
+/// broke, or a server that ended the session while the commit was in flight
+/// (`57P01`–`57P03`, `08xxx`: a primary shut down while it waited for its
+/// synchronous standby says the commit "has already committed locally"),
+/// leaves the outcome unknown.
+fn commit_error(e: sqlx::Error) -> super::StoreError {
+    match &e {
+        sqlx::Error::Database(db)
+            if !db
+                .code()
+                .is_some_and(|c| c.starts_with("57P") || c.starts_with("08")) =>
+        {
+            e.into()
+        }
+        _ => super::StoreError::OutcomeUnknown(e.to_string()),
     }
 }
