@@ -11,7 +11,7 @@ pub use crate::iam::{
 };
 use crate::membership::{Raft, Role};
 pub use crate::upgrade::{
-    AlarmCleared, AlarmRaised, NodeFactsReported, ReleaseRegistered, RunningReleaseSet,
+    AlarmCleared, AlarmRaised, EventsLost, NodeFactsReported, ReleaseRegistered, RunningReleaseSet,
     UpgradeBackupReported, UpgradeCompleted, UpgradeFailed, UpgradeNodeReported,
     UpgradeNodeTurnStarted, UpgradePlanned, UpgradePrechecked, UpgradeRef, UpgradeRolledBack,
     UpgradeStateChanged,
@@ -93,6 +93,7 @@ pub enum DomainEvent {
     NodeFactsReported(NodeFactsReported),
     AlarmRaised(AlarmRaised),
     AlarmCleared(AlarmCleared),
+    EventsLost(EventsLost),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -224,6 +225,10 @@ impl DomainEvent {
                 name,
                 upgrade: upgrade_id.as_deref(),
             },
+            DomainEvent::EventsLost(_) => About::Alarm {
+                name: crate::upgrade::LOG_EVENTS_LOST_ALARM,
+                upgrade: None,
+            },
         }
     }
 
@@ -265,6 +270,7 @@ impl DomainEvent {
             DomainEvent::NodeFactsReported(_) => "NodeFactsReported",
             DomainEvent::AlarmRaised(_) => "AlarmRaised",
             DomainEvent::AlarmCleared(_) => "AlarmCleared",
+            DomainEvent::EventsLost(_) => "EventsLost",
         }
     }
 
@@ -324,7 +330,8 @@ impl DomainEvent {
             | DomainEvent::UpgradeAcknowledged(_)
             | DomainEvent::NodeFactsReported(_)
             | DomainEvent::AlarmRaised(_)
-            | DomainEvent::AlarmCleared(_) => false,
+            | DomainEvent::AlarmCleared(_)
+            | DomainEvent::EventsLost(_) => false,
         }
     }
 }

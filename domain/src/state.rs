@@ -65,6 +65,8 @@ pub enum Subject {
     ResourcePolicy(String),
     /// A node's facts report.
     Facts(String),
+    /// An alarm, by its key.
+    Alarm(String),
 }
 
 /// The events a command decided (possibly none: the state already says what

@@ -430,6 +430,22 @@ pub fn upgrade_examples() -> Vec<DomainEvent> {
             node_id: Some("n-msst0002".into()),
             upgrade_id: Some(id()),
         }),
+        DomainEvent::EventsLost(EventsLost {
+            first: 2153,
+            last: 2154,
+            database_position: 2152,
+            database_hash: "9f".repeat(32),
+            lost: vec![
+                LostEvent {
+                    position: 2153,
+                    hash: "a1".repeat(32),
+                },
+                LostEvent {
+                    position: 2154,
+                    hash: "b2".repeat(32),
+                },
+            ],
+        }),
     ]
 }
 

@@ -270,6 +270,12 @@ impl ReadModels {
                     ),
                 ));
             }
+            DomainEvent::EventsLost(e) => {
+                self.dirty_docs.insert((
+                    doc_kind::ALARM,
+                    stratum_domain::upgrade::events_lost_key(e.first),
+                ));
+            }
             // Named, not a wildcard: a new event type must be decided here
             // (member and upgrade events are tracked below, by subject).
             DomainEvent::MemberAdmitted(_)

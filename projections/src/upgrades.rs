@@ -198,7 +198,9 @@ pub struct WarningRecord {
 #[serde(rename_all = "camelCase")]
 pub struct AlarmRecord {
     /// node-reboot-pending: a staged security upgrade's node has waited 7
-    /// days for its reboot.
+    /// days for its reboot. log-events-lost: acknowledged events were lost
+    /// in a database failover; the message names the range and the position
+    /// of the EventsLost event that lists the lost events' hashes.
     pub name: String,
     pub node_id: Option<String>,
     pub upgrade_id: Option<String>,

@@ -18,6 +18,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use stratum_domain::log::EventMeta;
 use stratum_domain::state::Subject;
+use stratum_domain::upgrade::UpgradeCommand;
 use stratum_domain::{Command, FieldError, Refusal};
 use stratum_projections::ReadModels;
 use tokio::sync::{mpsc, oneshot, watch, Notify};
@@ -263,6 +264,10 @@ impl CommandBus {
         let follow = Arc::new(Notify::new());
         let wanted = Arc::new(AtomicU64::new(rm_position));
         let recheck = Arc::new(AtomicBool::new(false));
+        let (losses, found) = mpsc::unbounded_channel();
+        tokio::spawn(
+            record_losses(jobs.downgrade(), found).instrument(tracing::info_span!("losses")),
+        );
         let writer = Writer {
             store,
             clock,
@@ -277,6 +282,8 @@ impl CommandBus {
             snapshotting: Default::default(),
             recheck: recheck.clone(),
             lost: None,
+            recent: Default::default(),
+            losses,
         };
         tokio::spawn(writer.run(rx).instrument(tracing::info_span!("writer")));
         Ok(Self {
@@ -395,6 +402,56 @@ impl CommandBus {
         if self.published.borrow().state.position < position {
             self.wanted.fetch_max(position, Ordering::AcqRel);
             self.follow.notify_one();
+        }
+    }
+}
+
+/// Records each loss of acknowledged events the writer finds, as the
+/// service, until it is recorded (the first replica's report raises the
+/// alarm; the others' find it raised). Holds the writer's queue weakly, so
+/// the service can stop.
+async fn record_losses(
+    jobs: mpsc::WeakSender<Job>,
+    mut found: mpsc::UnboundedReceiver<stratum_domain::upgrade::EventsLost>,
+) {
+    let backoff = crate::backoff::Backoff {
+        first: std::time::Duration::from_millis(200),
+        max: std::time::Duration::from_secs(5),
+    };
+    while let Some(loss) = found.recv().await {
+        let mut delay = backoff.first;
+        loop {
+            let Some(jobs) = jobs.upgrade() else { return };
+            let req = CommandRequest::new(
+                Command::Upgrade(UpgradeCommand::RecordLostEvents(loss.clone())),
+                stratum_domain::iam::SERVICE_PRINCIPAL,
+            );
+            let (reply, rx) = oneshot::channel();
+            if jobs.send(Job { req, reply }).await.is_err() {
+                return;
+            }
+            drop(jobs);
+            match rx.await {
+                Ok(Ok(Outcome::Committed(c))) => {
+                    tracing::warn!(
+                        first = loss.first,
+                        last = loss.last,
+                        position = ?c.position,
+                        "the log-events-lost alarm is raised"
+                    );
+                    break;
+                }
+                Ok(Ok(Outcome::Refused(r))) => {
+                    tracing::error!(refusal = %r, "the loss of acknowledged events could not be recorded");
+                    break;
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "recording a loss of acknowledged events; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = backoff.after(delay);
+                }
+                Err(_) => return,
+            }
         }
     }
 }

@@ -3,13 +3,14 @@
 //! before it left, and commits the batch with its read model changes and
 //! kept answers in one transaction.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use stratum_domain::iam::principal_stream;
 use stratum_domain::log::{log_precision, Recorded};
 use stratum_domain::state::{stream_of, Subject};
+use stratum_domain::upgrade::{EventsLost, LostEvent};
 use stratum_domain::stored::encode;
 use stratum_domain::{CommandContext, ErrorCode, FieldError, Refusal};
 use stratum_projections::iam::{policy_record, principal_record};
@@ -50,7 +51,16 @@ pub(super) struct Writer {
     /// The database's head when this writer found its log gone, until the
     /// reload that follows publishes what the database holds.
     pub(super) lost: Option<Head>,
+    /// The hashes of the newest [`RECENT`] events this writer folded or
+    /// committed, by position: what it can say of a lost tail.
+    pub(super) recent: BTreeMap<u64, [u8; 32]>,
+    /// Where a loss of acknowledged events goes to be recorded.
+    pub(super) losses: mpsc::UnboundedSender<EventsLost>,
 }
+
+/// How many of the newest events' hashes a writer keeps (40 bytes each):
+/// a loss longer than this is reported from its newest part.
+const RECENT: usize = 65_536;
 
 impl Writer {
     pub(super) async fn run(mut self, mut rx: mpsc::Receiver<Job>) {
@@ -115,6 +125,7 @@ impl Writer {
                             e.position
                         )));
                     }
+                    self.remember(e.position, e.hash);
                 }
                 self.rm.discard_changes();
                 if events.is_empty() {
@@ -160,9 +171,25 @@ impl Writer {
     /// from events the database no longer has.
     async fn reload_from_the_log(&mut self) -> StoreResult<()> {
         let held = (self.rm.state.position, self.rm.head_hash);
+        let loss = match self.lost {
+            Some(db) => self.lost_events(db).await?,
+            None => None,
+        };
         self.rm = reload(&self.store).await?;
         self.reload = false;
         if let Some(db) = self.lost.take() {
+            if let Some(loss) = loss {
+                // What the database holds from the fork on is not what
+                // this writer folded there.
+                self.recent.split_off(&loss.first);
+                tracing::error!(
+                    first = loss.first,
+                    last = loss.last,
+                    count = loss.lost.len(),
+                    "acknowledged events lost; recording the log-events-lost alarm"
+                );
+                let _ = self.losses.send(loss);
+            }
             let hex = |h: Option<[u8; 32]>| h.map_or("unknown".to_owned(), hex::encode);
             tracing::error!(
                 held_position = held.0,
@@ -183,6 +210,60 @@ impl Writer {
             self.after_publishing(at);
         }
         Ok(())
+    }
+
+    fn remember(&mut self, position: u64, hash: [u8; 32]) {
+        self.recent.insert(position, hash);
+        if self.recent.len() > RECENT {
+            self.recent.pop_first();
+        }
+    }
+
+    /// The events this writer folded that the database no longer holds:
+    /// those after the newest position where the database's log and the
+    /// one it remembers agree (the same hash there means the same log up to
+    /// there). `None` when it remembers none of them.
+    async fn lost_events(&self, db: Head) -> StoreResult<Option<EventsLost>> {
+        let (Some((&oldest, _)), Some((&newest, _))) =
+            (self.recent.first_key_value(), self.recent.last_key_value())
+        else {
+            return Ok(None);
+        };
+        let mut fork = None;
+        let mut top = db.position.min(newest);
+        while top >= oldest && fork.is_none() {
+            let from = top.saturating_sub(u64::from(READ_CHUNK) - 1).max(oldest);
+            let events = self.store.read_after(from - 1, READ_CHUNK).await?;
+            fork = events
+                .iter()
+                .filter(|e| e.position <= top)
+                .rev()
+                .find(|e| self.recent.get(&e.position) == Some(&e.hash))
+                .map(|e| e.position);
+            if from == oldest || from == 0 {
+                break;
+            }
+            top = from - 1;
+        }
+        let first = fork.map_or(oldest, |f| f + 1);
+        let lost: Vec<LostEvent> = self
+            .recent
+            .range(first..)
+            .map(|(&position, hash)| LostEvent {
+                position,
+                hash: hex::encode(hash),
+            })
+            .collect();
+        let Some(last) = lost.last().map(|l| l.position) else {
+            return Ok(None);
+        };
+        Ok(Some(EventsLost {
+            first,
+            last,
+            database_position: db.position,
+            database_hash: hex::encode(db.hash),
+            lost,
+        }))
     }
 
     /// What follows a publication: a snapshot now and then, the head, and
@@ -288,6 +369,9 @@ impl Writer {
                 return Err(e);
             }
             tx.commit().await?;
+            for e in &batch.events {
+                self.remember(e.position, e.hash);
+            }
             let m = crate::metrics::global();
             m.batch_commands.observe(reqs.len() as f64);
             m.commit_duration.observe(began.elapsed().as_secs_f64());
@@ -324,6 +408,7 @@ impl Writer {
                 self.rm.apply_recorded(&e).map_err(|err| {
                     StoreError::Corrupt(format!("position {}: {err}", e.position))
                 })?;
+                self.remember(e.position, e.hash);
             }
             self.rm.discard_changes();
         }
@@ -536,6 +621,12 @@ fn render(rm: &ReadModels, subject: &Subject) -> (String, Option<u64>) {
                 f.version,
             )
         }),
+        Subject::Alarm(key) => rm
+            .state
+            .upgrades
+            .alarms
+            .get(key)
+            .map(|a| (json(&stratum_projections::upgrades::alarm_record(a)), 1)),
         Subject::Principal(p) => rm.state.iam.principal_policies.get(p).map(|a| {
             (
                 json(&principal_record(p, a)),

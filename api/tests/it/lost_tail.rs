@@ -115,6 +115,19 @@ async fn replicas_that_served_a_lost_tail_reload_what_the_database_holds() {
     }
     let (status, _) = get(&client, &b.base, &format!("{MEMBERS}/n-8")).await;
     assert_eq!(status, 200, "b serves the tail before the failover");
+    let (_, tail) = get(
+        &client,
+        &a.base,
+        &format!("/v1/admin/events?after={keep}&limit=1000"),
+    )
+    .await;
+    let lost: Vec<Value> = tail["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| json!({"position": e["position"], "hash": e["hash"]}))
+        .collect();
+    let last = lost.last().unwrap()["position"].as_u64().unwrap();
 
     lose_the_tail_after(&db.url, keep).await;
 
@@ -127,7 +140,9 @@ async fn replicas_that_served_a_lost_tail_reload_what_the_database_holds() {
         }
         let (status, body) = get(&client, &b.base, "/readyz").await;
         match (status, body["position"].as_u64()) {
-            (200, Some(p)) if p == keep => Ok(()),
+            // At the database's head, or past the alarm that records the
+            // loss, if it was raised already.
+            (200, Some(p)) if p == keep || p == keep + 1 => Ok(()),
             _ => Err(format!("readyz {status}: {body}")),
         }
     })
@@ -136,6 +151,52 @@ async fn replicas_that_served_a_lost_tail_reload_what_the_database_holds() {
         let (status, body) = get(&client, &b.base, &format!("{MEMBERS}/n-{n}")).await;
         assert_eq!(status, 404, "b still serves the lost n-{n}: {body}");
     }
+
+    // The loss is recorded once, whichever replica noticed first: the
+    // log-events-lost alarm names the range, and its event lists the lost
+    // events' hashes as the replicas held them.
+    let alarm_of = |alarms: &Value| {
+        alarms["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|a| a["name"] == "log-events-lost")
+            .cloned()
+            .collect::<Vec<Value>>()
+    };
+    eventually(Duration::from_secs(10), "the alarm is raised", || async {
+        let (_, alarms) = get(&client, &b.base, "/v1/admin/alarms").await;
+        match alarm_of(&alarms).as_slice() {
+            [_] => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let (_, alarms) = get(&client, &b.base, "/v1/admin/alarms").await;
+    let alarm = &alarm_of(&alarms)[0];
+    let message = alarm["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("events {} to {last} were lost", keep + 1))
+            && message.contains(&format!("ended at position {keep}")),
+        "{alarm}"
+    );
+    assert!(alarm["clearedAt"].is_null(), "{alarm}");
+    let (_, recorded) = get(
+        &client,
+        &b.base,
+        "/v1/admin/events?type=EventsLost&limit=1000",
+    )
+    .await;
+    let recorded = recorded["events"].as_array().unwrap();
+    assert_eq!(recorded.len(), 1, "recorded once: {recorded:?}");
+    let payload = &recorded[0]["payload"];
+    assert_eq!(payload["first"], keep + 1, "{payload}");
+    assert_eq!(payload["last"], last, "{payload}");
+    assert_eq!(payload["databasePosition"], keep, "{payload}");
+    assert_eq!(payload["lost"], Value::Array(lost.clone()), "{payload}");
+    assert_eq!(recorded[0]["principal"], "stratum", "{payload}");
+    let after_alarm = recorded[0]["position"].as_u64().unwrap();
+    assert_eq!(after_alarm, keep + 1, "the alarm took the first free position");
     let (_, listed) = get(&client, &b.base, MEMBERS).await;
     let items = listed["items"].as_array().cloned().unwrap_or_default();
     assert!(
@@ -151,7 +212,7 @@ async fn replicas_that_served_a_lost_tail_reload_what_the_database_holds() {
     let (status, body) = admit(&client, &a.base, 8).await;
     assert_eq!(status, 201, "{body}");
     let (_, ready) = get(&client, &a.base, "/readyz").await;
-    assert_eq!(ready["position"].as_u64(), Some(keep + 1), "{ready}");
+    assert_eq!(ready["position"].as_u64(), Some(after_alarm + 1), "{ready}");
     // Both now serve the new n-8, which the other replica folds in.
     eventually(Duration::from_secs(10), "b follows", || async {
         let (status, body) = get(&client, &b.base, &format!("{MEMBERS}/n-8")).await;

@@ -557,7 +557,8 @@ impl Iam {
             | DomainEvent::UpgradeAcknowledged(_)
             | DomainEvent::NodeFactsReported(_)
             | DomainEvent::AlarmRaised(_)
-            | DomainEvent::AlarmCleared(_) => {}
+            | DomainEvent::AlarmCleared(_)
+            | DomainEvent::EventsLost(_) => {}
         }
     }
 }

@@ -190,7 +190,8 @@ impl Membership {
             | DomainEvent::UpgradeAcknowledged(_)
             | DomainEvent::NodeFactsReported(_)
             | DomainEvent::AlarmRaised(_)
-            | DomainEvent::AlarmCleared(_) => {}
+            | DomainEvent::AlarmCleared(_)
+            | DomainEvent::EventsLost(_) => {}
         }
     }
 

@@ -186,6 +186,7 @@ pub fn encode(event: &DomainEvent) -> Encoded {
         DomainEvent::NodeFactsReported(e) => bytes(&NodeFactsReportedV1::from(e)),
         DomainEvent::AlarmRaised(e) => bytes(&AlarmRaisedV1::from(e)),
         DomainEvent::AlarmCleared(e) => bytes(&AlarmClearedV1::from(e)),
+        DomainEvent::EventsLost(e) => bytes(&EventsLostV1::from(e)),
     };
     Encoded {
         event_type: event.event_type(),
@@ -200,6 +201,7 @@ pub const STORED_VERSIONS: &[(&str, u16)] = &[
     ("AlarmCleared", 1),
     ("AlarmRaised", 1),
     ("AppliedGenerationReported", 1),
+    ("EventsLost", 1),
     ("JoinProgressReported", 1),
     ("JoinRequestApproved", 1),
     ("JoinRequestRejected", 1),
@@ -280,7 +282,8 @@ pub fn schema_version(event: &DomainEvent) -> u16 {
         | DomainEvent::ResourcePolicySet(_)
         | DomainEvent::NodeFactsReported(_)
         | DomainEvent::AlarmRaised(_)
-        | DomainEvent::AlarmCleared(_) => 1,
+        | DomainEvent::AlarmCleared(_)
+        | DomainEvent::EventsLost(_) => 1,
     }
 }
 
@@ -454,6 +457,7 @@ pub fn decode(
         ("AlarmCleared", 1) => {
             DomainEvent::AlarmCleared(de::<AlarmClearedV1>(t, v, payload)?.into())
         }
+        ("EventsLost", 1) => DomainEvent::EventsLost(de::<EventsLostV1>(t, v, payload)?.into()),
         ("UpgradeBackupReported", 1) => {
             DomainEvent::UpgradeBackupReported(de::<UpgradeBackupReportedV1>(t, v, payload)?.into())
         }
@@ -518,7 +522,8 @@ pub fn decode(
             | "JoinRequestRejected"
             | "NodeFactsReported"
             | "AlarmRaised"
-            | "AlarmCleared",
+            | "AlarmCleared"
+            | "EventsLost",
             _,
         ) => return Err(DecodeError::UnknownVersion(t.to_owned(), v)),
         _ => return Err(DecodeError::UnknownType(t.to_owned())),

@@ -14,6 +14,7 @@ mod iam_policy_documents;
 mod iam_tokens;
 mod join;
 mod join_requests;
+mod lost_events;
 mod member_update;
 mod membership_invariants;
 mod raft_cleanup;

@@ -66,6 +66,7 @@ every_event_type!(
     NodeFactsReported(_),
     AlarmRaised(_),
     AlarmCleared(_),
+    EventsLost(_),
 );
 
 fn fixture(event_type: &str, version: u16) -> PathBuf {

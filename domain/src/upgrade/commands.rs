@@ -70,6 +70,9 @@ pub enum UpgradeCommand {
         node_id: String,
         facts: NodeFacts,
     },
+    /// A replica's report that the database no longer holds events it
+    /// acknowledged (sent by the service itself, never over HTTP).
+    RecordLostEvents(EventsLost),
 }
 
 /// The service's configuration an upgrade is planned with: recorded in the
@@ -102,6 +105,7 @@ impl UpgradeCommand {
             ),
             UpgradeCommand::SetRunningRelease { .. } => RUNNING_RELEASE_STREAM.to_owned(),
             UpgradeCommand::Advance => "upgrade/".to_owned(),
+            UpgradeCommand::RecordLostEvents(_) => format!("alarm/{LOG_EVENTS_LOST_ALARM}"),
             UpgradeCommand::Create { upgrade_id, .. }
             | UpgradeCommand::Apply { upgrade_id }
             | UpgradeCommand::ReportNode { upgrade_id, .. }
@@ -122,6 +126,7 @@ impl UpgradeCommand {
                 | UpgradeCommand::ReportNode { .. }
                 | UpgradeCommand::ReportBackup { .. }
                 | UpgradeCommand::ReportFacts { .. }
+                | UpgradeCommand::RecordLostEvents(_)
                 | UpgradeCommand::Cancel { .. }
         )
     }

@@ -140,6 +140,7 @@ impl Upgrades {
             UpgradeCommand::ReportFacts { node_id, facts } => {
                 self.report_facts(state, node_id, facts)
             }
+            UpgradeCommand::RecordLostEvents(lost) => self.record_lost_events(lost),
         }?;
         let clears = self.alarms_cleared_by(&decision.events);
         decision.events.extend(clears);
@@ -759,4 +760,47 @@ impl Upgrades {
             subject,
         })
     }
+}
+
+impl Upgrades {
+    /// Records a loss of acknowledged events once: the first replica to
+    /// report the loss that begins at `first` raises its alarm, and the
+    /// others' reports of the same loss find it raised.
+    fn record_lost_events(&self, lost: &EventsLost) -> Result<Decision, Refusal> {
+        let key = events_lost_key(lost.first);
+        let subject = Subject::Alarm(key.clone());
+        let mut f = Findings::default();
+        if lost.first == 0 || lost.last < lost.first {
+            f.push("last", "must be a position range first..=last, from 1");
+        }
+        if !valid_hash(&lost.database_hash) {
+            f.push("databaseHash", "must be 64 lowercase hex digits");
+        }
+        let mut after = lost.first.saturating_sub(1);
+        for (i, e) in lost.lost.iter().enumerate() {
+            if e.position <= after || e.position > lost.last {
+                f.push(
+                    &format!("lost[{i}].position"),
+                    "must rise within first..=last",
+                );
+            }
+            if !valid_hash(&e.hash) {
+                f.push(&format!("lost[{i}].hash"), "must be 64 lowercase hex digits");
+            }
+            after = e.position;
+        }
+        f.into_result()?;
+        if self.alarms.contains_key(&key) {
+            return Ok(Decision::none(subject));
+        }
+        Ok(Decision {
+            events: vec![DomainEvent::EventsLost(lost.clone())],
+            subject,
+        })
+    }
+}
+
+/// A SHA-256 as the log shows it: 64 lowercase hex digits.
+fn valid_hash(h: &str) -> bool {
+    h.len() == 64 && h.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
 }

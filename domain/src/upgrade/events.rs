@@ -92,6 +92,34 @@ pub struct AlarmRaised {
     pub message: String,
 }
 
+/// Acknowledged events the database no longer holds: a replica found the
+/// log it had served gone (a failover to a standby that had not received
+/// its tail). Raises the `log-events-lost` alarm. Recorded once per loss:
+/// `first` is where the database's log forks from the one the replica held.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventsLost {
+    /// The first position whose event was lost.
+    pub first: u64,
+    /// The last lost position the replica knew of.
+    pub last: u64,
+    /// The database's head when the loss was found.
+    pub database_position: u64,
+    /// Its hash, hex.
+    pub database_hash: String,
+    /// The lost events the replica still knew, in position order.
+    pub lost: Vec<LostEvent>,
+}
+
+/// One lost event: its position and the hash it had in the lost log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LostEvent {
+    pub position: u64,
+    /// Hex SHA-256 of the event in the chain it belonged to.
+    pub hash: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AlarmCleared {

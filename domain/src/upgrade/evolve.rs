@@ -65,6 +65,32 @@ impl Upgrades {
                     },
                 );
             }
+            DomainEvent::EventsLost(e) => {
+                self.alarms.insert(
+                    events_lost_key(e.first),
+                    Alarm {
+                        name: LOG_EVENTS_LOST_ALARM.to_owned(),
+                        node_id: None,
+                        upgrade_id: None,
+                        message: format!(
+                            "Acknowledged events {} to {} were lost in a database failover: the \
+                             database's log ended at position {} ({}) when a replica found its \
+                             log gone. The {} lost events' hashes are in the EventsLost event \
+                             at position {}.",
+                            e.first,
+                            e.last,
+                            e.database_position,
+                            e.database_hash,
+                            e.lost.len(),
+                            ctx.position
+                        ),
+                        raised_at: at,
+                        cleared_at: None,
+                        raised_position: ctx.position,
+                    },
+                );
+                return;
+            }
             DomainEvent::AlarmCleared(e) => {
                 let key = alarm_key(&e.name, e.upgrade_id.as_deref(), e.node_id.as_deref());
                 if let Some(a) = self.alarms.get_mut(&key) {
@@ -301,7 +327,8 @@ impl Upgrades {
             | DomainEvent::ResourcePolicySet(_)
             | DomainEvent::NodeFactsReported(_)
             | DomainEvent::AlarmRaised(_)
-            | DomainEvent::AlarmCleared(_) => {}
+            | DomainEvent::AlarmCleared(_)
+            | DomainEvent::EventsLost(_) => {}
         }
         if self.active.as_deref() == Some(id)
             && self.upgrades.get(id).is_some_and(|u| u.state.is_terminal())

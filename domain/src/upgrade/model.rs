@@ -370,6 +370,14 @@ pub struct Warning {
 pub const NODE_REBOOT_PENDING: &str = "NodeRebootPending";
 /// The alarm raised when that warning lasts [`REBOOT_ALARM_AFTER_DAYS`].
 pub const NODE_REBOOT_PENDING_ALARM: &str = "node-reboot-pending";
+/// Raised when acknowledged events were lost in a database failover: one
+/// alarm per loss, keyed by its first lost position.
+pub const LOG_EVENTS_LOST_ALARM: &str = "log-events-lost";
+
+/// The key of the alarm of the loss that begins at `first`.
+pub fn events_lost_key(first: u64) -> String {
+    format!("{LOG_EVENTS_LOST_ALARM}/{first}")
+}
 pub const REBOOT_ALARM_AFTER_DAYS: i64 = 7;
 
 /// An alarm, raised and perhaps cleared: both are events.

@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::release::{Component, ComponentKind};
-use crate::upgrade::{AlarmCleared, AlarmRaised, NodeFacts, NodeFactsReported};
+use crate::upgrade::{
+    AlarmCleared, AlarmRaised, EventsLost, LostEvent, NodeFacts, NodeFactsReported,
+};
 
 // ------------------------------------------- node facts and alarms (v1)
 
@@ -48,6 +50,21 @@ pub struct AlarmRaisedV1 {
     pub node_id: Option<String>,
     pub upgrade_id: Option<String>,
     pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventsLostV1 {
+    pub first: u64,
+    pub last: u64,
+    pub database_position: u64,
+    pub database_hash: String,
+    pub lost: Vec<LostEventV1>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostEventV1 {
+    pub position: u64,
+    pub hash: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,6 +196,44 @@ impl From<AlarmClearedV1> for AlarmCleared {
             name: e.name,
             node_id: e.node_id,
             upgrade_id: e.upgrade_id,
+        }
+    }
+}
+
+impl From<&EventsLost> for EventsLostV1 {
+    fn from(e: &EventsLost) -> Self {
+        EventsLostV1 {
+            first: e.first,
+            last: e.last,
+            database_position: e.database_position,
+            database_hash: e.database_hash.clone(),
+            lost: e
+                .lost
+                .iter()
+                .map(|l| LostEventV1 {
+                    position: l.position,
+                    hash: l.hash.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<EventsLostV1> for EventsLost {
+    fn from(e: EventsLostV1) -> Self {
+        EventsLost {
+            first: e.first,
+            last: e.last,
+            database_position: e.database_position,
+            database_hash: e.database_hash,
+            lost: e
+                .lost
+                .into_iter()
+                .map(|l| LostEvent {
+                    position: l.position,
+                    hash: l.hash,
+                })
+                .collect(),
         }
     }
 }
