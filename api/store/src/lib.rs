@@ -6,6 +6,7 @@
 //! write lock (the `log_head` row), so positions are assigned in exactly one
 //! place, gap-free and in commit order, whichever process writes.
 
+mod pg_target;
 mod postgres;
 mod read;
 mod sql;
@@ -21,6 +22,7 @@ use sqlx::{ColumnIndex, Decode, Row, Type};
 use stratum_domain::log::{micros_to_time, EventMeta, Recorded};
 use stratum_projections::Changes;
 
+pub use pg_target::{SessionAttrs, Target};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 pub use verify::{verify_chain, Verification};
@@ -309,11 +311,15 @@ pub enum Access {
 pub async fn connect_as(url: &str, access: Access) -> StoreResult<Arc<dyn EventStore>> {
     if url.starts_with("sqlite:") {
         Ok(Arc::new(SqliteStore::open_as(url, access).await?))
-    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+    } else if url.starts_with("postgres:")
+        || url.starts_with("postgresql:")
+        || (!url.contains("://") && url.contains('='))
+    {
+        // A URL (one host, or libpq's host list), or libpq's key=value form.
         Ok(Arc::new(PgStore::open_as(url, access).await?))
     } else {
         Err(StoreError::Unavailable(format!(
-            "unsupported database URL scheme in {}; use sqlite:// or postgres://",
+            "unsupported database URL scheme in {}; use sqlite://, postgres:// or libpq's host=... dbname=...",
             redact_url(url)
         )))
     }
@@ -374,6 +380,32 @@ pub async fn export_chunk(
 /// user part (`user:pass@`) and a `password` query parameter (which
 /// PostgreSQL's URLs take too).
 pub fn redact_url(url: &str) -> String {
+    if !url.contains("://") && url.contains('=') {
+        // libpq's key=value form: the value after password= is hidden
+        // (a quoted one up to its closing quote).
+        return match url.find("password") {
+            Some(at) => {
+                let rest = &url[at + "password".len()..];
+                let value = rest.trim_start().trim_start_matches('=').trim_start();
+                let skip = if let Some(q) = value.strip_prefix('\'') {
+                    // Up to the closing quote; \' and \\ are escapes.
+                    let mut escaped = false;
+                    q.char_indices()
+                        .find(|&(_, c)| {
+                            let closes = c == '\'' && !escaped;
+                            escaped = c == '\\' && !escaped;
+                            closes
+                        })
+                        .map_or(value.len(), |(e, _)| e + 2)
+                } else {
+                    value.find(char::is_whitespace).unwrap_or(value.len())
+                };
+                let end = url.len() - value.len() + skip;
+                format!("{}password=***{}", &url[..at], redact_url(&url[end..]))
+            }
+            None => url.to_owned(),
+        };
+    }
     let (base, query) = match url.split_once('?') {
         Some((b, q)) => (b, Some(q)),
         None => (url, None),
@@ -520,6 +552,20 @@ mod tests {
         assert_eq!(
             redact_url("s3://key:s3cret@backups.example/stratum"),
             "s3://key:***@backups.example/stratum"
+        );
+        assert_eq!(
+            redact_url(
+                "postgres://app:s3cret@h1:5433,h2:5434/stratum?target_session_attrs=read-write"
+            ),
+            "postgres://app:***@h1:5433,h2:5434/stratum?target_session_attrs=read-write"
+        );
+        assert_eq!(
+            redact_url("host=h1,h2 password=s3cret dbname=stratum"),
+            "host=h1,h2 password=*** dbname=stratum"
+        );
+        assert_eq!(
+            redact_url(r"host=h1 password = 'it\'s s3cret' user=app"),
+            "host=h1 password=*** user=app"
         );
     }
 }

@@ -4,7 +4,6 @@
 //! across replicas; `synchronous_commit` stays on. Each commit notifies
 //! `stratum_events` so every replica wakes its watchers.
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -12,10 +11,13 @@ use std::sync::Arc;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, Executor};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 use stratum_domain::log::Recorded;
 use stratum_projections::Changes;
-use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio::sync::{Mutex, Notify, OwnedMutexGuard};
 
+use super::pg_target::{self, SessionAttrs, Target};
 use super::read::Reads;
 use super::sql::{self, CHUNK};
 
@@ -34,12 +36,136 @@ pub const NOTIFY_CHANNEL: &str = "stratum_events";
 const FIRST_CONNECT: Duration = Duration::from_secs(2);
 
 pub struct PgStore {
+    /// Its connect options are the chosen host's, moved with it.
     pool: PgPool,
     /// The connection this process writes through. Writes are serialized by
     /// the `log_head` row lock anyway, and one connection lets a write end
     /// in one round trip. `None` until first used, or after it broke.
     writer: Arc<Mutex<Option<PgConnection>>>,
-    opts: PgConnectOptions,
+    /// While it lives, the task that follows the chosen host does (a URL
+    /// with a host list or `target_session_attrs`).
+    _following: Arc<()>,
+}
+
+/// Which host of a [`Target`] the connections go to, and since when.
+struct Chosen {
+    target: Target,
+    host: AtomicUsize,
+    /// When the connections last moved: a pooled connection older than
+    /// that was made to another host and is closed, not used.
+    moved_at: std::sync::Mutex<Option<Instant>>,
+    /// The sessions of a read-only open are read-only by our own setting;
+    /// the server's state alone tells whether it is the host asked for.
+    read_only_access: bool,
+    /// Wakes the follower at once (a new connection landed on the wrong
+    /// host).
+    wake: Notify,
+}
+
+impl Chosen {
+    /// Whether a new session is on a host of the kind asked for.
+    async fn admit(&self, c: &mut PgConnection) -> Result<(), sqlx::Error> {
+        let attrs = self.target.attrs;
+        let (in_recovery, read_only) = pg_target::check(c)
+            .await
+            .map_err(|e| sqlx::Error::Protocol(e))?;
+        let read_only = if self.read_only_access {
+            in_recovery
+        } else {
+            read_only
+        };
+        let wanted = match attrs {
+            // The follower decides where a standby is preferred.
+            SessionAttrs::PreferStandby | SessionAttrs::Any => true,
+            a => a.accepts(in_recovery, read_only),
+        };
+        if wanted {
+            return Ok(());
+        }
+        self.wake.notify_one();
+        Err(sqlx::Error::Protocol(format!(
+            "{} is no longer a {} session (target_session_attrs); moving",
+            self.target.describe(self.host.load(Ordering::Acquire)),
+            attrs.as_str()
+        )))
+    }
+
+    fn fresh(&self, age: Duration) -> bool {
+        match *self.moved_at.lock().expect("not poisoned") {
+            Some(at) => age <= at.elapsed(),
+            None => true,
+        }
+    }
+}
+
+/// Follows the host a [`Target`] chooses: every second, or at once when a
+/// new session landed on the wrong host, it probes the chosen host, and
+/// when that is no longer what was asked for (it went down, or a failover
+/// made it a standby) it finds the one that is and moves the pool, the
+/// writer's connection, `LISTEN` and the advisory lock's next session
+/// there. Ends when the store is dropped.
+async fn follow(
+    chosen: Arc<Chosen>,
+    pool: PgPool,
+    writer: Arc<Mutex<Option<PgConnection>>>,
+    read_only: bool,
+    alive: std::sync::Weak<()>,
+) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            () = chosen.wake.notified() => {}
+        }
+        if alive.strong_count() == 0 {
+            return;
+        }
+        let at = chosen.host.load(Ordering::Acquire);
+        let why = match chosen.target.probe(at, probe_attrs(&chosen)).await {
+            Ok(()) => continue,
+            Err(why) => why,
+        };
+        let to = match chosen.target.locate().await {
+            Ok(to) if to == at => continue,
+            Ok(to) => to,
+            Err(e) => {
+                tracing::warn!(error = %e, "the database's chosen host is gone and no other answers yet");
+                continue;
+            }
+        };
+        tracing::warn!(
+            from = %chosen.target.describe(at),
+            to = %chosen.target.describe(to),
+            %why,
+            "moving the database connections to the host that is now the {} one",
+            chosen.target.attrs.as_str()
+        );
+        pool.set_connect_options(options_for(&chosen.target, to, read_only));
+        *chosen.moved_at.lock().expect("not poisoned") = Some(Instant::now());
+        chosen.host.store(to, Ordering::Release);
+        if let Ok(mut w) = writer.try_lock() {
+            w.take();
+        }
+    }
+}
+
+/// What the follower asks of the chosen host: what was asked for, and for
+/// `prefer-standby` (where any host will do when no standby answers) that
+/// it answers at all.
+fn probe_attrs(chosen: &Chosen) -> SessionAttrs {
+    match chosen.target.attrs {
+        SessionAttrs::PreferStandby => SessionAttrs::Any,
+        a => a,
+    }
+}
+
+fn options_for(target: &Target, i: usize, read_only: bool) -> PgConnectOptions {
+    let opts = target.options(i).application_name("stratum");
+    if read_only {
+        // The server itself refuses every write of these sessions.
+        opts.options([("default_transaction_read_only", "on")])
+    } else {
+        opts
+    }
 }
 
 impl PgStore {
@@ -48,14 +174,20 @@ impl PgStore {
     }
 
     pub async fn open_as(url: &str, access: Access) -> StoreResult<Self> {
-        let mut opts = PgConnectOptions::from_str(url)?.application_name("stratum");
-        if access == Access::ReadOnly {
-            // The server itself refuses every write of these sessions.
-            opts = opts.options([("default_transaction_read_only", "on")]);
-        }
+        let target = Target::parse(url)?;
+        let read_only = access == Access::ReadOnly;
+        // A host list, or a session asked for: the hosts are probed in
+        // order, and the first with the session asked for is chosen (or
+        // every host's answer named).
+        let host = if target.chooses() {
+            target.locate().await?
+        } else {
+            0
+        };
+        let opts = options_for(&target, host, read_only);
         // One connection first, so a server that is down or refuses us is
         // named with its error at once, not as a pool timeout 10 s later.
-        {
+        if !target.chooses() {
             use sqlx::Connection;
             let at = format!("{}:{}", opts.get_host(), opts.get_port());
             let first =
@@ -74,14 +206,36 @@ impl PgStore {
                     })?;
             first.close().await.ok();
         }
-        let pool = PgPoolOptions::new()
+        let chosen = target.chooses().then(|| {
+            Arc::new(Chosen {
+                target,
+                host: AtomicUsize::new(host),
+                moved_at: std::sync::Mutex::new(None),
+                read_only_access: read_only,
+                wake: Notify::new(),
+            })
+        });
+        let mut pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(10))
             // A ping on every checkout costs 5-40% of throughput; a broken
             // connection fails its query instead, answered as UNAVAILABLE.
-            .test_before_acquire(false)
-            .connect_with(opts.clone())
-            .await?;
+            .test_before_acquire(false);
+        if let Some(chosen) = &chosen {
+            // Every new session is checked to be on a host of the kind
+            // asked for, and one made before the last move is closed.
+            let (admit, fresh) = (chosen.clone(), chosen.clone());
+            pool = pool
+                .after_connect(move |c, _| {
+                    let chosen = admit.clone();
+                    Box::pin(async move { chosen.admit(c).await })
+                })
+                .before_acquire(move |_, meta| {
+                    let fresh = fresh.fresh(meta.age);
+                    Box::pin(async move { Ok(fresh) })
+                });
+        }
+        let pool = pool.connect_with(opts.clone()).await?;
         let migrator = sqlx::migrate!("../../migrations/postgres");
         let found: Option<i64> = match sqlx::query_scalar::<_, Option<i64>>(
             "SELECT MAX(version) FROM _sqlx_migrations WHERE success",
@@ -98,10 +252,21 @@ impl PgStore {
         if access == Access::ReadWrite {
             migrator.run(&pool).await?;
         }
+        let writer = Arc::new(Mutex::new(None));
+        let following = Arc::new(());
+        if let Some(chosen) = chosen {
+            tokio::spawn(follow(
+                chosen,
+                pool.clone(),
+                writer.clone(),
+                read_only,
+                Arc::downgrade(&following),
+            ));
+        }
         Ok(Self {
             pool,
-            writer: Arc::new(Mutex::new(None)),
-            opts,
+            writer,
+            _following: following,
         })
     }
 
@@ -204,8 +369,7 @@ impl EventStore for PgStore {
         if conn.is_none() {
             // A writer that stalls holding the log's lock must not freeze
             // every replica: the server ends such a session.
-            let opts = self
-                .opts
+            let opts = (*self.pool.connect_options())
                 .clone()
                 .options([("idle_in_transaction_session_timeout", "30s")]);
             *conn = Some(opts.connect().await?);
