@@ -196,7 +196,11 @@ async fn replicas_that_served_a_lost_tail_reload_what_the_database_holds() {
     assert_eq!(payload["lost"], Value::Array(lost.clone()), "{payload}");
     assert_eq!(recorded[0]["principal"], "stratum", "{payload}");
     let after_alarm = recorded[0]["position"].as_u64().unwrap();
-    assert_eq!(after_alarm, keep + 1, "the alarm took the first free position");
+    assert_eq!(
+        after_alarm,
+        keep + 1,
+        "the alarm took the first free position"
+    );
     let (_, listed) = get(&client, &b.base, MEMBERS).await;
     let items = listed["items"].as_array().cloned().unwrap_or_default();
     assert!(

@@ -785,7 +785,10 @@ impl Upgrades {
                 );
             }
             if !valid_hash(&e.hash) {
-                f.push(&format!("lost[{i}].hash"), "must be 64 lowercase hex digits");
+                f.push(
+                    &format!("lost[{i}].hash"),
+                    "must be 64 lowercase hex digits",
+                );
             }
             after = e.position;
         }
@@ -802,5 +805,7 @@ impl Upgrades {
 
 /// A SHA-256 as the log shows it: 64 lowercase hex digits.
 fn valid_hash(h: &str) -> bool {
-    h.len() == 64 && h.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+    h.len() == 64
+        && h.bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
 }
