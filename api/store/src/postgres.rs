@@ -66,9 +66,7 @@ impl Chosen {
     /// Whether a new session is on a host of the kind asked for.
     async fn admit(&self, c: &mut PgConnection) -> Result<(), sqlx::Error> {
         let attrs = self.target.attrs;
-        let (in_recovery, read_only) = pg_target::check(c)
-            .await
-            .map_err(|e| sqlx::Error::Protocol(e))?;
+        let (in_recovery, read_only) = pg_target::check(c).await.map_err(sqlx::Error::Protocol)?;
         let read_only = if self.read_only_access {
             in_recovery
         } else {

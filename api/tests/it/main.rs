@@ -11,6 +11,7 @@ mod contract;
 mod disk_full;
 mod edges;
 mod errors;
+mod failover;
 mod fresh_reads;
 mod guides;
 mod iam;

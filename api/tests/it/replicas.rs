@@ -15,6 +15,12 @@ pub(crate) struct Server {
     pub(crate) metrics: String,
 }
 
+impl Server {
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();

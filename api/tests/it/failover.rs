@@ -1,0 +1,639 @@
+//! A real PostgreSQL failover under running replicas: etcd, three
+//! PostgreSQL 15 nodes under Patroni (`api/tests/ha/patroni-pg.sh`), two
+//! `stratum serve` replicas on libpq's multi-host URL with
+//! `target_session_attrs=read-write` (no HAProxy), and the Patroni leader
+//! SIGKILLed (Patroni and its postmaster: a host crash) under load.
+//!
+//! - Synchronous mode (`synchronous_mode_strict`): nothing acknowledged is
+//!   lost, clients see only 503s, no replica restarts, the chain verifies,
+//!   the positions are gap-free, and the history the clients saw is
+//!   linearizable (`stratum-history`, with the domain's own rules).
+//! - Asynchronous mode with a forced lost tail: the standbys are cut off
+//!   from the WAL, acknowledged writes go on, the leader dies; no replica
+//!   serves a lost event once it noticed, none answers 500, each ends with
+//!   the digests `stratum replay --digest` computes from the database, and
+//!   the `log-events-lost` alarm names the range.
+//!
+//! `STRATUM_REQUIRE_HA=1` makes a machine without etcd, Patroni or
+//! PostgreSQL's binaries a failure instead of a loud skip. `.ci/run` sets it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use stratum_history::member::{MemberModel, MemberOp, MemberRet};
+use stratum_history::{check, Operation, Options};
+
+use crate::replicas::serve;
+use crate::support::ADMIN_TOKEN;
+
+const MEMBERS: &str = "/v1/admin/cluster/members";
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/ha/patroni-pg.sh")
+}
+
+/// Whether a Patroni cluster can run here; a loud skip, or a failure where
+/// it is required.
+fn available() -> bool {
+    let missing: Vec<&str> = ["etcd", "patroni", "patronictl"]
+        .into_iter()
+        .filter(|tool| {
+            !std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .chain(
+            (!Path::new("/usr/lib/postgresql/15/bin/postgres").exists())
+                .then_some("/usr/lib/postgresql/15/bin/postgres"),
+        )
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var("STRATUM_REQUIRE_HA").as_deref() != Ok("1"),
+        "a Patroni cluster is required here (STRATUM_REQUIRE_HA=1), but {missing:?} are missing"
+    );
+    eprintln!("\n!!! {missing:?} not installed: the failover tests did NOT run\n");
+    false
+}
+
+/// etcd and three PostgreSQL nodes under Patroni, down on drop.
+struct Cluster {
+    dir: tempfile::TempDir,
+    base_port: u16,
+}
+
+impl Cluster {
+    async fn up(mode: &str, base_port: u16) -> Self {
+        let c = Cluster {
+            dir: tempfile::Builder::new()
+                .prefix("ha")
+                .tempdir_in("/tmp")
+                .unwrap(),
+            base_port,
+        };
+        c.sh("up", &[mode]).await;
+        c
+    }
+
+    /// `patroni-pg.sh <cmd> <dir> <args...>`, which must succeed; its
+    /// output.
+    async fn sh(&self, cmd: &str, args: &[&str]) -> String {
+        let out = tokio::process::Command::new("bash")
+            .arg(script())
+            .arg(cmd)
+            .arg(self.dir.path())
+            .args(args)
+            .env("HA_BASE_PORT", self.base_port.to_string())
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "patroni-pg.sh {cmd} {args:?}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Waits until every standby replayed all the primary wrote.
+    async fn caught_up(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let lsn = self.sh("lsn", &[]).await;
+            let primary = lsn
+                .lines()
+                .find_map(|l| l.split_once(" primary ").map(|(_, p)| p.trim().to_owned()));
+            let replayed: Vec<&str> = lsn
+                .lines()
+                .filter(|l| l.contains(" replica "))
+                .filter_map(|l| l.split_whitespace().nth(3))
+                .collect();
+            if primary.is_some_and(|p| replayed.len() == 2 && replayed.iter().all(|r| *r == p)) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the standbys lag: {lsn}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Kills the leader; waits for another; answers how long that took.
+    async fn fail_over(&self) -> (String, f64) {
+        let old = self.sh("kill-leader", &[]).await;
+        let said = self.sh("wait-leader", &[&old]).await;
+        let (new, secs) = said.split_once(' ').unwrap();
+        (new.to_owned(), secs.parse().unwrap())
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(script())
+            .arg("down")
+            .arg(self.dir.path())
+            .output();
+    }
+}
+
+/// What a replica answered, as the checker reads it.
+struct Answer {
+    status: u16,
+    body: Value,
+    etag: Option<u64>,
+}
+
+async fn call(
+    client: &reqwest::Client,
+    base: &str,
+    path: &str,
+    body: Option<&Value>,
+    key: Option<&str>,
+) -> Option<Answer> {
+    let req = match body {
+        Some(b) => client.post(format!("{base}{path}")).json(b),
+        None => client.get(format!("{base}{path}")),
+    };
+    let req = match key {
+        Some(k) => req.header("Idempotency-Key", k),
+        None => req,
+    };
+    let res = req
+        .bearer_auth(ADMIN_TOKEN)
+        .timeout(Duration::from_secs(15))
+        .send()
+        .await
+        .ok()?;
+    let status = res.status().as_u16();
+    let etag = res
+        .headers()
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim_matches(['"', 'W', '/']).parse().ok());
+    let body = res.json().await.unwrap_or(Value::Null);
+    Some(Answer { status, body, etag })
+}
+
+/// What the clients saw: the history, and every status beside 2xx/4xx.
+#[derive(Default)]
+struct Seen {
+    history: Vec<Operation<MemberOp, MemberRet, Duration>>,
+    /// (status, code) of every 5xx answer.
+    errors: Vec<(u16, String)>,
+    /// When each acknowledged write was answered (since the start).
+    acknowledged: Vec<Duration>,
+    /// The members whose admission was acknowledged.
+    admitted: Vec<String>,
+}
+
+/// A write retried with its `Idempotency-Key` until it is decided: the one
+/// operation it is, from its first sending to its last answer, unknown if
+/// any attempt may have stored it and none said what happened.
+async fn write(
+    client: &reqwest::Client,
+    bases: &[String],
+    path: &str,
+    body: &Value,
+    key: &str,
+    t0: Instant,
+    seen: &Mutex<Seen>,
+) -> (Duration, Option<MemberRet>, Duration) {
+    let invoked = t0.elapsed();
+    let mut maybe_stored = false;
+    let give_up = Instant::now() + Duration::from_secs(90);
+    let mut attempt = 0usize;
+    while Instant::now() < give_up {
+        let base = &bases[attempt % bases.len()];
+        attempt += 1;
+        match call(client, base, path, Some(body), Some(key)).await {
+            Some(a) if a.status < 300 => return (invoked, Some(MemberRet::Accepted), t0.elapsed()),
+            Some(a) if a.status < 500 && a.status != 429 => {
+                let code = a.body["code"].as_str().unwrap_or_default().to_owned();
+                return (invoked, Some(MemberRet::Refused(code)), t0.elapsed());
+            }
+            Some(a) => {
+                let code = a.body["code"].as_str().unwrap_or_default().to_owned();
+                if a.status != 503 || code == "OUTCOME_UNKNOWN" {
+                    maybe_stored = true;
+                }
+                seen.lock().unwrap().errors.push((a.status, code));
+            }
+            // No answer: it may have been stored.
+            None => maybe_stored = true,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let ret = (!maybe_stored).then_some(MemberRet::NotStored);
+    (invoked, ret, t0.elapsed())
+}
+
+/// One client: member after member, each through its whole life (admit,
+/// join-complete, decommission) with a read after each step, sending to
+/// the replicas in turn, until `stop`.
+async fn client_loop(
+    client_id: usize,
+    bases: Vec<String>,
+    t0: Instant,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    seen: Arc<Mutex<Seen>>,
+) {
+    let http = reqwest::Client::new();
+    let mut k = 0usize;
+    while !stop.load(std::sync::atomic::Ordering::Acquire) {
+        let node = format!("c{client_id}-m{k}");
+        let ip = format!("10.{}.{}.{}", 100 + client_id, k / 250, k % 250 + 1);
+        let steps: [(MemberOp, String, Value); 3] = [
+            (
+                MemberOp::Admit {
+                    node_id: node.clone(),
+                    mgmt_ip: ip.clone(),
+                },
+                MEMBERS.to_owned(),
+                json!({"nodeId": node, "role": "compute", "mgmtIp": ip}),
+            ),
+            (
+                MemberOp::CompleteJoin {
+                    node_id: node.clone(),
+                },
+                format!("{MEMBERS}/{node}/join-complete"),
+                json!({}),
+            ),
+            (
+                MemberOp::Decommission {
+                    node_id: node.clone(),
+                    reason: "retired in the failover test".into(),
+                },
+                format!("{MEMBERS}/{node}/decommission"),
+                json!({"reason": "retired in the failover test"}),
+            ),
+        ];
+        for (i, (op, path, body)) in steps.into_iter().enumerate() {
+            let key = format!("{node}-{i}");
+            let rotated: Vec<String> = bases
+                .iter()
+                .cycle()
+                .skip(client_id + i)
+                .take(bases.len())
+                .cloned()
+                .collect();
+            let (invoked, ret, answered) =
+                write(&http, &rotated, &path, &body, &key, t0, &seen).await;
+            {
+                let mut s = seen.lock().unwrap();
+                if matches!(ret, Some(MemberRet::Accepted)) {
+                    s.acknowledged.push(answered);
+                    if i == 0 {
+                        s.admitted.push(node.clone());
+                    }
+                }
+                s.history.push(match ret {
+                    Some(ret) => Operation::returned(client_id, op, invoked, ret, answered),
+                    None => Operation::unknown(client_id, op, invoked),
+                });
+            }
+            // A read, from the next replica: answered 200 or 404, or left
+            // out (a 503 says nothing of the state).
+            let base = &rotated[1 % rotated.len()];
+            let invoked = t0.elapsed();
+            if let Some(a) = call(&http, base, &format!("{MEMBERS}/{node}"), None, None).await {
+                let answered = t0.elapsed();
+                let ret = match a.status {
+                    200 => Some(MemberRet::Found {
+                        state: a.body["state"].as_str().unwrap_or_default().to_owned(),
+                        version: a.etag,
+                    }),
+                    404 => Some(MemberRet::NotFound),
+                    s => {
+                        let code = a.body["code"].as_str().unwrap_or_default().to_owned();
+                        seen.lock().unwrap().errors.push((s, code));
+                        None
+                    }
+                };
+                if let Some(ret) = ret {
+                    let get = MemberOp::Get {
+                        node_id: node.clone(),
+                    };
+                    seen.lock()
+                        .unwrap()
+                        .history
+                        .push(Operation::returned(client_id, get, invoked, ret, answered));
+                }
+            }
+        }
+        k += 1;
+    }
+}
+
+/// The longest time no write was acknowledged, and when it began.
+fn longest_gap(acknowledged: &[Duration]) -> (Duration, Duration) {
+    let mut times = acknowledged.to_vec();
+    times.sort();
+    times
+        .windows(2)
+        .map(|w| (w[1] - w[0], w[0]))
+        .max()
+        .unwrap_or_default()
+}
+
+async fn get(client: &reqwest::Client, base: &str, path: &str) -> (u16, Value) {
+    match call(client, base, path, None, None).await {
+        Some(a) => (a.status, a.body),
+        None => (0, Value::Null),
+    }
+}
+
+/// `stratum <args>` on the host, which must succeed; its output.
+fn stratum(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stratum {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_synchronous_failover_loses_nothing_acknowledged_and_the_history_is_linearizable() {
+    if !available() {
+        return;
+    }
+    let cluster = Cluster::up("sync", 55430).await;
+    let url = cluster.sh("url", &[]).await;
+    assert!(url.contains(',') && url.contains("target_session_attrs=read-write"));
+    let (a, b) = tokio::join!(serve(&url), serve(&url));
+    let bases = vec![a.base.clone(), b.base.clone()];
+    let pids_before = (a.pid(), b.pid());
+
+    let t0 = Instant::now();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let clients: Vec<_> = (0..16)
+        .map(|i| {
+            tokio::spawn(client_loop(
+                i,
+                bases.clone(),
+                t0,
+                stop.clone(),
+                seen.clone(),
+            ))
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let before = seen.lock().unwrap().acknowledged.len();
+    assert!(before > 50, "the writers run before the failover: {before}");
+    let killed_at = t0.elapsed();
+    let (leader, took) = cluster.fail_over().await;
+    // Writes go on after the switch, through the same replicas.
+    let resumed = Instant::now();
+    loop {
+        let now = t0.elapsed();
+        let after = seen
+            .lock()
+            .unwrap()
+            .acknowledged
+            .iter()
+            .filter(|t| **t > now)
+            .count();
+        if after > 0 {
+            break;
+        }
+        assert!(
+            resumed.elapsed() < Duration::from_secs(60),
+            "no write was acknowledged within 60 s of {leader} taking over"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    for c in clients {
+        c.await.unwrap();
+    }
+    let seen = Arc::try_unwrap(seen).ok().unwrap().into_inner().unwrap();
+    let (gap, gap_from) = longest_gap(&seen.acknowledged);
+    eprintln!(
+        "failover: leader killed at {killed_at:?}, {leader} took over in {took} s by Patroni's \
+         clock; {} writes acknowledged, {} operations; longest time without an acknowledged \
+         write {gap:?} from {gap_from:?}; 5xx answers {:?}",
+        seen.acknowledged.len(),
+        seen.history.len(),
+        count(&seen.errors)
+    );
+
+    // Only 503s: no 500, nothing else.
+    assert!(
+        seen.errors.iter().all(|(s, _)| *s == 503),
+        "answers other than 503: {:?}",
+        count(&seen.errors)
+    );
+    // No restart: the same two processes serve, and write.
+    assert_eq!((a.pid(), b.pid()), pids_before);
+    // Nothing acknowledged is lost: every admitted member is served, by
+    // both replicas and by a fresh one.
+    let fresh = serve(&url).await;
+    let client = reqwest::Client::new();
+    for replica in [&a, &b, &fresh] {
+        for node in &seen.admitted {
+            let (status, body) = get(&client, &replica.base, &format!("{MEMBERS}/{node}")).await;
+            assert_eq!(
+                status, 200,
+                "{}: acknowledged {node} is lost: {body}",
+                replica.base
+            );
+        }
+    }
+    // The chain verifies, and its positions are gap-free (the export
+    // verifies every position from 1).
+    let (status, verified) = get(&client, &fresh.base, "/v1/admin/events/verify").await;
+    assert_eq!(
+        (status, &verified["verified"]),
+        (200, &json!(true)),
+        "{verified}"
+    );
+    // Every replica serves what the database holds.
+    let digest = stratum(&["replay", "--digest", "--database-url", &url]);
+    for replica in [&a, &b, &fresh] {
+        let (_, m) = get(&client, &replica.base, "/v1/admin/cluster/membership").await;
+        assert_eq!(m["digest"], json!(digest), "{}: {m}", replica.base);
+    }
+    // The history the clients saw is linearizable.
+    let report = check(&MemberModel::new(), &seen.history, &Options::default());
+    eprintln!("history: {:?}", report.stats);
+    assert!(report.is_linearizable(), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_asynchronous_failover_that_loses_a_tail_is_noticed_and_never_served() {
+    if !available() {
+        return;
+    }
+    let cluster = Cluster::up("async", 55450).await;
+    let url = cluster.sh("url", &[]).await;
+    // `a` writes; `b` only reads, and never writes during the switch.
+    let (a, b) = tokio::join!(serve(&url), serve(&url));
+    let client = reqwest::Client::new();
+    let admit = |base: String, n: &str| {
+        let client = client.clone();
+        let body = json!({"nodeId": n, "role": "compute", "mgmtIp": format!("10.7.0.{}", n.trim_start_matches(|c: char| !c.is_ascii_digit()))});
+        async move {
+            let (status, body) = match call(&client, &base, MEMBERS, Some(&body), None).await {
+                Some(a) => (a.status, a.body),
+                None => (0, Value::Null),
+            };
+            (status, body)
+        }
+    };
+    for n in 1..=20 {
+        let (status, body) = admit(a.base.clone(), &format!("kept-{n}")).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    // Once the standbys replayed all of it, they receive nothing more,
+    // and `a` goes on acknowledging.
+    cluster.caught_up().await;
+    cluster.sh("freeze-replication", &[]).await;
+    let (_, ready) = get(&client, &a.base, "/readyz").await;
+    let kept_head = ready["position"].as_u64().unwrap();
+    let mut lost = Vec::new();
+    for n in 1..=30 {
+        let node = format!("lost-{n}");
+        let (status, body) = admit(a.base.clone(), &node).await;
+        assert_eq!(status, 201, "{body}");
+        lost.push(node);
+    }
+    for node in &lost {
+        let (status, _) = get(&client, &b.base, &format!("{MEMBERS}/{node}")).await;
+        assert_eq!(status, 200, "b serves {node} before the failover");
+    }
+    let (_, ready) = get(&client, &a.base, "/readyz").await;
+    let lost_head = ready["position"].as_u64().unwrap();
+    assert!(lost_head > kept_head);
+
+    // The leader dies with the tail only it had; a standby takes over.
+    let old = cluster.sh("kill-leader", &[]).await;
+    cluster.sh("thaw-replication", &[]).await;
+    let said = cluster.sh("wait-leader", &[&old]).await;
+    let switched = Instant::now();
+    eprintln!("async failover: {old} killed, {said}");
+
+    // Within a few seconds no replica answers a lost member, and from
+    // then on never; no 500 at any time.
+    let mut statuses = Vec::new();
+    for replica in [&a, &b] {
+        loop {
+            let mut served = 0;
+            for node in &lost {
+                let (status, _) = get(&client, &replica.base, &format!("{MEMBERS}/{node}")).await;
+                statuses.push(status);
+                if status == 200 {
+                    served += 1;
+                }
+            }
+            if served == 0 {
+                break;
+            }
+            assert!(
+                switched.elapsed() < Duration::from_secs(30),
+                "{} still serves {served} lost members 30 s after the switch",
+                replica.base
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    eprintln!(
+        "async failover: lost members gone from both replicas {:?} after the switch",
+        switched.elapsed()
+    );
+    for _ in 0..3 {
+        for replica in [&a, &b] {
+            for node in &lost {
+                let (status, body) =
+                    get(&client, &replica.base, &format!("{MEMBERS}/{node}")).await;
+                assert_ne!(
+                    status, 200,
+                    "{} serves lost {node} again: {body}",
+                    replica.base
+                );
+                statuses.push(status);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    // New writes after the switch take the positions the lost tail had.
+    for n in 21..=25 {
+        let (status, body) = loop {
+            let (status, body) = admit(a.base.clone(), &format!("kept-{n}")).await;
+            statuses.push(status);
+            if status != 503 {
+                break (status, body);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert_eq!(status, 201, "{body}");
+    }
+    assert!(
+        statuses.iter().all(|s| *s != 500),
+        "a 500 during the switch: {statuses:?}"
+    );
+
+    // Each replica's digests are the database's, now and as of a position.
+    let digest = stratum(&["replay", "--digest", "--database-url", &url]);
+    let (_, ready) = get(&client, &a.base, "/readyz").await;
+    let head = ready["position"].as_u64().unwrap();
+    let at = kept_head.to_string();
+    let digest_then = stratum(&["replay", "--digest", "--until", &at, "--database-url", &url]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for replica in [&a, &b] {
+        loop {
+            let (_, m) = get(&client, &replica.base, "/v1/admin/cluster/membership").await;
+            if m["digest"] == json!(digest) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} serves {m}, the database's digest is {digest} at {head}",
+                replica.base
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let (_, then) = get(
+            &client,
+            &replica.base,
+            &format!("/v1/admin/cluster/membership?asOf={at}"),
+        )
+        .await;
+        assert_eq!(then["digest"], json!(digest_then), "{}", replica.base);
+    }
+    // The loss is an alarm that names its range.
+    let (_, alarms) = get(&client, &b.base, "/v1/admin/alarms").await;
+    let alarm = alarms["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "log-events-lost")
+        .unwrap_or_else(|| panic!("no log-events-lost alarm: {alarms}"))
+        .clone();
+    let message = alarm["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(
+            "events {} to {lost_head} were lost",
+            kept_head + 1
+        )),
+        "{alarm}"
+    );
+}
+
+fn count(errors: &[(u16, String)]) -> std::collections::BTreeMap<String, usize> {
+    let mut by = std::collections::BTreeMap::new();
+    for (s, code) in errors {
+        *by.entry(format!("{s} {code}")).or_insert(0) += 1;
+    }
+    by
+}
