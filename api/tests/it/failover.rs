@@ -482,7 +482,10 @@ async fn an_asynchronous_failover_that_loses_a_tail_is_noticed_and_never_served(
     let client = reqwest::Client::new();
     let admit = |base: String, n: &str| {
         let client = client.clone();
-        let body = json!({"nodeId": n, "role": "compute", "mgmtIp": format!("10.7.0.{}", n.trim_start_matches(|c: char| !c.is_ascii_digit()))});
+        // kept-N at 10.7.0.N, lost-N at 10.7.1.N: one address per member.
+        let (kind, num) = n.split_once('-').unwrap();
+        let net = if kind == "lost" { 1 } else { 0 };
+        let body = json!({"nodeId": n, "role": "compute", "mgmtIp": format!("10.7.{net}.{num}")});
         async move {
             let (status, body) = match call(&client, &base, MEMBERS, Some(&body), None).await {
                 Some(a) => (a.status, a.body),
