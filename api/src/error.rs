@@ -243,3 +243,26 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commit_of_unknown_outcome_is_a_503_that_says_it_may_be_stored() {
+        let e = ApiError::from(StoreError::OutcomeUnknown("connection reset".into()));
+        assert_eq!(e.code, ErrorCode::OutcomeUnknown);
+        let res = e.clone().into_response();
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(res.headers().contains_key(header::RETRY_AFTER));
+        let body = e.body("req-1");
+        assert_eq!(body["code"], "OUTCOME_UNKNOWN");
+        assert!(body["message"]
+            .as_str()
+            .unwrap()
+            .contains("may have been stored"));
+        // Nothing was stored: the other 503.
+        let e = ApiError::from(StoreError::Unavailable("refused".into()));
+        assert_eq!(e.code, ErrorCode::Unavailable);
+    }
+}

@@ -79,10 +79,29 @@ impl Freshness {
         };
         let held = bus.published();
         let head = self.store.head().await.map_err(ApiError::from);
-        if let Ok(h) = &head {
-            bus.observe_database_head(&held, *h);
-        }
-        let head = head.map(|h| h.position);
+        let head = match head {
+            // What this replica serves is a log the database no longer
+            // has: the writer reloads what it holds, and until that is
+            // published (a few milliseconds; 503 past a few seconds) no
+            // read is answered from the old log.
+            Ok(h) if bus.observe_database_head(&held, h) => {
+                let mut published = bus.publications();
+                let reloaded = tokio::time::timeout(
+                    std::time::Duration::from_secs(5),
+                    published.wait_for(|rm| rm.held_by(h.position, h.hash)),
+                )
+                .await;
+                match reloaded {
+                    Ok(Ok(_)) => Ok(h.position),
+                    _ => Err(ApiError::unavailable(format!(
+                        "the database's log is at {} and no longer holds position {} as this \
+                         replica served it; reloading",
+                        h.position, held.state.position
+                    ))),
+                }
+            }
+            other => other.map(|h| h.position),
+        };
         let mut f = self.flights();
         if f.last.as_ref().is_none_or(|(n, _)| *n < number) {
             f.last = Some((number, head.clone()));

@@ -198,9 +198,9 @@ fn render(subcommand: &str) -> Result<String, String> {
                 let value = vals.join(",");
                 let value = if arg.is_hide_env_values_set() {
                     "<redacted>".to_owned()
-                } else if value.contains("://") {
-                    // A database, backup target or OpenBao address may
-                    // carry a password.
+                } else if value.contains("://") || value.contains("password") {
+                    // A database (a URL, or libpq's key=value form), backup
+                    // target or OpenBao address may carry a password.
                     redact_url(&value)
                 } else {
                     value

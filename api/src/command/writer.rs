@@ -58,9 +58,10 @@ pub(super) struct Writer {
     pub(super) losses: mpsc::UnboundedSender<EventsLost>,
 }
 
-/// How many of the newest events' hashes a writer keeps (40 bytes each):
-/// a loss longer than this is reported from its newest part.
-const RECENT: usize = 65_536;
+/// How many of the newest events' hashes a writer keeps (40 bytes each),
+/// and so the most an `EventsLost` lists (about 1 MB): a longer loss is
+/// reported whole, with the hashes of its newest part.
+const RECENT: usize = 10_000;
 
 impl Writer {
     pub(super) async fn run(mut self, mut rx: mpsc::Receiver<Job>) {
@@ -170,9 +171,27 @@ impl Writer {
     /// published even though the position went back: no reader is answered
     /// from events the database no longer has.
     async fn reload_from_the_log(&mut self) -> StoreResult<()> {
-        let held = (self.rm.state.position, self.rm.head_hash);
+        // What readers were served: the in-memory state may be ahead of it
+        // (a commit that failed), and it is what a loss is measured from.
+        let published = self.publish.borrow().clone();
+        let held = (published.state.position, published.head_hash);
+        if self.lost.is_none() {
+            // A reload after a failed commit may follow a failover too: the
+            // database must still hold what was published.
+            let head = self.store.head().await?;
+            let gone = match held {
+                (at, Some(hash)) if at > 0 => {
+                    head.position < at
+                        || super::replay::hash_at(&*self.store, at).await? != Some(hash)
+                }
+                _ => false,
+            };
+            if gone {
+                self.lost = Some(head);
+            }
+        }
         let loss = match self.lost {
-            Some(db) => self.lost_events(db).await?,
+            Some(db) => self.lost_events(db, held.0).await?,
             None => None,
         };
         self.rm = reload(&self.store).await?;
@@ -219,44 +238,51 @@ impl Writer {
         }
     }
 
-    /// The events this writer folded that the database no longer holds:
+    /// The events this writer served that the database no longer holds:
     /// those after the newest position where the database's log and the
-    /// one it remembers agree (the same hash there means the same log up to
-    /// there). `None` when it remembers none of them.
-    async fn lost_events(&self, db: Head) -> StoreResult<Option<EventsLost>> {
-        let (Some((&oldest, _)), Some((&newest, _))) =
-            (self.recent.first_key_value(), self.recent.last_key_value())
-        else {
-            return Ok(None);
-        };
+    /// one it remembers agree (the same hash means the same log up to
+    /// there), to `held`, the position it published. When the fork is not
+    /// among what it remembers, the loss is taken to begin after the
+    /// database's head, or at the oldest position it remembers if that is
+    /// lower; the hashes are those it remembers.
+    async fn lost_events(&self, db: Head, held: u64) -> StoreResult<Option<EventsLost>> {
         let mut fork = None;
-        let mut top = db.position.min(newest);
-        while top >= oldest && fork.is_none() {
-            let from = top.saturating_sub(u64::from(READ_CHUNK) - 1).max(oldest);
-            let events = self.store.read_after(from - 1, READ_CHUNK).await?;
-            fork = events
-                .iter()
-                .filter(|e| e.position <= top)
-                .rev()
-                .find(|e| self.recent.get(&e.position) == Some(&e.hash))
-                .map(|e| e.position);
-            if from == oldest || from == 0 {
-                break;
+        if let (Some((&oldest, _)), Some((&newest, _))) =
+            (self.recent.first_key_value(), self.recent.last_key_value())
+        {
+            let mut top = db.position.min(newest);
+            while top >= oldest && fork.is_none() {
+                let from = top.saturating_sub(u64::from(READ_CHUNK) - 1).max(oldest);
+                let events = self.store.read_after(from - 1, READ_CHUNK).await?;
+                fork = events
+                    .iter()
+                    .filter(|e| e.position <= top)
+                    .rev()
+                    .find(|e| self.recent.get(&e.position) == Some(&e.hash))
+                    .map(|e| e.position);
+                if from == oldest {
+                    break;
+                }
+                top = from - 1;
             }
-            top = from - 1;
         }
-        let first = fork.map_or(oldest, |f| f + 1);
+        let oldest = self.recent.first_key_value().map_or(u64::MAX, |(p, _)| *p);
+        let first = fork.map_or(oldest.min(db.position + 1), |f| f + 1);
+        let last = self
+            .recent
+            .last_key_value()
+            .map_or(held, |(p, _)| held.max(*p));
+        if first == 0 || last < first {
+            return Ok(None);
+        }
         let lost: Vec<LostEvent> = self
             .recent
-            .range(first..)
+            .range(first..=last)
             .map(|(&position, hash)| LostEvent {
                 position,
                 hash: hex::encode(hash),
             })
             .collect();
-        let Some(last) = lost.last().map(|l| l.position) else {
-            return Ok(None);
-        };
         Ok(Some(EventsLost {
             first,
             last,

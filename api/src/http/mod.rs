@@ -179,10 +179,17 @@ async fn within(
     req: Request,
     next: Next,
 ) -> Response {
+    // A write cut off by the limit may still be committed: its outcome is
+    // unknown, not "nothing was stored".
+    let code = if req.method() == axum::http::Method::GET {
+        ErrorCode::Unavailable
+    } else {
+        ErrorCode::OutcomeUnknown
+    };
     match tokio::time::timeout(limit, next.run(req)).await {
         Ok(res) => res,
         Err(_) => ApiError::new(
-            ErrorCode::Unavailable,
+            code,
             format!(
                 "The request did not finish within {}; a write it carried may still be recorded, so retry it with the same Idempotency-Key.",
                 humantime::format_duration(limit)

@@ -81,12 +81,23 @@ impl SessionAttrs {
 
 /// What a database URL names: its hosts in order, the session wanted, and
 /// every other setting, for one host at a time.
-#[derive(Clone, Debug)]
+/// Its `Debug` names the hosts and the session, never the options (they
+/// hold the password).
+#[derive(Clone)]
 pub struct Target {
     pub hosts: Vec<(String, u16)>,
     pub attrs: SessionAttrs,
     base: PgConnectOptions,
     timeout: Duration,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("hosts", &self.hosts)
+            .field("attrs", &self.attrs)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Target {
@@ -141,7 +152,13 @@ impl Target {
                 format!("?{}", kept.join("&"))
             }
         );
-        let base = PgConnectOptions::from_str(&one)?;
+        // One host and no session asked for: the URL as sqlx reads it
+        // (Unix sockets, `?host=`, `PGHOST` and all), as it always was.
+        let base = if hosts.len() == 1 && attrs == SessionAttrs::Any {
+            PgConnectOptions::from_str(&url)?
+        } else {
+            PgConnectOptions::from_str(&one)?
+        };
         Ok(Self {
             hosts,
             attrs,
@@ -158,8 +175,30 @@ impl Target {
 
     /// The settings of the connection to host `i`.
     pub fn options(&self, i: usize) -> PgConnectOptions {
+        if !self.chooses() {
+            return self.base.clone();
+        }
         let (host, port) = &self.hosts[i];
         self.base.clone().host(host).port(*port)
+    }
+
+    /// What a store that writes connects to: a host list without
+    /// `target_session_attrs` means the read-write host (libpq's default,
+    /// `any`, would let a standby be chosen and every write fail), and a
+    /// standby or read-only session is refused.
+    pub fn for_writing(mut self) -> StoreResult<Self> {
+        match self.attrs {
+            SessionAttrs::Any if self.hosts.len() > 1 => self.attrs = SessionAttrs::ReadWrite,
+            SessionAttrs::Any | SessionAttrs::ReadWrite | SessionAttrs::Primary => {}
+            a @ (SessionAttrs::ReadOnly | SessionAttrs::Standby | SessionAttrs::PreferStandby) => {
+                return Err(StoreError::Unavailable(format!(
+                    "target_session_attrs={} cannot take writes; `serve` and the host's writing \
+                     commands need read-write or primary (the auditor's read-only tools may use {0})",
+                    a.as_str()
+                )))
+            }
+        }
+        Ok(self)
     }
 
     pub fn describe(&self, i: usize) -> String {
@@ -296,7 +335,11 @@ fn keywords_to_url(s: &str) -> StoreResult<String> {
             chars.next();
         }
         if chars.next() != Some('=') {
-            return Err(bad(&format!("{key} has no =")));
+            // The word itself is not repeated: it may be part of a secret.
+            return Err(bad(&format!(
+                "a word of {} characters has no =",
+                key.chars().count()
+            )));
         }
         while chars.peek().is_some_and(|c| c.is_whitespace()) {
             chars.next();
@@ -449,8 +492,15 @@ mod tests {
             ),
             ("host=a,b,c port=1,2 dbname=x", "as many ports"),
             ("dbname", "has no ="),
+            (
+                "host=a password=my secret",
+                "a word of 6 characters has no =",
+            ),
         ] {
-            let e = Target::parse(url).unwrap_err().to_string();
+            let Err(e) = Target::parse(url) else {
+                panic!("{url} was taken")
+            };
+            let e = e.to_string();
             assert!(e.contains(says), "{url}: {e}");
         }
     }

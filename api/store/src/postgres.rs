@@ -172,8 +172,13 @@ impl PgStore {
     }
 
     pub async fn open_as(url: &str, access: Access) -> StoreResult<Self> {
-        let target = Target::parse(url)?;
         let read_only = access == Access::ReadOnly;
+        let target = Target::parse(url)?;
+        let target = if read_only {
+            target
+        } else {
+            target.for_writing()?
+        };
         // A host list, or a session asked for: the hosts are probed in
         // order, and the first with the session asked for is chosen (or
         // every host's answer named).
@@ -370,7 +375,18 @@ impl EventStore for PgStore {
             let opts = (*self.pool.connect_options())
                 .clone()
                 .options([("idle_in_transaction_session_timeout", "30s")]);
-            *conn = Some(opts.connect().await?);
+            // A host that went away without a word (a crash, no TCP
+            // reset) must not hold every write of this replica.
+            *conn = Some(
+                tokio::time::timeout(FIRST_CONNECT * 5, opts.connect())
+                    .await
+                    .map_err(|_| {
+                        super::StoreError::Unavailable(format!(
+                            "the writer's connection to PostgreSQL did not open within {}s",
+                            (FIRST_CONNECT * 5).as_secs()
+                        ))
+                    })??,
+            );
         }
         let c = conn.as_mut().expect("connected above");
         // One round trip: begin, and take the log's write lock.
@@ -758,5 +774,24 @@ fn commit_error(e: sqlx::Error) -> super::StoreError {
             e.into()
         }
         _ => super::StoreError::OutcomeUnknown(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod commit_tests {
+    use super::*;
+
+    #[test]
+    fn a_commit_whose_connection_broke_has_an_unknown_outcome() {
+        let broke = sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(matches!(
+            commit_error(broke),
+            super::super::StoreError::OutcomeUnknown(_)
+        ));
+        let closed = sqlx::Error::Protocol("the server closed the connection".into());
+        assert!(matches!(
+            commit_error(closed),
+            super::super::StoreError::OutcomeUnknown(_)
+        ));
     }
 }

@@ -66,7 +66,14 @@ async fn no_host_with_the_session_asked_for_names_every_hosts_answer() {
     };
     let dead = format!("127.0.0.1:{}", closed_port());
     let url = with_hosts_before(&db.url, &dead, "target_session_attrs=standby");
+    // A store that writes may not ask for a standby at all.
     let err = match connect(&url).await {
+        Ok(_) => panic!("a writing store was opened on a standby session"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("cannot take writes"), "{err}");
+    // The auditor's read-only tools may; here there is none.
+    let err = match connect_as(&url, Access::ReadOnly).await {
         Ok(_) => panic!("a primary was taken for a standby"),
         Err(e) => e.to_string(),
     };

@@ -410,7 +410,7 @@ async fn a_synchronous_failover_loses_nothing_acknowledged_and_the_history_is_li
     let cluster = Cluster::up("sync", 55430).await;
     let url = cluster.sh("url", &[]).await;
     assert!(url.contains(',') && url.contains("target_session_attrs=read-write"));
-    let (a, b) = tokio::join!(serve(&url), serve(&url));
+    let (mut a, b) = tokio::join!(serve(&url), serve(&url));
     let mut b = Some(b);
     let bases = Arc::new(Mutex::new(vec![
         a.base.clone(),
@@ -530,12 +530,17 @@ async fn a_synchronous_failover_loses_nothing_acknowledged_and_the_history_is_li
         "answers other than 503: {:?}",
         count(&seen.errors)
     );
-    // No restart: the replica that was never killed is the same process.
+    // No restart: the replica that was never killed is the same process,
+    // still running.
     assert_eq!(a.pid(), a_pid);
+    assert!(a.running(), "replica a exited");
+    // Nothing was lost, so nothing says so.
+    let client = reqwest::Client::new();
+    let (_, alarms) = get(&client, &a.base, "/v1/admin/alarms").await;
+    assert!(!alarms.to_string().contains("log-events-lost"), "{alarms}");
     // Nothing acknowledged is lost: every admitted member is served, by
     // both replicas and by a fresh one.
     let fresh = serve(&url).await;
-    let client = reqwest::Client::new();
     for replica in [&a, b.as_ref().unwrap(), &fresh] {
         for node in &seen.admitted {
             let (status, body) = get(&client, &replica.base, &format!("{MEMBERS}/{node}")).await;
@@ -560,6 +565,13 @@ async fn a_synchronous_failover_loses_nothing_acknowledged_and_the_history_is_li
         let (_, m) = get(&client, &replica.base, "/v1/admin/cluster/membership").await;
         assert_eq!(m["digest"], json!(digest), "{}: {m}", replica.base);
     }
+    // The auditor's read-only tools may read a standby.
+    let standby = url.replace(
+        "target_session_attrs=read-write",
+        "target_session_attrs=standby",
+    );
+    let verified = stratum(&["events", "verify", "--database-url", &standby]);
+    assert!(verified.starts_with("verified: "), "{verified}");
     // The history the clients saw is linearizable.
     let report = check(&MemberModel::new(), &seen.history, &Options::default());
     eprintln!("history: {:?}", report.stats);
@@ -614,9 +626,42 @@ async fn an_asynchronous_failover_that_loses_a_tail_is_noticed_and_never_served(
     let (_, ready) = get(&client, &a.base, "/readyz").await;
     let lost_head = ready["position"].as_u64().unwrap();
     assert!(lost_head > kept_head);
+    let (_, tail) = get(
+        &client,
+        &a.base,
+        &format!("/v1/admin/events?after={kept_head}&limit=1000"),
+    )
+    .await;
+    let lost_hashes: Vec<Value> = tail["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| json!({"position": e["position"], "hash": e["hash"]}))
+        .collect();
+    assert_eq!(lost_hashes.len() as u64, lost_head - kept_head);
 
-    // The leader dies with the tail only it had; a standby takes over.
+    // The leader dies with the tail only it had; a standby takes over,
+    // while `a` keeps being asked to write.
     let old = cluster.sh("kill-leader", &[]).await;
+    let writing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let during = tokio::spawn({
+        let (client, base, writing) = (client.clone(), a.base.clone(), writing.clone());
+        async move {
+            let mut statuses = Vec::new();
+            let mut n = 0;
+            while writing.load(std::sync::atomic::Ordering::Acquire) {
+                n += 1;
+                let body = json!({"nodeId": format!("during-{n}"), "role": "compute", "mgmtIp": format!("10.7.{}.{}", 2 + n / 250, n % 250 + 1)});
+                let key = format!("during-{n}");
+                let status = call(&client, &base, MEMBERS, Some(&body), Some(&key))
+                    .await
+                    .map_or(0, |a| a.status);
+                statuses.push(status);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            statuses
+        }
+    });
     cluster.sh("thaw-replication", &[]).await;
     let said = cluster.sh("wait-leader", &[&old]).await;
     let switched = Instant::now();
@@ -639,8 +684,8 @@ async fn an_asynchronous_failover_that_loses_a_tail_is_noticed_and_never_served(
                 break;
             }
             assert!(
-                switched.elapsed() < Duration::from_secs(30),
-                "{} still serves {served} lost members 30 s after the switch",
+                switched.elapsed() < Duration::from_secs(10),
+                "{} still serves {served} lost members 10 s after the switch",
                 replica.base
             );
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -665,6 +710,12 @@ async fn an_asynchronous_failover_that_loses_a_tail_is_noticed_and_never_served(
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+    writing.store(false, std::sync::atomic::Ordering::Release);
+    let during = during.await.unwrap();
+    assert!(
+        during.iter().all(|s| *s != 500),
+        "a 500 to a write during the switch: {during:?}"
+    );
     // New writes after the switch take the positions the lost tail had.
     for n in 21..=25 {
         let (status, body) = loop {
@@ -710,15 +761,21 @@ async fn an_asynchronous_failover_that_loses_a_tail_is_noticed_and_never_served(
         .await;
         assert_eq!(then["digest"], json!(digest_then), "{}", replica.base);
     }
-    // The loss is an alarm that names its range.
+    // The loss is one alarm that names its range, and its event lists the
+    // lost events' hashes.
     let (_, alarms) = get(&client, &b.base, "/v1/admin/alarms").await;
-    let alarm = alarms["items"]
+    let raised: Vec<&Value> = alarms["items"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|a| a["name"] == "log-events-lost")
-        .unwrap_or_else(|| panic!("no log-events-lost alarm: {alarms}"))
-        .clone();
+        .filter(|a| a["name"] == "log-events-lost")
+        .collect();
+    assert_eq!(raised.len(), 1, "{alarms}");
+    let alarm = raised[0].clone();
+    let (_, recorded) = get(&client, &b.base, "/v1/admin/events?type=EventsLost").await;
+    let recorded = recorded["events"].as_array().unwrap();
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0]["payload"]["lost"], Value::Array(lost_hashes));
     let message = alarm["message"].as_str().unwrap();
     assert!(
         message.contains(&format!(

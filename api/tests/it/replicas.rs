@@ -19,6 +19,11 @@ impl Server {
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Whether the process has not exited.
+    pub(crate) fn running(&mut self) -> bool {
+        self.child.try_wait().is_ok_and(|s| s.is_none())
+    }
 }
 
 impl Drop for Server {
