@@ -281,7 +281,6 @@ impl CommandBus {
             snapshot_at: rm_position,
             snapshotting: Default::default(),
             recheck: recheck.clone(),
-            lost: None,
             recent: Default::default(),
             losses,
         };

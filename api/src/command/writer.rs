@@ -48,9 +48,6 @@ pub(super) struct Writer {
     /// Set when the database's head suggests it no longer holds this
     /// writer's log (a failover that lost a tail): the next fold checks.
     pub(super) recheck: Arc<AtomicBool>,
-    /// The database's head when this writer found its log gone, until the
-    /// reload that follows publishes what the database holds.
-    pub(super) lost: Option<Head>,
     /// The hashes of the newest [`RECENT`] events this writer folded or
     /// committed, by position: what it can say of a lost tail.
     pub(super) recent: BTreeMap<u64, [u8; 32]>,
@@ -106,15 +103,13 @@ impl Writer {
                 // the event it folded there: the next one chains from it,
                 // or else the head is it.
                 let gone = match events.first() {
-                    Some(next) if self.rm.head_hash.is_some_and(|h| h != next.prev_hash) => {
-                        Some(self.store.head().await?)
+                    Some(next) => self.rm.head_hash.is_some_and(|h| h != next.prev_hash),
+                    None => {
+                        let head = self.store.head().await?;
+                        !self.rm.held_by(head.position, head.hash)
                     }
-                    Some(_) => None,
-                    None => Some(self.store.head().await?)
-                        .filter(|head| !self.rm.held_by(head.position, head.hash)),
                 };
-                if let Some(head) = gone {
-                    self.lost = Some(head);
+                if gone {
                     self.reload_from_the_log().await?;
                     continue;
                 }
@@ -166,69 +161,73 @@ impl Writer {
         self.after_publishing(at);
     }
 
-    /// Replaces the read models with the log as the database holds it. When
-    /// the log this writer held is gone (`lost`), that is said loudly and
-    /// published even though the position went back: no reader is answered
-    /// from events the database no longer has.
+    /// Replaces the read models with the log as the database holds it.
+    /// When that log no longer holds what was published (a failover lost
+    /// its tail), that is said loudly, the loss is recorded, and the reload
+    /// is published even though the position went back: no reader is
+    /// answered from events the database no longer has. Every reload is
+    /// checked, whatever asked for it: one after a failed commit may follow
+    /// a failover too.
     async fn reload_from_the_log(&mut self) -> StoreResult<()> {
         // What readers were served: the in-memory state may be ahead of it
         // (a commit that failed), and it is what a loss is measured from.
         let published = self.publish.borrow().clone();
-        let held = (published.state.position, published.head_hash);
-        if self.lost.is_none() {
-            // A reload after a failed commit may follow a failover too: the
-            // database must still hold what was published.
-            let head = self.store.head().await?;
-            let gone = match held {
-                (at, Some(hash)) if at > 0 => {
-                    head.position < at
-                        || super::replay::hash_at(&*self.store, at).await? != Some(hash)
-                }
-                _ => false,
-            };
-            if gone {
-                self.lost = Some(head);
-            }
-        }
-        let loss = match self.lost {
-            Some(db) => self.lost_events(db, held.0).await?,
-            None => None,
-        };
         self.rm = reload(&self.store).await?;
         self.reload = false;
-        if let Some(db) = self.lost.take() {
-            if let Some(loss) = loss {
-                // What the database holds from the fork on is not what
-                // this writer folded there.
-                self.recent.split_off(&loss.first);
-                tracing::error!(
-                    first = loss.first,
-                    last = loss.last,
-                    count = loss.lost.len(),
-                    "acknowledged events lost; recording the log-events-lost alarm"
-                );
-                let _ = self.losses.send(loss);
-            }
-            let hex = |h: Option<[u8; 32]>| h.map_or("unknown".to_owned(), hex::encode);
-            tracing::error!(
-                held_position = held.0,
-                held_hash = %hex(held.1),
-                database_position = db.position,
-                database_hash = %hex::encode(db.hash),
-                reloaded_position = self.rm.state.position,
-                "the database no longer holds the log this replica served: acknowledged events \
-                 after the database's head were lost (a failover to a standby that had not \
-                 received them?); reloaded what the database holds"
-            );
-            crate::metrics::global().log_divergences.inc();
-            let at = self.rm.state.position;
-            self.publish.send_replace(Arc::new(self.rm.clone()));
-            self.head.send_replace(at);
-            self.wanted.store(at, Ordering::Release);
-            self.snapshot_at = self.snapshot_at.min(at);
-            self.after_publishing(at);
+        if self.holds(&published).await? {
+            return Ok(());
         }
+        let held = (published.state.position, published.head_hash);
+        let db = Head {
+            position: self.rm.state.position,
+            hash: self.rm.head_hash.unwrap_or([0; 32]),
+        };
+        if let Some(loss) = self.lost_events(db, held.0).await? {
+            // What the database holds from the fork on is not what this
+            // writer folded there.
+            self.recent.split_off(&loss.first);
+            tracing::error!(
+                first = loss.first,
+                last = loss.last,
+                count = loss.lost.len(),
+                "acknowledged events lost; recording the log-events-lost alarm"
+            );
+            let _ = self.losses.send(loss);
+        }
+        let hex = |h: Option<[u8; 32]>| h.map_or("unknown".to_owned(), hex::encode);
+        tracing::error!(
+            held_position = held.0,
+            held_hash = %hex(held.1),
+            database_position = db.position,
+            database_hash = %hex::encode(db.hash),
+            "the database no longer holds the log this replica served: acknowledged events \
+             were lost (a failover to a standby that had not received them?); reloaded what \
+             the database holds"
+        );
+        crate::metrics::global().log_divergences.inc();
+        let at = self.rm.state.position;
+        self.publish.send_replace(Arc::new(self.rm.clone()));
+        self.head.send_replace(at);
+        self.wanted.store(at, Ordering::Release);
+        self.snapshot_at = self.snapshot_at.min(at);
+        self.after_publishing(at);
         Ok(())
+    }
+
+    /// Whether the log just reloaded still holds, at the position
+    /// `published` was at, the event it was published with (one read, and
+    /// only when the log has moved past it).
+    async fn holds(&self, published: &ReadModels) -> StoreResult<bool> {
+        let (at, Some(hash)) = (published.state.position, published.head_hash) else {
+            return Ok(true);
+        };
+        Ok(match self.rm.state.position.cmp(&at) {
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal => self.rm.head_hash.is_none_or(|h| h == hash),
+            std::cmp::Ordering::Greater => {
+                super::replay::hash_at(&*self.store, at).await? == Some(hash)
+            }
+        })
     }
 
     fn remember(&mut self, position: u64, hash: [u8; 32]) {
@@ -419,14 +418,12 @@ impl Writer {
             ))
         };
         if !self.rm.held_by(head.position, head.hash) {
-            self.lost = Some(head);
             return Err(lost());
         }
         if head.position > at {
             let events = tx.events_after(at).await?;
             if let (Some(next), Some(mine)) = (events.first(), self.rm.head_hash) {
                 if next.prev_hash != mine {
-                    self.lost = Some(head);
                     return Err(lost());
                 }
             }
