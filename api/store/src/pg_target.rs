@@ -67,6 +67,16 @@ impl SessionAttrs {
         }
     }
 
+    /// What the chosen host must go on being: what was asked for, and for
+    /// `prefer-standby` (where any host will do when no standby answers)
+    /// only that it answers.
+    pub fn to_keep(self) -> Self {
+        match self {
+            Self::PreferStandby => Self::Any,
+            a => a,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Any => "any",
@@ -209,15 +219,43 @@ impl Target {
     /// Whether host `i` answers, within the probe timeout, with a session
     /// of the attributes asked for; `Err` says what it answered instead.
     pub async fn probe(&self, i: usize, attrs: SessionAttrs) -> Result<(), String> {
-        let connect = self
-            .options(i)
-            .log_statements(tracing::log::LevelFilter::Off);
-        let mut c = tokio::time::timeout(self.timeout, connect.connect())
-            .await
-            .map_err(|_| format!("no answer within {}s", self.timeout.as_secs()))?
-            .map_err(|e| e.to_string())?;
-        let found = check(&mut c).await;
-        c.close().await.ok();
+        let mut c = None;
+        let found = self.probe_on(&mut c, i, attrs).await;
+        if let Some(c) = c {
+            c.close().await.ok();
+        }
+        found
+    }
+
+    /// [`Self::probe`] on a session kept between probes: `conn` is opened
+    /// when it is `None`, and dropped when it fails, so a host that goes on
+    /// answering costs one query a probe, not a new session.
+    pub async fn probe_on(
+        &self,
+        conn: &mut Option<PgConnection>,
+        i: usize,
+        attrs: SessionAttrs,
+    ) -> Result<(), String> {
+        let no_answer = || format!("no answer within {}s", self.timeout.as_secs());
+        if conn.is_none() {
+            let connect = self
+                .options(i)
+                .log_statements(tracing::log::LevelFilter::Off);
+            *conn = Some(
+                tokio::time::timeout(self.timeout, connect.connect())
+                    .await
+                    .map_err(|_| no_answer())?
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        let c = conn.as_mut().expect("opened above");
+        let found = match tokio::time::timeout(self.timeout, check(c)).await {
+            Ok(found) => found,
+            Err(_) => Err(no_answer()),
+        };
+        if found.is_err() {
+            *conn = None;
+        }
         let (in_recovery, read_only) = found?;
         if attrs.accepts(in_recovery, read_only) {
             Ok(())

@@ -17,7 +17,7 @@ use stratum_domain::log::Recorded;
 use stratum_projections::Changes;
 use tokio::sync::{Mutex, Notify, OwnedMutexGuard};
 
-use super::pg_target::{self, SessionAttrs, Target};
+use super::pg_target::{self, Target};
 use super::read::Reads;
 use super::sql::{self, CHUNK};
 
@@ -41,10 +41,9 @@ pub struct PgStore {
     /// The connection this process writes through. Writes are serialized by
     /// the `log_head` row lock anyway, and one connection lets a write end
     /// in one round trip. `None` until first used, or after it broke.
+    /// (Also the token the task that follows the chosen host lives by: it
+    /// ends when the store is dropped.)
     writer: Arc<Mutex<Option<PgConnection>>>,
-    /// While it lives, the task that follows the chosen host does (a URL
-    /// with a host list or `target_session_attrs`).
-    _following: Arc<()>,
 }
 
 /// Which host of a [`Target`] the connections go to, and since when.
@@ -72,12 +71,8 @@ impl Chosen {
         } else {
             read_only
         };
-        let wanted = match attrs {
-            // The follower decides where a standby is preferred.
-            SessionAttrs::PreferStandby | SessionAttrs::Any => true,
-            a => a.accepts(in_recovery, read_only),
-        };
-        if wanted {
+        // The follower decides where a standby is preferred.
+        if attrs.to_keep().accepts(in_recovery, read_only) {
             return Ok(());
         }
         self.wake.notify_one();
@@ -97,31 +92,33 @@ impl Chosen {
 }
 
 /// Follows the host a [`Target`] chooses: every second, or at once when a
-/// new session landed on the wrong host, it probes the chosen host, and
-/// when that is no longer what was asked for (it went down, or a failover
-/// made it a standby) it finds the one that is and moves the pool, the
-/// writer's connection, `LISTEN` and the advisory lock's next session
-/// there. Ends when the store is dropped.
+/// new session landed on the wrong host, it probes the chosen host (on a
+/// session it keeps), and when that is no longer what was asked for (it
+/// went down, or a failover made it a standby) it finds the one that is and
+/// moves the pool and the writer's connection there; `LISTEN` and the
+/// advisory lock follow through the pool when their sessions end. Ends when
+/// the store is dropped.
 async fn follow(
     chosen: Arc<Chosen>,
     pool: PgPool,
-    writer: Arc<Mutex<Option<PgConnection>>>,
-    read_only: bool,
-    alive: std::sync::Weak<()>,
+    writer: std::sync::Weak<Mutex<Option<PgConnection>>>,
 ) {
+    let mut probe = None;
     loop {
         tokio::select! {
             () = tokio::time::sleep(Duration::from_secs(1)) => {}
             () = chosen.wake.notified() => {}
         }
-        if alive.strong_count() == 0 {
+        let Some(writer) = writer.upgrade() else {
             return;
-        }
+        };
         let at = chosen.host.load(Ordering::Acquire);
-        let why = match chosen.target.probe(at, probe_attrs(&chosen)).await {
+        let keep = chosen.target.attrs.to_keep();
+        let why = match chosen.target.probe_on(&mut probe, at, keep).await {
             Ok(()) => continue,
             Err(why) => why,
         };
+        probe = None;
         let to = match chosen.target.locate().await {
             Ok(to) if to == at => continue,
             Ok(to) => to,
@@ -137,22 +134,12 @@ async fn follow(
             "moving the database connections to the host that is now the {} one",
             chosen.target.attrs.as_str()
         );
-        pool.set_connect_options(options_for(&chosen.target, to, read_only));
+        pool.set_connect_options(options_for(&chosen.target, to, chosen.read_only_access));
         *chosen.moved_at.lock().expect("not poisoned") = Some(Instant::now());
         chosen.host.store(to, Ordering::Release);
         if let Ok(mut w) = writer.try_lock() {
             w.take();
-        }
-    }
-}
-
-/// What the follower asks of the chosen host: what was asked for, and for
-/// `prefer-standby` (where any host will do when no standby answers) that
-/// it answers at all.
-fn probe_attrs(chosen: &Chosen) -> SessionAttrs {
-    match chosen.target.attrs {
-        SessionAttrs::PreferStandby => SessionAttrs::Any,
-        a => a,
+        };
     }
 }
 
@@ -256,21 +243,10 @@ impl PgStore {
             migrator.run(&pool).await?;
         }
         let writer = Arc::new(Mutex::new(None));
-        let following = Arc::new(());
         if let Some(chosen) = chosen {
-            tokio::spawn(follow(
-                chosen,
-                pool.clone(),
-                writer.clone(),
-                read_only,
-                Arc::downgrade(&following),
-            ));
+            tokio::spawn(follow(chosen, pool.clone(), Arc::downgrade(&writer)));
         }
-        Ok(Self {
-            pool,
-            writer,
-            _following: following,
-        })
+        Ok(Self { pool, writer })
     }
 
     pub fn pool(&self) -> &PgPool {
