@@ -191,6 +191,24 @@ fn flags_win_over_variables_which_win_over_the_file_and_secrets_are_redacted() {
 }
 
 #[test]
+fn a_libpq_connection_string_is_printed_without_its_password() {
+    let url = "host=db1,db2,db3 port=5432 dbname=stratum user=stratum password='s3cret pass' target_session_attrs=read-write";
+    let out = stratum(
+        &["serve", "--print-config"],
+        &[("STRATUM_DATABASE_URL", url)],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("s3cret"), "{text}");
+    assert!(
+        text.contains("host=db1,db2,db3 port=5432 dbname=stratum user=stratum password=*** target_session_attrs=read-write"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_key_that_is_no_setting_or_a_broken_file_stops_the_command() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("stratum.toml");

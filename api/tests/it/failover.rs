@@ -17,7 +17,7 @@
 //! `STRATUM_REQUIRE_HA=1` makes a machine without etcd, Patroni or
 //! PostgreSQL's binaries a failure instead of a loud skip. `.ci/run` sets it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,28 +37,16 @@ fn script() -> PathBuf {
 /// Whether a Patroni cluster can run here; a loud skip, or a failure where
 /// it is required.
 fn available() -> bool {
-    let missing: Vec<&str> = ["etcd", "patroni", "patronictl"]
-        .into_iter()
-        .filter(|tool| {
-            !std::process::Command::new("sh")
-                .args(["-c", &format!("command -v {tool}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .chain(
-            (!Path::new("/usr/lib/postgresql/15/bin/postgres").exists())
-                .then_some("/usr/lib/postgresql/15/bin/postgres"),
-        )
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    assert!(
-        std::env::var("STRATUM_REQUIRE_HA").as_deref() != Ok("1"),
-        "a Patroni cluster is required here (STRATUM_REQUIRE_HA=1), but {missing:?} are missing"
-    );
-    eprintln!("\n!!! {missing:?} not installed: the failover tests did NOT run\n");
-    false
+    crate::support::tools_available(
+        &[
+            "etcd",
+            "patroni",
+            "patronictl",
+            "/usr/lib/postgresql/15/bin/postgres",
+        ],
+        "STRATUM_REQUIRE_HA",
+        "the failover tests",
+    )
 }
 
 /// etcd and three PostgreSQL nodes under Patroni, down on drop.
@@ -419,7 +407,7 @@ async fn a_synchronous_failover_loses_nothing_acknowledged_and_the_history_is_li
     let a_pid = a.pid();
     // One failover here; a soak (docs/robustness.md) asks for more, and
     // every second one kills a replica too.
-    let rounds: usize = std::env::var("STRATUM_HA_FAILOVERS")
+    let rounds: usize = std::env::var("STRATUM_TEST_FAILOVERS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
@@ -733,8 +721,11 @@ async fn an_asynchronous_failover_that_loses_a_tail_is_noticed_and_never_served(
         "a 500 during the switch: {statuses:?}"
     );
 
-    // Each replica's digests are the database's, now and as of a position.
+    // Each replica's digests are the database's, now and as of a position;
+    // libpq's key=value form names the same database.
     let digest = stratum(&["replay", "--digest", "--database-url", &url]);
+    let by_keywords = stratum(&["replay", "--digest", "--database-url", &keywords(&url)]);
+    assert_eq!(by_keywords, digest);
     let (_, ready) = get(&client, &a.base, "/readyz").await;
     let head = ready["position"].as_u64().unwrap();
     let at = kept_head.to_string();
@@ -784,6 +775,24 @@ async fn an_asynchronous_failover_that_loses_a_tail_is_noticed_and_never_served(
         )),
         "{alarm}"
     );
+}
+
+/// `postgres://user@h1:p1,h2:p2/db?q` in libpq's key=value form.
+fn keywords(url: &str) -> String {
+    let rest = url.strip_prefix("postgres://").unwrap();
+    let (user, rest) = rest.split_once('@').unwrap();
+    let (hosts, rest) = rest.split_once('/').unwrap();
+    let (db, query) = rest.split_once('?').unwrap();
+    let (names, ports): (Vec<&str>, Vec<&str>) = hosts
+        .split(',')
+        .map(|h| h.rsplit_once(':').unwrap())
+        .unzip();
+    format!(
+        "host={} port={} dbname={db} user={user} {}",
+        names.join(","),
+        ports.join(","),
+        query.replace('&', " ")
+    )
 }
 
 fn count(errors: &[(u16, String)]) -> std::collections::BTreeMap<String, usize> {

@@ -118,31 +118,18 @@ fn watch_removals(
 /// Whether the real rafts can run here; a loud skip, or a failure where
 /// they are required.
 fn available() -> bool {
-    let missing: Vec<&str> = [
-        "bao",
-        "ovsdb-server",
-        "ovsdb-tool",
-        "ovs-appctl",
-        "patroni_raft_controller",
-        "syncobj_admin",
-    ]
-    .into_iter()
-    .filter(|tool| {
-        !std::process::Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-    .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    assert!(
-        std::env::var("STRATUM_REQUIRE_RAFTS").as_deref() != Ok("1"),
-        "the real rafts are required here (STRATUM_REQUIRE_RAFTS=1), but {missing:?} are missing"
-    );
-    eprintln!("\n!!! {missing:?} not installed: the real-raft tests did NOT run\n");
-    false
+    crate::support::tools_available(
+        &[
+            "bao",
+            "ovsdb-server",
+            "ovsdb-tool",
+            "ovs-appctl",
+            "patroni_raft_controller",
+            "syncobj_admin",
+        ],
+        "STRATUM_REQUIRE_RAFTS",
+        "the real-raft tests",
+    )
 }
 
 impl Rafts {

@@ -234,3 +234,31 @@ pub fn assert_error_shape(res: &Res, status: StatusCode, code: &str) {
         "error bodies are JSON"
     );
 }
+
+/// Whether every tool is on `PATH` (or, for a path, exists). When one is
+/// missing: a failure where `require` (a `STRATUM_REQUIRE_*` switch) is set
+/// to 1, else a loud skip naming what did not run.
+pub fn tools_available(tools: &[&str], require: &str, what: &str) -> bool {
+    let missing: Vec<&str> = tools
+        .iter()
+        .copied()
+        .filter(|tool| {
+            if tool.contains('/') {
+                return !std::path::Path::new(tool).exists();
+            }
+            !std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var(require).as_deref() != Ok("1"),
+        "{what} are required here ({require}=1), but {missing:?} are missing"
+    );
+    eprintln!("\n!!! {missing:?} not installed: {what} did NOT run\n");
+    false
+}
