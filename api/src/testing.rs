@@ -138,6 +138,31 @@ impl store::EventStore for CountingStore {
         self.count("ping");
         self.inner.ping().await
     }
+    async fn entries(&self, start: u64, end: u64) -> store::StoreResult<Vec<[u8; 32]>> {
+        self.count("entries");
+        self.inner.entries(start, end).await
+    }
+    async fn tree_rows(
+        &self,
+        level: u8,
+        start: u64,
+        end: u64,
+    ) -> store::StoreResult<Vec<[u8; 32]>> {
+        self.count("tree_rows");
+        self.inner.tree_rows(level, start, end).await
+    }
+    async fn signed_checkpoint(&self) -> store::StoreResult<Option<store::SignedCheckpoint>> {
+        self.count("signed_checkpoint");
+        self.inner.signed_checkpoint().await
+    }
+    async fn put_signed_checkpoint(
+        &self,
+        c: &store::SignedCheckpoint,
+        replace: bool,
+    ) -> store::StoreResult<()> {
+        self.count("put_signed_checkpoint");
+        self.inner.put_signed_checkpoint(c, replace).await
+    }
     fn pool_stats(&self) -> Option<(u32, u32)> {
         self.inner.pool_stats()
     }

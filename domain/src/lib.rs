@@ -29,6 +29,7 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 pub mod text;
+pub mod tree;
 pub mod upgrade;
 
 pub use error::{ErrorCode, FieldError, Refusal};

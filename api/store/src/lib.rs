@@ -13,6 +13,7 @@ mod sql;
 mod sqlite;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod tree;
 mod verify;
 
 use std::sync::Arc;
@@ -82,6 +83,15 @@ pub const READ_CHUNK: u32 = 10_000;
 pub struct Head {
     pub position: u64,
     pub hash: [u8; 32],
+}
+
+/// The newest checkpoint signed over a database: its size, root and the
+/// signed note.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignedCheckpoint {
+    pub size: u64,
+    pub root: [u8; 32],
+    pub note: String,
 }
 
 /// A response kept for an `Idempotency-Key`.
@@ -223,6 +233,20 @@ pub trait EventStore: Send + Sync + 'static {
     /// Whether the database answers.
     async fn ping(&self) -> StoreResult<()>;
 
+    /// The chain hashes of the events at positions `start + 1 ..= end`:
+    /// the tree's entries (leaf indexes `start..end`).
+    async fn entries(&self, start: u64, end: u64) -> StoreResult<Vec<[u8; 32]>>;
+
+    /// The kept hashes of tile level `level` (≥ 1) at indexes `start..end`.
+    async fn tree_rows(&self, level: u8, start: u64, end: u64) -> StoreResult<Vec<[u8; 32]>>;
+
+    /// The newest checkpoint signed over this database.
+    async fn signed_checkpoint(&self) -> StoreResult<Option<SignedCheckpoint>>;
+
+    /// Keeps a signed checkpoint if it is newer than the kept one, or in
+    /// its place (`replace`: the base after an acknowledged fork).
+    async fn put_signed_checkpoint(&self, c: &SignedCheckpoint, replace: bool) -> StoreResult<()>;
+
     /// The connections of the read pool: open, and idle among them.
     fn pool_stats(&self) -> Option<(u32, u32)> {
         None
@@ -286,6 +310,9 @@ pub trait WriteTx: Send {
     async fn write_changes(&mut self, changes: &Changes, checkpoint: u64) -> StoreResult<()>;
 
     async fn put_idempotency(&mut self, records: &[IdempotencyRecord]) -> StoreResult<()>;
+
+    /// Replaces every kept tree row (a rebuild of the tree from the log).
+    async fn replace_tree(&mut self, rows: &[stratum_domain::tree::TreeRow]) -> StoreResult<()>;
 
     async fn commit(self: Box<Self>) -> StoreResult<()>;
 
@@ -433,7 +460,7 @@ pub fn redact_url(url: &str) -> String {
 
 pub(crate) const EVENT_COLUMNS: &str = "position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id";
 
-fn hash32(v: Vec<u8>, what: &str) -> StoreResult<[u8; 32]> {
+pub(crate) fn hash32(v: Vec<u8>, what: &str) -> StoreResult<[u8; 32]> {
     v.try_into()
         .map_err(|_| StoreError::Corrupt(format!("{what} is not 32 bytes")))
 }

@@ -23,10 +23,12 @@ use super::sql::{self, CHUNK};
 
 /// The reads both backends share, on this one.
 type R = Reads<sqlx::Postgres>;
+use super::tree::{tree_of, TreeCache, TreeWrite};
 use super::{
     check_follows, head_from_row, Access, EventStore, Head, IdempotencyRecord, Leadership,
-    ReplayEvent, StoreResult, StoredReadModels, WriteTx,
+    ReplayEvent, SignedCheckpoint, StoreResult, StoredReadModels, WriteTx,
 };
+use stratum_domain::tree::TreeRow;
 
 /// The channel every commit notifies with its last position.
 pub const NOTIFY_CHANNEL: &str = "stratum_events";
@@ -44,6 +46,8 @@ pub struct PgStore {
     /// (Also the token the task that follows the chosen host lives by: it
     /// ends when the store is dropped.)
     writer: Arc<Mutex<Option<PgConnection>>>,
+    /// The tree's right edge after this process's last write.
+    tree: Arc<TreeCache>,
 }
 
 /// Which host of a [`Target`] the connections go to, and since when.
@@ -246,7 +250,11 @@ impl PgStore {
         if let Some(chosen) = chosen {
             tokio::spawn(follow(chosen, pool.clone(), Arc::downgrade(&writer)));
         }
-        Ok(Self { pool, writer })
+        Ok(Self {
+            pool,
+            writer,
+            tree: Arc::default(),
+        })
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -260,6 +268,8 @@ struct PgTx {
     head_moved: bool,
     cluster: Option<(Option<u64>, u64)>,
     open: bool,
+    /// The tree's right edge, moved on by each append.
+    tree: Option<TreeWrite>,
 }
 
 impl PgTx {
@@ -380,8 +390,16 @@ impl EventStore for PgStore {
             head_moved: false,
             cluster: None,
             open: true,
+            tree: None,
         };
         tx.head = head_from_row(&row?)?;
+        let mut tree = TreeWrite::begin(&self.tree, tx.head.position);
+        if tree.needs_load() {
+            // Under the write lock, through the pool: what it reads is
+            // committed and no other write can move it.
+            tree.load(super::tree::frontier(self, tx.head.position).await);
+        }
+        tx.tree = Some(tree);
         Ok(Box::new(tx))
     }
 
@@ -497,6 +515,22 @@ impl EventStore for PgStore {
         c.ping().await?;
         Ok(())
     }
+
+    async fn entries(&self, start: u64, end: u64) -> StoreResult<Vec<[u8; 32]>> {
+        R::entries(&self.pool, start, end).await
+    }
+
+    async fn tree_rows(&self, level: u8, start: u64, end: u64) -> StoreResult<Vec<[u8; 32]>> {
+        R::tree_rows(&self.pool, level, start, end).await
+    }
+
+    async fn signed_checkpoint(&self) -> StoreResult<Option<SignedCheckpoint>> {
+        R::signed(&self.pool).await
+    }
+
+    async fn put_signed_checkpoint(&self, c: &SignedCheckpoint, replace: bool) -> StoreResult<()> {
+        R::put_signed(&self.pool, c, replace).await
+    }
 }
 
 #[async_trait]
@@ -534,6 +568,13 @@ impl WriteTx for PgTx {
         };
         check_follows(self.head, events)?;
         insert_events_unnest(self.conn(), events).await?;
+        let rows = tree_of(&mut self.tree)?.extend(events)?;
+        for chunk in rows.chunks(CHUNK) {
+            sql::insert_tree_rows(chunk)
+                .build()
+                .execute(self.conn())
+                .await?;
+        }
         self.head_moved = true;
         self.head = Head {
             position: last.position,
@@ -589,6 +630,20 @@ impl WriteTx for PgTx {
             .await
             .map_err(commit_error)?;
         self.open = false;
+        if let Some(t) = self.tree.take() {
+            t.committed();
+        }
+        Ok(())
+    }
+
+    async fn replace_tree(&mut self, rows: &[TreeRow]) -> StoreResult<()> {
+        self.conn().execute("DELETE FROM log_tree").await?;
+        for chunk in rows.chunks(CHUNK) {
+            sql::insert_tree_rows(chunk)
+                .build()
+                .execute(self.conn())
+                .await?;
+        }
         Ok(())
     }
 

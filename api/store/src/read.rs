@@ -14,8 +14,8 @@ use stratum_domain::log::Recorded;
 
 use super::sql;
 use super::{
-    head_from_row, idempotency_from_row, recorded_from_row, Head, IdempotencyRecord, StoreResult,
-    StoredReadModels,
+    hash32, head_from_row, idempotency_from_row, recorded_from_row, Head, IdempotencyRecord,
+    SignedCheckpoint, StoreResult, StoredReadModels,
 };
 
 /// The shared reads on the database `DB`: `Reads::<Sqlite>::head(&pool)`.
@@ -183,5 +183,73 @@ where
             .await?
             .map(|r| Ok((r.try_get::<i64, _>(0)? as u64, r.try_get(1)?)))
             .transpose()
+    }
+
+    /// The chain hashes of the events at positions `start + 1 ..= end`.
+    pub(crate) async fn entries<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+        start: u64,
+        end: u64,
+    ) -> StoreResult<Vec<[u8; 32]>> {
+        sqlx::query(sql::SELECT_ENTRIES)
+            .bind(start as i64)
+            .bind(end as i64)
+            .fetch_all(e)
+            .await?
+            .iter()
+            .map(|r| hash32(r.try_get(0)?, "an event's hash"))
+            .collect()
+    }
+
+    /// The kept tree rows of tile level `level` at indexes `start..end`.
+    pub(crate) async fn tree_rows<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+        level: u8,
+        start: u64,
+        end: u64,
+    ) -> StoreResult<Vec<[u8; 32]>> {
+        sqlx::query(sql::SELECT_TREE_ROWS)
+            .bind(i64::from(level))
+            .bind(start as i64)
+            .bind(end as i64)
+            .fetch_all(e)
+            .await?
+            .iter()
+            .map(|r| hash32(r.try_get(0)?, "a tree hash"))
+            .collect()
+    }
+
+    pub(crate) async fn signed<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+    ) -> StoreResult<Option<SignedCheckpoint>> {
+        sqlx::query(sql::SELECT_SIGNED)
+            .fetch_optional(e)
+            .await?
+            .map(|r| {
+                Ok(SignedCheckpoint {
+                    size: r.try_get::<i64, _>(0)? as u64,
+                    root: hash32(r.try_get(1)?, "a signed root")?,
+                    note: r.try_get(2)?,
+                })
+            })
+            .transpose()
+    }
+
+    pub(crate) async fn put_signed<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+        c: &SignedCheckpoint,
+        replace: bool,
+    ) -> StoreResult<()> {
+        sqlx::query(if replace {
+            sql::REPLACE_SIGNED
+        } else {
+            sql::PUT_SIGNED
+        })
+        .bind(c.size as i64)
+        .bind(c.root.as_slice())
+        .bind(c.note.as_str())
+        .execute(e)
+        .await?;
+        Ok(())
     }
 }

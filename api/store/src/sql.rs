@@ -3,6 +3,7 @@
 
 use sqlx::{Database, Encode, QueryBuilder, Type};
 use stratum_domain::log::Recorded;
+use stratum_domain::tree::TreeRow;
 use stratum_projections::{DocRow, JoinRequestRow, MemberRow, TokenRow};
 
 use super::{IdempotencyRecord, EVENT_COLUMNS};
@@ -28,6 +29,15 @@ pub(crate) const SELECT_STREAM_PAGE: &str = "SELECT position, stream_id, stream_
 pub(crate) const SELECT_STREAM: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events WHERE stream_id = $1 ORDER BY stream_version";
 pub(crate) const STREAM_VERSION: &str =
     "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = $1";
+pub(crate) const SELECT_ENTRIES: &str =
+    "SELECT hash FROM events WHERE position > $1 AND position <= $2 ORDER BY position";
+pub(crate) const SELECT_TREE_ROWS: &str =
+    "SELECT hash FROM log_tree WHERE level = $1 AND idx >= $2 AND idx < $3 ORDER BY idx";
+pub(crate) const SELECT_SIGNED: &str = "SELECT size, root, note FROM log_signed WHERE id = 1";
+/// The newest signed checkpoint only moves forward...
+pub(crate) const PUT_SIGNED: &str = "INSERT INTO log_signed (id, size, root, note) VALUES (1, $1, $2, $3) ON CONFLICT (id) DO UPDATE SET size = excluded.size, root = excluded.root, note = excluded.note WHERE excluded.size > log_signed.size";
+/// ...but after an acknowledged fork, where the new base replaces it.
+pub(crate) const REPLACE_SIGNED: &str = "INSERT INTO log_signed (id, size, root, note) VALUES (1, $1, $2, $3) ON CONFLICT (id) DO UPDATE SET size = excluded.size, root = excluded.root, note = excluded.note";
 pub(crate) const SELECT_HEAD: &str = "SELECT position, hash FROM log_head WHERE id = 1";
 pub(crate) const SELECT_CLUSTER: &str =
     "SELECT generation, checkpoint FROM rm_cluster WHERE id = 1";
@@ -104,6 +114,21 @@ where
             .push_bind(e.prev_hash.as_slice())
             .push_bind(e.hash.as_slice())
             .push_bind(e.meta.client_request_id.as_deref());
+    });
+    qb
+}
+
+pub(crate) fn insert_tree_rows<'a, DB>(rows: &'a [TreeRow]) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    i64: Encode<'a, DB> + Type<DB>,
+    &'a [u8]: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb = QueryBuilder::new("INSERT INTO log_tree (level, idx, hash) ");
+    qb.push_values(rows, |mut b, r| {
+        b.push_bind(i64::from(r.level))
+            .push_bind(r.index as i64)
+            .push_bind(r.hash.as_slice());
     });
     qb
 }

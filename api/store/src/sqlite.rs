@@ -23,10 +23,12 @@ use super::sql::{self, CHUNK};
 
 /// The reads both backends share, on this one.
 type R = Reads<sqlx::Sqlite>;
+use super::tree::{tree_of, TreeCache, TreeWrite};
 use super::{
     check_follows, head_from_row, Access, EventStore, Head, IdempotencyRecord, Leadership,
-    ReplayEvent, StoreError, StoreResult, StoredReadModels, WriteTx,
+    ReplayEvent, SignedCheckpoint, StoreError, StoreResult, StoredReadModels, WriteTx,
 };
+use stratum_domain::tree::TreeRow;
 
 /// `SQLITE_READONLY_DIRECTORY`: a journal or shared-memory file would be
 /// needed in a directory that cannot be written.
@@ -57,6 +59,8 @@ pub struct SqliteStore {
     /// Set while a write transaction is open on the writer connection, so a
     /// write abandoned mid-way (a cancelled future) is rolled back first.
     in_tx: Arc<AtomicBool>,
+    /// The tree's right edge after this process's last write.
+    tree: Arc<TreeCache>,
 }
 
 impl SqliteStore {
@@ -119,6 +123,7 @@ impl SqliteStore {
             read,
             writer: Arc::new(Mutex::new(writer)),
             in_tx: Arc::new(AtomicBool::new(false)),
+            tree: Arc::default(),
         })
     }
 }
@@ -131,6 +136,8 @@ struct SqliteTx {
     head_moved: bool,
     /// The generation and checkpoint the commit writes.
     cluster: Option<(Option<u64>, u64)>,
+    /// The tree's right edge, moved on by each append.
+    tree: Option<TreeWrite>,
 }
 
 fn sqlite_blob(b: &[u8]) -> String {
@@ -153,10 +160,21 @@ impl EventStore for SqliteStore {
         let row = (&mut *conn)
             .fetch_one("BEGIN IMMEDIATE; SELECT position, hash FROM log_head WHERE id = 1")
             .await;
-        let head = match row
+        let head = row
             .map_err(StoreError::from)
-            .and_then(|r| head_from_row(&r))
-        {
+            .and_then(|r| head_from_row(&r));
+        let mut tree = head
+            .as_ref()
+            .ok()
+            .map(|h| TreeWrite::begin(&self.tree, h.position));
+        if let (Ok(h), Some(t)) = (&head, tree.as_mut()) {
+            if t.needs_load() {
+                // Through the read pool: under the write lock what it reads
+                // is committed, and no other write can move it.
+                t.load(super::tree::frontier(self, h.position).await);
+            }
+        }
+        let head = match head {
             Ok(h) => h,
             Err(e) => {
                 let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
@@ -170,6 +188,7 @@ impl EventStore for SqliteStore {
             head,
             head_moved: false,
             cluster: None,
+            tree,
         }))
     }
 
@@ -284,6 +303,22 @@ impl EventStore for SqliteStore {
         c.ping().await?;
         Ok(())
     }
+
+    async fn entries(&self, start: u64, end: u64) -> StoreResult<Vec<[u8; 32]>> {
+        R::entries(&self.read, start, end).await
+    }
+
+    async fn tree_rows(&self, level: u8, start: u64, end: u64) -> StoreResult<Vec<[u8; 32]>> {
+        R::tree_rows(&self.read, level, start, end).await
+    }
+
+    async fn signed_checkpoint(&self) -> StoreResult<Option<SignedCheckpoint>> {
+        R::signed(&self.read).await
+    }
+
+    async fn put_signed_checkpoint(&self, c: &SignedCheckpoint, replace: bool) -> StoreResult<()> {
+        R::put_signed(&self.read, c, replace).await
+    }
 }
 
 #[async_trait]
@@ -322,6 +357,13 @@ impl WriteTx for SqliteTx {
         check_follows(self.head, events)?;
         for chunk in events.chunks(CHUNK) {
             sql::insert_events(chunk)
+                .build()
+                .execute(&mut *self.conn)
+                .await?;
+        }
+        let rows = tree_of(&mut self.tree)?.extend(events)?;
+        for chunk in rows.chunks(CHUNK) {
+            sql::insert_tree_rows(chunk)
                 .build()
                 .execute(&mut *self.conn)
                 .await?;
@@ -386,6 +428,22 @@ impl WriteTx for SqliteTx {
         }
         self.in_tx.store(false, Ordering::SeqCst);
         r?;
+        if let Some(t) = self.tree.take() {
+            t.committed();
+        }
+        Ok(())
+    }
+
+    async fn replace_tree(&mut self, rows: &[TreeRow]) -> StoreResult<()> {
+        sqlx::query("DELETE FROM log_tree")
+            .execute(&mut *self.conn)
+            .await?;
+        for chunk in rows.chunks(CHUNK) {
+            sql::insert_tree_rows(chunk)
+                .build()
+                .execute(&mut *self.conn)
+                .await?;
+        }
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! Chain verification over a store: the log read in chunks and its hash
 //! chain recomputed up to the head (SPEC §3, tamper evidence). It lives
-//! beside the log, for the API's `/events/verify` and the CLI alike.
+//! beside the log, for the API's `/events/verify` and the CLI alike, and
+//! checks the Merkle tree kept beside the chain.
 
 pub use stratum_domain::log::Verification;
 use stratum_domain::log::{ChainVerifier, RecordedHead};
@@ -36,6 +37,11 @@ pub async fn verify_chain(
                 head.position, v.position
             ),
         });
+    }
+    // The tree kept beside the chain must be the chain's: tiles and
+    // proofs are served from it.
+    if let Err((position, reason)) = super::tree::check_rows(store, head.position).await? {
+        return Ok(Verification::Broken { position, reason });
     }
     Ok(v.verdict())
 }

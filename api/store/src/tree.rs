@@ -1,0 +1,270 @@
+//! The log's Merkle tree in the store (see [`stratum_domain::tree`]): the
+//! rows every append adds in its own commit, the tree's right edge kept
+//! between writes, the tiles read back, and the proofs and roots computed
+//! from them.
+
+use std::sync::Arc;
+
+use stratum_domain::log::Recorded;
+use stratum_domain::tree::{self, Frontier, Pass, Tiles, TreeError, TreeRow, TILE_WIDTH};
+
+use super::{EventStore, StoreError, StoreResult};
+
+/// The tree's right edge as the last commit of this process left it, so a
+/// write needs no reads for it; taken by a write, put back by its commit.
+#[derive(Default)]
+pub(crate) struct TreeCache(std::sync::Mutex<Option<Frontier>>);
+
+/// What one write adds to the tree.
+pub(crate) struct TreeWrite {
+    cache: Arc<TreeCache>,
+    /// The edge, or why it could not be read: a write that appends fails
+    /// with it, one that does not (a rebuild of the tree) goes on.
+    frontier: Result<Frontier, StoreError>,
+}
+
+impl TreeWrite {
+    /// Begins with the cached edge if it is the locked head's (another
+    /// process may have written since).
+    pub(crate) fn begin(cache: &Arc<TreeCache>, head: u64) -> Self {
+        let frontier = cache
+            .0
+            .lock()
+            .expect("the tree cache is never poisoned")
+            .take()
+            .filter(|f| f.size() == head)
+            .ok_or_else(|| StoreError::Corrupt("the tree's edge was not read".into()));
+        Self {
+            cache: cache.clone(),
+            frontier,
+        }
+    }
+
+    /// Whether the edge must be read (under the write lock) first.
+    pub(crate) fn needs_load(&self) -> bool {
+        self.frontier.is_err()
+    }
+
+    pub(crate) fn load(&mut self, f: StoreResult<Frontier>) {
+        self.frontier = f;
+    }
+
+    /// The rows `events` complete.
+    pub(crate) fn extend(&mut self, events: &[Recorded]) -> StoreResult<Vec<TreeRow>> {
+        let f = self.frontier.as_mut().map_err(|e| e.clone())?;
+        let mut rows = Vec::new();
+        for e in events {
+            if e.position != f.size() + 1 {
+                return Err(StoreError::Conflict(format!(
+                    "event {} does not follow the tree's {} leaves",
+                    e.position,
+                    f.size()
+                )));
+            }
+            f.push(&e.hash, &mut rows);
+        }
+        Ok(rows)
+    }
+
+    /// The write committed: its edge is the next write's.
+    pub(crate) fn committed(self) {
+        *self
+            .cache
+            .0
+            .lock()
+            .expect("the tree cache is never poisoned") = self.frontier.ok();
+    }
+}
+
+/// A write's tree, which every begun write has.
+pub(crate) fn tree_of(t: &mut Option<TreeWrite>) -> StoreResult<&mut TreeWrite> {
+    t.as_mut()
+        .ok_or_else(|| StoreError::Corrupt("a write without the tree's edge".into()))
+}
+
+/// The hashes of tile level `level` at indexes `start..end` of a tree of
+/// at least `end` leaves (level 0) or subtrees: leaf hashes from the
+/// events' chain hashes, kept rows above.
+pub async fn level_hashes(
+    store: &dyn EventStore,
+    level: u8,
+    start: u64,
+    end: u64,
+) -> StoreResult<Vec<[u8; 32]>> {
+    let hashes = if level == 0 {
+        store
+            .entries(start, end)
+            .await?
+            .iter()
+            .map(tree::leaf_hash)
+            .collect()
+    } else {
+        store.tree_rows(level, start, end).await?
+    };
+    if hashes.len() as u64 != end - start {
+        return Err(StoreError::Corrupt(format!(
+            "tile level {level} holds {} of the hashes {start}..{end}",
+            hashes.len()
+        )));
+    }
+    Ok(hashes)
+}
+
+/// The root of the tree of `size` leaves.
+pub async fn root(store: &dyn EventStore, size: u64) -> StoreResult<[u8; 32]> {
+    with_reader(store, size, |r| tree::tree_hash(size, r).map(|h| h.0)).await
+}
+
+/// The inclusion proof of leaf `index` in the tree of `size` leaves.
+pub async fn inclusion(
+    store: &dyn EventStore,
+    size: u64,
+    index: u64,
+) -> StoreResult<Vec<[u8; 32]>> {
+    with_reader(store, size, |r| {
+        tree::prove_record(size, index, r).map(|p| p.into_iter().map(|h| h.0).collect())
+    })
+    .await
+}
+
+/// The consistency proof from the tree of `from` leaves to that of `to`.
+pub async fn consistency(store: &dyn EventStore, from: u64, to: u64) -> StoreResult<Vec<[u8; 32]>> {
+    with_reader(store, to, |r| {
+        tree::prove_tree(to, from, r).map(|p| p.into_iter().map(|h| h.0).collect())
+    })
+    .await
+}
+
+/// A computation over the tree of `size` leaves (a root, a proof), run
+/// twice: on a recorder to find the tiles it reads, then on those tiles.
+async fn with_reader<T, F>(store: &dyn EventStore, size: u64, compute: F) -> StoreResult<T>
+where
+    F: Fn(&Pass<'_>) -> Result<T, TreeError>,
+{
+    let bad = |e: TreeError| StoreError::Corrupt(format!("the tree of {size}: {e}"));
+    let needs = tree::needs(|r| compute(&Pass::Find(r))).map_err(bad)?;
+    let mut tiles = Tiles::default();
+    for ((level, index), width) in needs {
+        let start = index * TILE_WIDTH;
+        let end = (start + width as u64).min(tree::level_len(size, level));
+        tiles.tiles.insert(
+            (level, index),
+            level_hashes(store, level, start, end).await?,
+        );
+    }
+    compute(&Pass::Read(&tiles)).map_err(bad)
+}
+
+/// The tree's right edge at `size`, read from the store.
+pub async fn frontier(store: &dyn EventStore, size: u64) -> StoreResult<Frontier> {
+    let mut levels = Vec::new();
+    for level in 0..Frontier::levels_of(size) {
+        let start = Frontier::partial_start(size, level);
+        levels.push(level_hashes(store, level, start, tree::level_len(size, level)).await?);
+    }
+    Frontier::from_levels(size, levels).map_err(StoreError::Corrupt)
+}
+
+/// Builds every tree row from the log's entries, `READ_CHUNK` at a time.
+async fn rows_from_log(store: &dyn EventStore, size: u64) -> StoreResult<Vec<TreeRow>> {
+    let mut f = Frontier::default();
+    let mut rows = Vec::new();
+    while f.size() < size {
+        let end = (f.size() + u64::from(super::READ_CHUNK)).min(size);
+        let entries = store.entries(f.size(), end).await?;
+        if entries.len() as u64 != end - f.size() {
+            return Err(StoreError::Corrupt(format!(
+                "the log has gaps between positions {} and {end}",
+                f.size() + 1
+            )));
+        }
+        for e in &entries {
+            f.push(e, &mut rows);
+        }
+    }
+    Ok(rows)
+}
+
+/// Whether the newest kept row of every level is the root of the 256
+/// hashes below it, and no row lies beyond the log.
+async fn newest_rows_hold(store: &dyn EventStore, size: u64) -> StoreResult<bool> {
+    for level in 1..=Frontier::levels_of(size) {
+        let n = tree::level_len(size, level);
+        if !store.tree_rows(level, n, n + 1).await?.is_empty() {
+            return Ok(false);
+        }
+        if n == 0 {
+            continue;
+        }
+        let newest = store.tree_rows(level, n - 1, n).await?;
+        let below = match level_hashes(store, level - 1, (n - 1) * TILE_WIDTH, n * TILE_WIDTH).await
+        {
+            Ok(b) => b,
+            Err(StoreError::Corrupt(_)) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if newest.first().copied() != tree::row_over(&below) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// At start, under the write lock: a database from before the tree was
+/// kept (or whose newest rows do not hold) gets every row built again from
+/// the log's entries; `Some(rows)` says it was. A full check of every row
+/// is `events verify`'s and `replay --check`'s.
+pub async fn ensure(store: &dyn EventStore) -> StoreResult<Option<usize>> {
+    let mut tx = store.begin_write().await?;
+    let size = tx.head().position;
+    if newest_rows_hold(store, size).await? {
+        tx.rollback().await?;
+        return Ok(None);
+    }
+    let rows = rows_from_log(store, size).await?;
+    tx.replace_tree(&rows).await?;
+    tx.commit().await?;
+    Ok(Some(rows.len()))
+}
+
+/// Checks every kept row against the rows the log's entries give, up to
+/// `size`: the first that differs, as the first position it covers and why.
+pub async fn check_rows(
+    store: &dyn EventStore,
+    size: u64,
+) -> StoreResult<Result<(), (u64, String)>> {
+    let rows = rows_from_log(store, size).await?;
+    for level in 1..=Frontier::levels_of(size).max(1) {
+        let want: Vec<&TreeRow> = rows.iter().filter(|r| r.level == level).collect();
+        let mut at = 0u64;
+        for chunk in want.chunks(super::READ_CHUNK as usize) {
+            let kept = store.tree_rows(level, at, at + chunk.len() as u64).await?;
+            for (i, r) in chunk.iter().enumerate() {
+                if kept.get(i) != Some(&r.hash) {
+                    let leaves = TILE_WIDTH.pow(u32::from(level));
+                    return Ok(Err((r.index * leaves + 1, format!(
+                        "the tree hash kept for positions {}..={} (tile level {level}, index {}) {}",
+                        r.index * leaves + 1,
+                        (r.index + 1) * leaves,
+                        r.index,
+                        if kept.get(i).is_some() {
+                            "is not the root of their hashes"
+                        } else {
+                            "is missing"
+                        }
+                    ))));
+                }
+            }
+            at += chunk.len() as u64;
+        }
+        if !store.tree_rows(level, at, at + 1).await?.is_empty() {
+            return Ok(Err((
+                size + 1,
+                format!(
+                    "a tree hash is kept at tile level {level}, index {at}, beyond the log's {size} events"
+                ),
+            )));
+        }
+    }
+    Ok(Ok(()))
+}
