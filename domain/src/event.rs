@@ -94,6 +94,8 @@ pub enum DomainEvent {
     AlarmRaised(AlarmRaised),
     AlarmCleared(AlarmCleared),
     EventsLost(EventsLost),
+    CheckpointForkFound(crate::upgrade::CheckpointForkFound),
+    CheckpointForkAcknowledged(crate::upgrade::CheckpointForkAcknowledged),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -229,6 +231,12 @@ impl DomainEvent {
                 name: crate::upgrade::LOG_EVENTS_LOST_ALARM,
                 upgrade: None,
             },
+            DomainEvent::CheckpointForkFound(_) | DomainEvent::CheckpointForkAcknowledged(_) => {
+                About::Alarm {
+                    name: crate::upgrade::CHECKPOINT_FORK_ALARM,
+                    upgrade: None,
+                }
+            }
         }
     }
 
@@ -271,6 +279,8 @@ impl DomainEvent {
             DomainEvent::AlarmRaised(_) => "AlarmRaised",
             DomainEvent::AlarmCleared(_) => "AlarmCleared",
             DomainEvent::EventsLost(_) => "EventsLost",
+            DomainEvent::CheckpointForkFound(_) => "CheckpointForkFound",
+            DomainEvent::CheckpointForkAcknowledged(_) => "CheckpointForkAcknowledged",
         }
     }
 
@@ -331,7 +341,9 @@ impl DomainEvent {
             | DomainEvent::NodeFactsReported(_)
             | DomainEvent::AlarmRaised(_)
             | DomainEvent::AlarmCleared(_)
-            | DomainEvent::EventsLost(_) => false,
+            | DomainEvent::EventsLost(_)
+            | DomainEvent::CheckpointForkFound(_)
+            | DomainEvent::CheckpointForkAcknowledged(_) => false,
         }
     }
 }

@@ -346,8 +346,10 @@ pub fn managed_document(name: &str) -> Option<Value> {
                          "release:Get*", "release:List*"],
              "resources": ["*"]}
         ]}),
+        // Reads only: acknowledging a checkpoint fork (`audit:AcknowledgeFork`)
+        // is an administrator's word, not an auditor's.
         "Auditor" => json!({"statements": [
-            {"effect": "Allow", "actions": ["audit:*", "*:Get*", "*:List*"], "resources": ["*"]}
+            {"effect": "Allow", "actions": ["audit:ReadEvents", "*:Get*", "*:List*"], "resources": ["*"]}
         ]}),
         // What a per-node reconciler, a `firstboot --config` joiner and an
         // upgrade host helper need, and no more (docs/node-agent.md has

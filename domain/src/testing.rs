@@ -446,6 +446,17 @@ pub fn upgrade_examples() -> Vec<DomainEvent> {
                 },
             ],
         }),
+        DomainEvent::CheckpointForkFound(CheckpointForkFound {
+            signed_size: 2154,
+            signed_root: "c3".repeat(32),
+            log_size: 2152,
+            log_root: "d4".repeat(32),
+        }),
+        DomainEvent::CheckpointForkAcknowledged(CheckpointForkAcknowledged {
+            signed_size: 2154,
+            signed_root: "c3".repeat(32),
+            reason: "restored the pre-upgrade backup after the failed upgrade".into(),
+        }),
     ]
 }
 

@@ -276,6 +276,12 @@ impl ReadModels {
                     stratum_domain::upgrade::events_lost_key(e.first),
                 ));
             }
+            DomainEvent::CheckpointForkFound(_) | DomainEvent::CheckpointForkAcknowledged(_) => {
+                self.dirty_docs.insert((
+                    doc_kind::ALARM,
+                    stratum_domain::upgrade::CHECKPOINT_FORK_ALARM.to_owned(),
+                ));
+            }
             // Named, not a wildcard: a new event type must be decided here
             // (member and upgrade events are tracked below, by subject).
             DomainEvent::MemberAdmitted(_)

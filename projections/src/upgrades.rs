@@ -201,6 +201,8 @@ pub struct AlarmRecord {
     /// days for its reboot. log-events-lost: acknowledged events were lost
     /// in a database failover; the message names the range and the position
     /// of the EventsLost event that lists the lost events' hashes.
+    /// log-checkpoint-fork: the log no longer extends the newest signed
+    /// checkpoint; the message names both; cleared when acknowledged.
     pub name: String,
     pub node_id: Option<String>,
     pub upgrade_id: Option<String>,

@@ -73,6 +73,7 @@ actions! {
     GetPeers,
     GetTransportAdmission,
     ReadEvents,
+    AcknowledgeFork,
     RegisterRelease,
     ListReleases,
     GetRelease,
@@ -124,6 +125,7 @@ impl Action {
             Action::GetPeers => "cluster:GetPeers",
             Action::GetTransportAdmission => "cluster:GetTransportAdmission",
             Action::ReadEvents => "audit:ReadEvents",
+            Action::AcknowledgeFork => "audit:AcknowledgeFork",
             Action::RegisterRelease => "release:RegisterRelease",
             Action::ListReleases => "release:ListReleases",
             Action::GetRelease => "release:GetRelease",
@@ -189,6 +191,7 @@ impl Action {
             | Action::GetMembership
             | Action::GetPeers
             | Action::ReadEvents
+            | Action::AcknowledgeFork
             | Action::RegisterRelease
             | Action::ListReleases
             | Action::SetRunningRelease
@@ -558,7 +561,9 @@ impl Iam {
             | DomainEvent::NodeFactsReported(_)
             | DomainEvent::AlarmRaised(_)
             | DomainEvent::AlarmCleared(_)
-            | DomainEvent::EventsLost(_) => {}
+            | DomainEvent::EventsLost(_)
+            | DomainEvent::CheckpointForkFound(_)
+            | DomainEvent::CheckpointForkAcknowledged(_) => {}
         }
     }
 }

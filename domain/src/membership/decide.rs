@@ -10,6 +10,7 @@ use crate::event::{
     MemberUpdated, StringMap,
 };
 use crate::state::{CommandContext, Decision, Subject};
+use crate::text::check_line;
 
 use super::*;
 
@@ -20,20 +21,6 @@ fn check_step(f: &mut Findings, step: &Option<String>) -> Option<String> {
         return None;
     }
     Some(step.clone())
-}
-
-fn check_line(f: &mut Findings, field: &str, value: &Option<String>, max: usize) -> Option<String> {
-    let value = f.required(field, value)?;
-    if value.trim().is_empty() {
-        f.push(field, "must not be empty");
-    } else if value.contains(['\n', '\r']) {
-        f.push(field, "must be one line");
-    } else if value.len() > max {
-        f.push(field, format!("must be at most {max} bytes"));
-    } else if crate::text::check_safe(f, field, value) {
-        return Some(value.clone());
-    }
-    None
 }
 
 fn check_ip(f: &mut Findings, field: &str, value: &str) -> Option<String> {

@@ -191,7 +191,9 @@ impl Membership {
             | DomainEvent::NodeFactsReported(_)
             | DomainEvent::AlarmRaised(_)
             | DomainEvent::AlarmCleared(_)
-            | DomainEvent::EventsLost(_) => {}
+            | DomainEvent::EventsLost(_)
+            | DomainEvent::CheckpointForkFound(_)
+            | DomainEvent::CheckpointForkAcknowledged(_) => {}
         }
     }
 

@@ -187,6 +187,8 @@ pub fn encode(event: &DomainEvent) -> Encoded {
         DomainEvent::AlarmRaised(e) => bytes(&AlarmRaisedV1::from(e)),
         DomainEvent::AlarmCleared(e) => bytes(&AlarmClearedV1::from(e)),
         DomainEvent::EventsLost(e) => bytes(&EventsLostV1::from(e)),
+        DomainEvent::CheckpointForkFound(e) => bytes(&CheckpointForkFoundV1::from(e)),
+        DomainEvent::CheckpointForkAcknowledged(e) => bytes(&CheckpointForkAcknowledgedV1::from(e)),
     };
     Encoded {
         event_type: event.event_type(),
@@ -201,6 +203,8 @@ pub const STORED_VERSIONS: &[(&str, u16)] = &[
     ("AlarmCleared", 1),
     ("AlarmRaised", 1),
     ("AppliedGenerationReported", 1),
+    ("CheckpointForkAcknowledged", 1),
+    ("CheckpointForkFound", 1),
     ("EventsLost", 1),
     ("JoinProgressReported", 1),
     ("JoinRequestApproved", 1),
@@ -283,7 +287,9 @@ pub fn schema_version(event: &DomainEvent) -> u16 {
         | DomainEvent::NodeFactsReported(_)
         | DomainEvent::AlarmRaised(_)
         | DomainEvent::AlarmCleared(_)
-        | DomainEvent::EventsLost(_) => 1,
+        | DomainEvent::EventsLost(_)
+        | DomainEvent::CheckpointForkFound(_)
+        | DomainEvent::CheckpointForkAcknowledged(_) => 1,
     }
 }
 
@@ -458,6 +464,12 @@ pub fn decode(
             DomainEvent::AlarmCleared(de::<AlarmClearedV1>(t, v, payload)?.into())
         }
         ("EventsLost", 1) => DomainEvent::EventsLost(de::<EventsLostV1>(t, v, payload)?.into()),
+        ("CheckpointForkFound", 1) => {
+            DomainEvent::CheckpointForkFound(de::<CheckpointForkFoundV1>(t, v, payload)?.into())
+        }
+        ("CheckpointForkAcknowledged", 1) => DomainEvent::CheckpointForkAcknowledged(
+            de::<CheckpointForkAcknowledgedV1>(t, v, payload)?.into(),
+        ),
         ("UpgradeBackupReported", 1) => {
             DomainEvent::UpgradeBackupReported(de::<UpgradeBackupReportedV1>(t, v, payload)?.into())
         }
@@ -523,7 +535,9 @@ pub fn decode(
             | "NodeFactsReported"
             | "AlarmRaised"
             | "AlarmCleared"
-            | "EventsLost",
+            | "EventsLost"
+            | "CheckpointForkFound"
+            | "CheckpointForkAcknowledged",
             _,
         ) => return Err(DecodeError::UnknownVersion(t.to_owned(), v)),
         _ => return Err(DecodeError::UnknownType(t.to_owned())),

@@ -173,3 +173,25 @@ fn node_agent_held_by_a_user_reports_for_no_member() {
         Verdict::NotAllowed
     );
 }
+
+#[test]
+fn only_an_administrator_acknowledges_a_checkpoint_fork() {
+    let a = Action::AcknowledgeFork;
+    for (policy, want) in [
+        ("AdministratorAccess", Verdict::Allowed),
+        ("ClusterOperator", Verdict::NotAllowed),
+        ("Auditor", Verdict::NotAllowed),
+        ("ReadOnly", Verdict::NotAllowed),
+        ("NodeAgent", Verdict::NotAllowed),
+    ] {
+        assert_eq!(
+            verdict(&[managed(policy)], ALICE, a, INSTALL),
+            want,
+            "{policy}"
+        );
+    }
+    assert_eq!(
+        verdict(&[managed("Auditor")], ALICE, Action::ReadEvents, INSTALL),
+        Verdict::Allowed
+    );
+}

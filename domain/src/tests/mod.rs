@@ -4,6 +4,7 @@
 mod support;
 
 mod admit;
+mod checkpoint_fork;
 mod decommission;
 mod generation;
 mod iam_catalog;

@@ -67,6 +67,8 @@ every_event_type!(
     AlarmRaised(_),
     AlarmCleared(_),
     EventsLost(_),
+    CheckpointForkFound(_),
+    CheckpointForkAcknowledged(_),
 );
 
 fn fixture(event_type: &str, version: u16) -> PathBuf {

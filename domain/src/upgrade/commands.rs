@@ -73,6 +73,15 @@ pub enum UpgradeCommand {
     /// A replica's report that the database no longer holds events it
     /// acknowledged (sent by the service itself, never over HTTP).
     RecordLostEvents(EventsLost),
+    /// A signer's report that the log forks from the newest checkpoint it
+    /// signed (sent by the service itself, never over HTTP).
+    RecordCheckpointFork(CheckpointForkFound),
+    /// An operator accepts a checkpoint fork, naming the signed checkpoint.
+    AcknowledgeCheckpointFork {
+        signed_size: u64,
+        signed_root: String,
+        reason: Option<String>,
+    },
 }
 
 /// The service's configuration an upgrade is planned with: recorded in the
@@ -106,6 +115,10 @@ impl UpgradeCommand {
             UpgradeCommand::SetRunningRelease { .. } => RUNNING_RELEASE_STREAM.to_owned(),
             UpgradeCommand::Advance => "upgrade/".to_owned(),
             UpgradeCommand::RecordLostEvents(_) => format!("alarm/{LOG_EVENTS_LOST_ALARM}"),
+            UpgradeCommand::RecordCheckpointFork(_)
+            | UpgradeCommand::AcknowledgeCheckpointFork { .. } => {
+                format!("alarm/{CHECKPOINT_FORK_ALARM}")
+            }
             UpgradeCommand::Create { upgrade_id, .. }
             | UpgradeCommand::Apply { upgrade_id }
             | UpgradeCommand::ReportNode { upgrade_id, .. }
@@ -127,6 +140,8 @@ impl UpgradeCommand {
                 | UpgradeCommand::ReportBackup { .. }
                 | UpgradeCommand::ReportFacts { .. }
                 | UpgradeCommand::RecordLostEvents(_)
+                | UpgradeCommand::RecordCheckpointFork(_)
+                | UpgradeCommand::AcknowledgeCheckpointFork { .. }
                 | UpgradeCommand::Cancel { .. }
         )
     }

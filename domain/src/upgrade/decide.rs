@@ -141,6 +141,12 @@ impl Upgrades {
                 self.report_facts(state, node_id, facts)
             }
             UpgradeCommand::RecordLostEvents(lost) => self.record_lost_events(lost),
+            UpgradeCommand::RecordCheckpointFork(fork) => self.record_checkpoint_fork(fork),
+            UpgradeCommand::AcknowledgeCheckpointFork {
+                signed_size,
+                signed_root,
+                reason,
+            } => self.acknowledge_checkpoint_fork(*signed_size, signed_root, reason),
         }?;
         let clears = self.alarms_cleared_by(&decision.events);
         decision.events.extend(clears);
@@ -800,6 +806,66 @@ impl Upgrades {
             events: vec![DomainEvent::EventsLost(lost.clone())],
             subject,
         })
+    }
+}
+
+impl Upgrades {
+    /// Records a fork once: every replica that finds the log forked from
+    /// the same signed checkpoint reports the same fork.
+    fn record_checkpoint_fork(&self, fork: &CheckpointForkFound) -> Result<Decision, Refusal> {
+        let subject = Subject::Alarm(CHECKPOINT_FORK_ALARM.to_owned());
+        let mut f = Findings::default();
+        if !valid_hash(&fork.signed_root) {
+            f.push("signedRoot", "must be 64 lowercase hex digits");
+        }
+        if !valid_hash(&fork.log_root) {
+            f.push("logRoot", "must be 64 lowercase hex digits");
+        }
+        f.into_result()?;
+        if self
+            .checkpoint_fork
+            .as_ref()
+            .is_some_and(|k| k.of(fork.signed_size, &fork.signed_root))
+        {
+            return Ok(Decision::none(subject));
+        }
+        Ok(Decision {
+            events: vec![DomainEvent::CheckpointForkFound(fork.clone())],
+            subject,
+        })
+    }
+
+    /// Accepts the fork of the signed checkpoint named: it must be the one
+    /// the log recorded, and a reason is required.
+    fn acknowledge_checkpoint_fork(
+        &self,
+        size: u64,
+        root: &str,
+        reason: &Option<String>,
+    ) -> Result<Decision, Refusal> {
+        let subject = Subject::Alarm(CHECKPOINT_FORK_ALARM.to_owned());
+        let mut f = Findings::default();
+        if !valid_hash(root) {
+            f.push("signedRoot", "must be 64 lowercase hex digits");
+        }
+        let reason = crate::text::check_line(&mut f, "reason", reason, 1024);
+        let reason = f.conclude(reason)?;
+        match &self.checkpoint_fork {
+            Some(k) if k.of(size, root) && k.acknowledged.is_some() => Ok(Decision::none(subject)),
+            Some(k) if k.of(size, root) => Ok(Decision {
+                events: vec![DomainEvent::CheckpointForkAcknowledged(
+                    CheckpointForkAcknowledged {
+                        signed_size: size,
+                        signed_root: root.to_owned(),
+                        reason,
+                    },
+                )],
+                subject,
+            }),
+            _ => Err(Refusal::not_found(format!(
+                "A checkpoint fork from the signed checkpoint of size {size} and root {root}"
+            ))),
+        }
     }
 }
 

@@ -91,6 +91,45 @@ impl Upgrades {
                 );
                 return;
             }
+            DomainEvent::CheckpointForkFound(e) => {
+                self.alarms.insert(
+                    CHECKPOINT_FORK_ALARM.to_owned(),
+                    Alarm {
+                        name: CHECKPOINT_FORK_ALARM.to_owned(),
+                        node_id: None,
+                        upgrade_id: None,
+                        message: format!(
+                            "The log no longer extends the newest signed checkpoint: it was \
+                             signed at size {} with root {}, and the log now has {} events with \
+                             root {}. The database was restored from an older copy or lost \
+                             events in a failover. No checkpoint is signed until an operator \
+                             acknowledges this fork (POST /v1/log/fork/acknowledge).",
+                            e.signed_size, e.signed_root, e.log_size, e.log_root
+                        ),
+                        raised_at: at,
+                        cleared_at: None,
+                        raised_position: ctx.position,
+                    },
+                );
+                self.checkpoint_fork = Some(CheckpointFork {
+                    found: e.clone(),
+                    acknowledged: None,
+                });
+                return;
+            }
+            DomainEvent::CheckpointForkAcknowledged(e) => {
+                if let Some(a) = self.alarms.get_mut(CHECKPOINT_FORK_ALARM) {
+                    a.cleared_at = Some(at);
+                }
+                if let Some(k) = self
+                    .checkpoint_fork
+                    .as_mut()
+                    .filter(|k| k.of(e.signed_size, &e.signed_root))
+                {
+                    k.acknowledged = Some((ctx.principal.to_owned(), e.reason.clone()));
+                }
+                return;
+            }
             DomainEvent::AlarmCleared(e) => {
                 let key = alarm_key(&e.name, e.upgrade_id.as_deref(), e.node_id.as_deref());
                 if let Some(a) = self.alarms.get_mut(&key) {
@@ -328,7 +367,9 @@ impl Upgrades {
             | DomainEvent::NodeFactsReported(_)
             | DomainEvent::AlarmRaised(_)
             | DomainEvent::AlarmCleared(_)
-            | DomainEvent::EventsLost(_) => {}
+            | DomainEvent::EventsLost(_)
+            | DomainEvent::CheckpointForkFound(_)
+            | DomainEvent::CheckpointForkAcknowledged(_) => {}
         }
         if self.active.as_deref() == Some(id)
             && self.upgrades.get(id).is_some_and(|u| u.state.is_terminal())

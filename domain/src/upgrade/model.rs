@@ -374,6 +374,10 @@ pub const NODE_REBOOT_PENDING_ALARM: &str = "node-reboot-pending";
 /// alarm per loss, keyed by its first lost position.
 pub const LOG_EVENTS_LOST_ALARM: &str = "log-events-lost";
 
+/// The alarm of a log that forks from the newest signed checkpoint (one at
+/// a time: signing stops at the first).
+pub const CHECKPOINT_FORK_ALARM: &str = "log-checkpoint-fork";
+
 /// The key of the alarm of the loss that begins at `first`.
 pub fn events_lost_key(first: u64) -> String {
     format!("{LOG_EVENTS_LOST_ALARM}/{first}")
@@ -634,6 +638,23 @@ pub struct Upgrades {
     pub fetched: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Every alarm ever raised, by [`alarm_key`].
     pub alarms: BTreeMap<String, Alarm>,
+    /// The newest checkpoint fork found, and who acknowledged it.
+    pub checkpoint_fork: Option<CheckpointFork>,
+}
+
+/// A fork of the signed checkpoints, as the log recorded it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointFork {
+    pub found: super::CheckpointForkFound,
+    /// Who acknowledged it and why; `None` while it stops signing.
+    pub acknowledged: Option<(String, String)>,
+}
+
+impl CheckpointFork {
+    /// Whether this is the fork of the signed checkpoint `size`/`root`.
+    pub fn of(&self, size: u64, root: &str) -> bool {
+        self.found.signed_size == size && self.found.signed_root == root
+    }
 }
 
 /// The upgrade an upgrade event belongs to.

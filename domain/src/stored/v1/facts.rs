@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::release::{Component, ComponentKind};
 use crate::upgrade::{
-    AlarmCleared, AlarmRaised, EventsLost, LostEvent, NodeFacts, NodeFactsReported,
+    AlarmCleared, AlarmRaised, CheckpointForkAcknowledged, CheckpointForkFound, EventsLost,
+    LostEvent, NodeFacts, NodeFactsReported,
 };
 
 // ------------------------------------------- node facts and alarms (v1)
@@ -65,6 +66,21 @@ pub struct EventsLostV1 {
 pub struct LostEventV1 {
     pub position: u64,
     pub hash: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointForkFoundV1 {
+    pub signed_size: u64,
+    pub signed_root: String,
+    pub log_size: u64,
+    pub log_root: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointForkAcknowledgedV1 {
+    pub signed_size: u64,
+    pub signed_root: String,
+    pub reason: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -234,6 +250,48 @@ impl From<EventsLostV1> for EventsLost {
                     hash: l.hash,
                 })
                 .collect(),
+        }
+    }
+}
+
+impl From<&CheckpointForkFound> for CheckpointForkFoundV1 {
+    fn from(e: &CheckpointForkFound) -> Self {
+        CheckpointForkFoundV1 {
+            signed_size: e.signed_size,
+            signed_root: e.signed_root.clone(),
+            log_size: e.log_size,
+            log_root: e.log_root.clone(),
+        }
+    }
+}
+
+impl From<CheckpointForkFoundV1> for CheckpointForkFound {
+    fn from(e: CheckpointForkFoundV1) -> Self {
+        CheckpointForkFound {
+            signed_size: e.signed_size,
+            signed_root: e.signed_root,
+            log_size: e.log_size,
+            log_root: e.log_root,
+        }
+    }
+}
+
+impl From<&CheckpointForkAcknowledged> for CheckpointForkAcknowledgedV1 {
+    fn from(e: &CheckpointForkAcknowledged) -> Self {
+        CheckpointForkAcknowledgedV1 {
+            signed_size: e.signed_size,
+            signed_root: e.signed_root.clone(),
+            reason: e.reason.clone(),
+        }
+    }
+}
+
+impl From<CheckpointForkAcknowledgedV1> for CheckpointForkAcknowledged {
+    fn from(e: CheckpointForkAcknowledgedV1) -> Self {
+        CheckpointForkAcknowledged {
+            signed_size: e.signed_size,
+            signed_root: e.signed_root,
+            reason: e.reason,
         }
     }
 }

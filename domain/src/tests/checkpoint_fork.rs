@@ -1,0 +1,90 @@
+//! A fork of the signed checkpoints: recorded once as the
+//! `log-checkpoint-fork` alarm, acknowledged only by naming the signed
+//! checkpoint it forks from, with a reason safe to show.
+
+use super::support::upgrade::*;
+use crate::upgrade::{CheckpointForkAcknowledged, CheckpointForkFound, CHECKPOINT_FORK_ALARM};
+
+fn fork(size: u64) -> CheckpointForkFound {
+    CheckpointForkFound {
+        signed_size: size,
+        signed_root: "a".repeat(64),
+        log_size: size - 2,
+        log_root: "b".repeat(64),
+    }
+}
+
+fn acknowledge(size: u64, reason: &str) -> UpgradeCommand {
+    UpgradeCommand::AcknowledgeCheckpointFork {
+        signed_size: size,
+        signed_root: "a".repeat(64),
+        reason: Some(reason.into()),
+    }
+}
+
+#[test]
+fn a_fork_raises_its_alarm_once_and_an_acknowledgement_clears_it() {
+    let mut s = cluster();
+    let d = run(&mut s, UpgradeCommand::RecordCheckpointFork(fork(40)));
+    assert_eq!(d.events, vec![DomainEvent::CheckpointForkFound(fork(40))]);
+    let alarm = &s.upgrades.alarms[CHECKPOINT_FORK_ALARM];
+    assert!(alarm.cleared_at.is_none());
+    assert!(
+        alarm.message.contains("size 40") && alarm.message.contains(&"b".repeat(64)),
+        "{}",
+        alarm.message
+    );
+    // Every replica that finds it reports the same fork.
+    let again = decide_ok(&s, UpgradeCommand::RecordCheckpointFork(fork(40)));
+    assert_unchanged(&again, Subject::Alarm(CHECKPOINT_FORK_ALARM.into()));
+
+    // The acknowledgement names the checkpoint: another one is not found.
+    let r = refused(&s, acknowledge(41, "restored the backup"));
+    assert_eq!(r.code, ErrorCode::NotFound);
+    let d = run(&mut s, acknowledge(40, "restored the pre-upgrade backup"));
+    assert_eq!(
+        d.events,
+        vec![DomainEvent::CheckpointForkAcknowledged(
+            CheckpointForkAcknowledged {
+                signed_size: 40,
+                signed_root: "a".repeat(64),
+                reason: "restored the pre-upgrade backup".into(),
+            }
+        )]
+    );
+    assert!(s.upgrades.alarms[CHECKPOINT_FORK_ALARM]
+        .cleared_at
+        .is_some());
+    let k = s.upgrades.checkpoint_fork.as_ref().unwrap();
+    assert_eq!(
+        k.acknowledged.as_ref().map(|(_, why)| why.as_str()),
+        Some("restored the pre-upgrade backup")
+    );
+    // Twice is once.
+    assert_unchanged(
+        &decide_ok(&s, acknowledge(40, "again")),
+        Subject::Alarm(CHECKPOINT_FORK_ALARM.into()),
+    );
+    // A later fork is raised again.
+    run(&mut s, UpgradeCommand::RecordCheckpointFork(fork(90)));
+    assert!(s.upgrades.alarms[CHECKPOINT_FORK_ALARM]
+        .cleared_at
+        .is_none());
+}
+
+#[test]
+fn an_acknowledgement_needs_a_reason_safe_to_show_and_passes_the_write_freeze() {
+    let mut s = cluster();
+    run(&mut s, UpgradeCommand::RecordCheckpointFork(fork(40)));
+    for bad in ["", "   ", "two\nlines", "red \u{1b}[31m"] {
+        let r = refused(&s, acknowledge(40, bad));
+        assert_eq!(r.code, ErrorCode::InvalidInput, "{bad:?}");
+        assert_eq!(r.field_errors[0].field, "reason", "{bad:?}");
+    }
+    assert!(acknowledge(40, "x").passes_write_freeze());
+    assert!(UpgradeCommand::RecordCheckpointFork(fork(40)).passes_write_freeze());
+    let mut bad = fork(40);
+    bad.log_root = "XYZ".into();
+    let r = refused(&s, UpgradeCommand::RecordCheckpointFork(bad));
+    assert_eq!(r.field_errors[0].field, "logRoot");
+}
