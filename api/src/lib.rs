@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod backoff;
+pub mod checkpoint;
 pub mod cli;
 pub mod command;
 pub mod error;

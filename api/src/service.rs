@@ -56,6 +56,8 @@ pub struct Shared {
     pub reads: Arc<crate::reads::Freshness>,
     /// The peer lists, rendered once per position.
     pub peers: Arc<crate::reads::PeersMemo>,
+    /// The log's signed checkpoints.
+    pub checkpoints: Arc<crate::checkpoint::Checkpoints>,
 }
 
 impl Shared {
@@ -89,6 +91,10 @@ pub struct ServiceConfig {
     pub driver_tick: Option<Duration>,
     /// The request timeout and the watcher bound.
     pub limits: RequestLimits,
+    /// The key checkpoints are signed with (none: unsigned).
+    pub log_key: Option<crate::checkpoint::LogKey>,
+    /// `STRATUM_LOG_PUBLIC`: `GET /v1/log/...` without a token.
+    pub log_public: bool,
 }
 
 /// A started service and its background tasks (aborted on drop).
@@ -112,6 +118,15 @@ impl Drop for Service {
 const POLL: Duration = Duration::from_millis(1000);
 
 pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Service, StoreError> {
+    // The tree kept beside the log: built for a database from before it
+    // was kept, its newest rows checked otherwise.
+    if let Some(rows) = stratum_store::tree::ensure(&*store).await? {
+        tracing::warn!(rows, "the log's Merkle tree was built from the log");
+    }
+    let checkpoints =
+        crate::checkpoint::Checkpoints::new(store.clone(), cfg.log_key.clone(), cfg.log_public)
+            .map_err(|e| StoreError::Schema(e.to_string()))?;
+    let checkpoints = Arc::new(checkpoints);
     let bus = CommandBus::start_with(store.clone(), cfg.clock.clone()).await?;
     let state = AppState(Arc::new(Shared {
         store: store.clone(),
@@ -125,9 +140,11 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         reports: Default::default(),
         reads: Arc::new(crate::reads::Freshness::new(store.clone())),
         peers: Default::default(),
+        checkpoints: checkpoints.clone(),
     }));
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];
+    tasks.push(tokio::spawn(checkpoints.run(bus.clone())));
     tasks.push(tokio::spawn(
         RaftCleanup::new(
             store.clone(),

@@ -2,8 +2,48 @@
 //! written from a recorded event, and offline a line parsed and held to its
 //! stored bytes, and a whole export verified against its chain and a
 //! recorded head. Pure: the caller reads and writes the lines.
+//!
+//! An export may end with one more line, `{"checkpoint": "<signed note>"}`:
+//! the signed checkpoint of the log's tree at the export's last position,
+//! which `stratum events verify --file --key` holds the export to.
 
 use crate::log::{ChainVerifier, LogLine, Recorded, RecordedHead, Verification};
+use crate::tree::Frontier;
+
+/// The trailer line of an export: the signed checkpoint at its size.
+pub fn checkpoint_line(note: &str) -> Vec<u8> {
+    let mut out = serde_json::to_vec(&serde_json::json!({ "checkpoint": note }))
+        .expect("a string serializes");
+    out.push(b'\n');
+    out
+}
+
+/// The signed checkpoint a trailer line carries; `None` for an event line.
+pub fn checkpoint_of(line: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Trailer {
+        checkpoint: String,
+    }
+    if !line.starts_with("{\"checkpoint\"") {
+        return None;
+    }
+    serde_json::from_str::<Trailer>(line)
+        .ok()
+        .map(|t| t.checkpoint)
+}
+
+/// What verifying an export found: the chain's verdict, the root of the
+/// tree of its events, and the signed checkpoint it ends with, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportCheck {
+    pub verification: Verification,
+    pub root: [u8; 32],
+    pub checkpoint: Option<String>,
+    /// The root at the size asked for (a checkpoint held earlier), if the
+    /// export reaches it.
+    pub root_at: Option<[u8; 32]>,
+}
 
 /// The export line of a recorded event, newline included: every envelope
 /// field, the stored bytes, and the payload decoded for people.
@@ -44,29 +84,65 @@ pub fn parse_line(n: usize, line: &str) -> Result<Recorded, String> {
 
 /// Verifies an export: every line parses, its payload matches its bytes,
 /// the chain holds from position 1, and it reaches the recorded head if one
-/// is given. An error reading a line is answered as it is.
+/// is given; the tree of its events is computed, and a checkpoint trailer,
+/// which must be the last line, is kept for the caller to check. An error
+/// reading a line is answered as it is.
 pub fn verify<E>(
     lines: impl IntoIterator<Item = Result<String, E>>,
     recorded: Option<RecordedHead>,
-) -> Result<Verification, E> {
+    root_at: Option<u64>,
+) -> Result<ExportCheck, E> {
     let mut v = ChainVerifier::expecting(recorded);
+    let mut tree = Frontier::default();
+    let mut checkpoint = None;
+    let mut at = (root_at == Some(0)).then(|| tree.root());
+    let broken = |position, reason| Verification::Broken { position, reason };
     for (n, line) in lines.into_iter().enumerate() {
         let line = line?;
-        let e = match parse_line(n, &line) {
-            Ok(e) => e,
-            Err(reason) => {
-                return Ok(Verification::Broken {
-                    position: v.position + 1,
-                    reason,
-                })
-            }
-        };
-        if let Err(b) = v.check(&e) {
-            return Ok(Verification::Broken {
-                position: b.position(),
-                reason: format!("line {}: {b}", n + 1),
+        if checkpoint.is_some() {
+            let reason = format!(
+                "line {}: a line after the checkpoint, which ends an export",
+                n + 1
+            );
+            return Ok(ExportCheck {
+                verification: broken(v.position + 1, reason),
+                root: tree.root(),
+                checkpoint,
+                root_at: at,
             });
         }
+        if let Some(c) = checkpoint_of(&line) {
+            checkpoint = Some(c);
+            continue;
+        }
+        let checked = match parse_line(n, &line) {
+            Err(reason) => Err((v.position + 1, reason)),
+            Ok(e) => match v.check(&e) {
+                Err(b) => Err((b.position(), format!("line {}: {b}", n + 1))),
+                Ok(()) => Ok(e),
+            },
+        };
+        match checked {
+            Ok(e) => {
+                tree.push(&e.hash, &mut Vec::new());
+                if Some(tree.size()) == root_at {
+                    at = Some(tree.root());
+                }
+            }
+            Err((position, reason)) => {
+                return Ok(ExportCheck {
+                    verification: broken(position, reason),
+                    root: tree.root(),
+                    checkpoint,
+                    root_at: at,
+                })
+            }
+        }
     }
-    Ok(v.verdict())
+    Ok(ExportCheck {
+        verification: v.verdict(),
+        root: tree.root(),
+        checkpoint,
+        root_at: at,
+    })
 }

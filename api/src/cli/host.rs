@@ -25,11 +25,19 @@ pub async fn events(command: EventsCmd) -> anyhow::Result<i32> {
             file,
             expect_head,
             allow_empty,
+            key,
+            checkpoint,
             db,
         } => {
             let what = if file.is_some() { "export" } else { "log" };
             let verification = match file {
-                Some(path) => verify_file(&path, expect_head)?,
+                Some(path) => {
+                    let key = key
+                        .as_deref()
+                        .map(crate::checkpoint::verifier)
+                        .transpose()?;
+                    verify_file(&path, expect_head, key.as_ref(), checkpoint.as_deref())?
+                }
                 None => {
                     verify_chain(&*open_existing(&db, Access::ReadOnly).await?, expect_head).await?
                 }
@@ -348,13 +356,77 @@ fn export_lines(
     Ok(std::io::BufReader::new(f).lines().enumerate())
 }
 
-/// Verifies an export offline (see [`stratum_domain::export::verify`]).
+/// Verifies an export offline (see [`stratum_domain::export::verify`]);
+/// with a verifier key, it must end with a checkpoint signed by it of its
+/// own size and root, and reach a checkpoint held earlier with its root.
 pub fn verify_file(
     path: &std::path::Path,
     recorded: Option<stratum_domain::log::RecordedHead>,
+    key: Option<&signed_note::StandardVerifier>,
+    held: Option<&std::path::Path>,
 ) -> anyhow::Result<Verification> {
+    let held = match (key, held) {
+        (Some(k), Some(p)) => {
+            let note =
+                std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+            Some(
+                crate::checkpoint::open(&note, k)
+                    .map_err(|e| anyhow::anyhow!("--checkpoint {}: {e}", p.display()))?,
+            )
+        }
+        _ => None,
+    };
     let lines = export_lines(path)?.map(|(_, line)| line);
-    Ok(stratum_domain::export::verify(lines, recorded)?)
+    let check = stratum_domain::export::verify(lines, recorded, held.as_ref().map(|h| h.size))?;
+    let Some(key) = key else {
+        return Ok(check.verification);
+    };
+    let Verification::Intact { position, .. } = check.verification else {
+        return Ok(check.verification);
+    };
+    let broken = |reason: String| Ok(Verification::Broken { position, reason });
+    let Some(note) = check.checkpoint else {
+        return broken("the export ends with no signed checkpoint (an export through a server that signs carries one)".into());
+    };
+    let signed = match crate::checkpoint::open(&note, key) {
+        Ok(s) => s,
+        Err(e) => return broken(format!("its checkpoint: {e}")),
+    };
+    if signed.size != position {
+        return broken(format!(
+            "its checkpoint is of a log of {} events, and the export holds {position}",
+            signed.size
+        ));
+    }
+    if signed.root != check.root {
+        return broken(format!(
+            "the root of its {position} events is not the one its checkpoint signed: the events are not those the log signed"
+        ));
+    }
+    if let Some(h) = held {
+        match check.root_at {
+            None => {
+                return broken(format!(
+                    "it holds {position} events, fewer than the {} of the checkpoint kept: the log was cut back",
+                    h.size
+                ))
+            }
+            Some(r) if r != h.root => {
+                return broken(format!(
+                    "its first {} events do not have the root of the checkpoint kept: the log was rewritten",
+                    h.size
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(Verification::Intact {
+        position,
+        hash: match check.verification {
+            Verification::Intact { hash, .. } => hash,
+            Verification::Broken { .. } => unreachable!("intact above"),
+        },
+    })
 }
 
 /// Replays an export (up to `until`) into read models, without a database.
@@ -366,7 +438,11 @@ pub fn replay_file(
     rm.set_tracking(false);
     let mut v = stratum_domain::log::ChainVerifier::default();
     for (n, line) in export_lines(path)? {
-        let e = stratum_domain::export::parse_line(n, &line?).map_err(anyhow::Error::msg)?;
+        let line = line?;
+        if stratum_domain::export::checkpoint_of(&line).is_some() {
+            continue;
+        }
+        let e = stratum_domain::export::parse_line(n, &line).map_err(anyhow::Error::msg)?;
         if until.is_some_and(|u| e.position > u) {
             break;
         }
@@ -388,17 +464,27 @@ pub async fn import(store: Arc<dyn EventStore>, path: &std::path::Path) -> anyho
     }
     let mut v = stratum_domain::log::ChainVerifier::default();
     let mut chunk = Vec::with_capacity(READ_CHUNK as usize);
-    let mut lines = export_lines(path)?.peekable();
-    while let Some((n, line)) = lines.next() {
-        let e = stratum_domain::export::parse_line(n, &line?).map_err(anyhow::Error::msg)?;
-        v.check(&e)
-            .map_err(|b| anyhow::anyhow!("line {}: the chain breaks: {b}", n + 1))?;
-        chunk.push(e);
-        if chunk.len() == READ_CHUNK as usize || lines.peek().is_none() {
+    let mut lines = export_lines(path)?;
+    loop {
+        let next = lines.next();
+        if let Some((n, line)) = next.as_ref().map(|(n, l)| (*n, l)) {
+            let line = line.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+            // The checkpoint trailer: the events are what is loaded.
+            if stratum_domain::export::checkpoint_of(line).is_none() {
+                let e = stratum_domain::export::parse_line(n, line).map_err(anyhow::Error::msg)?;
+                v.check(&e)
+                    .map_err(|b| anyhow::anyhow!("line {}: the chain breaks: {b}", n + 1))?;
+                chunk.push(e);
+            }
+        }
+        if chunk.len() == READ_CHUNK as usize || (next.is_none() && !chunk.is_empty()) {
             let mut tx = store.begin_write().await?;
             tx.append(&chunk).await?;
             tx.commit().await?;
             chunk.clear();
+        }
+        if next.is_none() {
+            break;
         }
     }
     let rm = crate::command::load(store.clone(), None).await?;
@@ -450,6 +536,15 @@ pub async fn export(
     {
         out.write_all(&lines).map_err(Exported::Write)?;
         at = last;
+    }
+    // The checkpoint a server signed at this size, if one did.
+    if after == 0 {
+        if let Ok(Some(c)) = store.signed_checkpoint().await {
+            if c.size == until && until > 0 {
+                out.write_all(&stratum_domain::export::checkpoint_line(&c.note))
+                    .map_err(Exported::Write)?;
+            }
+        }
     }
     Ok(())
 }

@@ -167,6 +167,12 @@ pub enum Cmd {
         #[command(flatten)]
         db: Db,
     },
+    /// The log as a transparency log: make a checkpoint signing key, and
+    /// watch a server's checkpoints as an auditor's witness.
+    Log {
+        #[command(subcommand)]
+        command: LogCmd,
+    },
     /// Prints a shell completion script: `stratum completions bash >
     /// /etc/bash_completion.d/stratum`.
     Completions { shell: clap_complete::Shell },
@@ -226,6 +232,34 @@ pub enum TokenCmd {
 }
 
 #[derive(Subcommand, Debug)]
+pub enum LogCmd {
+    /// Writes a checkpoint signing key pair in Go's note format:
+    /// `NAME.key` (the private key, for STRATUM_LOG_SIGNING_KEY_FILE; mode
+    /// 0600) and `NAME.pub` (the verifier key, for auditors).
+    Keygen {
+        /// The key's name, also the checkpoints' origin by default: no
+        /// space, no `+` (e.g. `stratum.example.com/log`, with `/` as `-`
+        /// where a file name needs it).
+        name: String,
+        /// Where to write the two files.
+        #[arg(long, default_value = ".")]
+        dir: std::path::PathBuf,
+    },
+    /// The auditor's witness (needs `--server`): fetches the checkpoint,
+    /// checks its signature, that it is not smaller than the one kept,
+    /// and that it extends it (a consistency proof); keeps it. Exits 1
+    /// naming what broke: a bad signature, a shrink, a fork.
+    Watch {
+        /// The log's note verifier key: a file, or the key itself.
+        #[arg(long)]
+        key: String,
+        /// Where the newest verified checkpoint is kept between runs.
+        #[arg(long)]
+        state: std::path::PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 pub enum EventsCmd {
     /// Recomputes the hash chain; exits 1 naming the first bad position.
     /// With `--file`, checks an export offline, without any database.
@@ -242,6 +276,17 @@ pub enum EventsCmd {
         /// without it an empty one exits 1, as it proves nothing.
         #[arg(long)]
         allow_empty: bool,
+        /// With --file: the log's note verifier key (a file or the key
+        /// itself, `<name>+<hash>+<base64>`): the export must end with a
+        /// checkpoint signed by it, of the export's size and its events'
+        /// Merkle root.
+        #[arg(long, requires = "file", value_name = "KEY")]
+        key: Option<String>,
+        /// With --key: a signed checkpoint kept earlier (`stratum log
+        /// watch`'s state): the export must reach its size with its root,
+        /// so a log cut back or rewritten since is caught.
+        #[arg(long, requires = "key", value_name = "FILE")]
+        checkpoint: Option<std::path::PathBuf>,
         #[command(flatten)]
         db: Db,
     },
@@ -305,6 +350,35 @@ fn out(bytes: &[u8]) -> anyhow::Result<i32> {
     }
 }
 
+/// `stratum log keygen NAME`: the two files, the private one readable by
+/// its owner only, never overwritten.
+fn keygen(name: &str, dir: &std::path::Path) -> anyhow::Result<i32> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let (private, public) = crate::checkpoint::generate_key(name)?;
+    let file = name.replace('/', "-");
+    let write = |ext: &str, text: &str, mode: u32| -> anyhow::Result<std::path::PathBuf> {
+        let path = dir.join(format!("{file}.{ext}"));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        writeln!(f, "{text}")?;
+        f.sync_all()?;
+        Ok(path)
+    };
+    let key = write("key", &private, 0o600)?;
+    let public_path = write("pub", &public, 0o644)?;
+    println!(
+        "wrote {} (the signing key: STRATUM_LOG_SIGNING_KEY_FILE) and {} (the verifier key, for auditors):\n{public}",
+        key.display(),
+        public_path.display()
+    );
+    Ok(0)
+}
+
 /// Runs a command; answers the process exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     let Cli {
@@ -329,6 +403,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Releases {
             command: ReleasesCmd::Import { file, db, keys },
         } => Ok(host::emit(import_release(&file, &db, &keys).await?)),
+        Cmd::Log {
+            command: LogCmd::Keygen { name, dir },
+        } => keygen(&name, &dir),
         Cmd::Token { command } if remote.server.is_none() => Ok(host::emit(
             token(command, output::Format::parse(&remote.output)).await?,
         )),

@@ -41,6 +41,8 @@ pub struct ServeArgs {
     pub upgrade: UpgradeArgs,
     #[command(flatten)]
     pub conn: Box<ConnArgs>,
+    #[command(flatten)]
+    pub log: crate::checkpoint::CheckpointArgs,
 }
 
 /// How upgrades are planned: recorded in each plan.
@@ -121,6 +123,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
         adapters,
         backoff,
         upgrade: upgrade.config()?,
+        log_key: args.log.key()?,
+        log_public: args.log.log_public,
         ..Default::default()
     };
     // The address is taken before anything is printed or the database is
@@ -199,6 +203,7 @@ fn check(args: &ServeArgs) -> anyhow::Result<()> {
     args.conn.config()?;
     args.upgrade.config()?;
     args.keys.keys()?;
+    args.log.key()?;
     bootstrap_token(&args.bootstrap_token)?;
     crate::tls::Tls::from_args(&args.tls)?;
     Ok(())

@@ -348,7 +348,7 @@ pub async fn list_events(
 #[utoipa::path(get, path = "/v1/admin/events/export", tag = "audit",
     params(("after" = Option<u64>, Query, description = "Only events after this position (default 0)."),
            ("until" = Option<u64>, Query, description = "Only events up to this position (default: the head when the export starts).")),
-    responses((status = 200, description = "The log as `stratum events export` writes it: one JSON line per event, every envelope field, the payload decoded and its stored bytes (`payloadPostcard`), so that `stratum events verify --file` checks it offline and `stratum events import` loads it.", content_type = "application/x-ndjson", body = String),
+    responses((status = 200, description = "The log as `stratum events export` writes it: one JSON line per event, every envelope field, the payload decoded and its stored bytes (`payloadPostcard`), so that `stratum events verify --file` checks it offline and `stratum events import` loads it. A whole export (`after` 0) ends with `{\"checkpoint\": ...}`, the signed checkpoint of its size, when the service signs checkpoints.", content_type = "application/x-ndjson", body = String),
               (status = 400, description = "Bad request.", body = super::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn export(
@@ -367,6 +367,23 @@ pub async fn export(
     // A consistent export: up to the head as the export starts.
     let until = until.unwrap_or(state.store.head().await?.position);
     let store = state.store.clone();
+    // A whole export ends with the signed checkpoint of its size, when the
+    // service signs (and the log has not forked from what it signed).
+    let checkpoints = state.checkpoints.clone();
+    let trailer = futures::stream::once(async move {
+        let line = if after == 0 && until > 0 {
+            match checkpoints.sign(until).await {
+                Ok(c) => stratum_domain::export::checkpoint_line(&c.note),
+                Err(e) => {
+                    tracing::debug!(error = %e, "an export without a checkpoint");
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        Ok::<_, std::io::Error>(bytes::Bytes::from(line))
+    });
     let lines = futures::stream::try_unfold(after, move |at| {
         let store = store.clone();
         let _held = &permit;
@@ -381,7 +398,7 @@ pub async fn export(
     });
     Ok((
         [(axum::http::header::CONTENT_TYPE, "application/x-ndjson")],
-        axum::body::Body::from_stream(lines),
+        axum::body::Body::from_stream(futures::StreamExt::chain(lines, trailer)),
     )
         .into_response())
 }

@@ -9,6 +9,7 @@ pub mod facts;
 pub mod gate;
 pub mod iam;
 pub mod join_requests;
+pub mod log;
 pub mod members;
 pub mod metrics;
 pub mod openapi;
@@ -98,6 +99,7 @@ pub fn routes() -> Vec<Route> {
     all.extend(members::routes());
     all.extend(join_requests::routes());
     all.extend(events::routes());
+    all.extend(log::routes());
     all.extend(upgrades::routes());
     all.extend(releases::routes());
     all.extend(facts::routes());
@@ -109,7 +111,12 @@ pub fn routes() -> Vec<Route> {
 pub fn app(state: AppState) -> Router {
     let mut router = Router::new();
     for r in routes() {
-        let handler = match r.action {
+        // STRATUM_LOG_PUBLIC opens the transparency log's reads to outside
+        // witnesses and monitors, without a token.
+        let public = state.checkpoints.public
+            && r.method == Method::GET
+            && r.path.starts_with(log::PUBLIC_PREFIX);
+        let handler = match r.action.filter(|_| !public) {
             Some(action) => r.handler.route_layer(middleware::from_fn_with_state(
                 (state.clone(), action),
                 gate,

@@ -47,6 +47,8 @@ impl Modify for Bearer {
         super::members::admission, super::join_requests::request_join, super::join_requests::list_join_requests,
         super::join_requests::approve_join, super::join_requests::reject_join,
         super::events::list_events, super::events::verify, super::events::stream, super::events::export,
+        super::log::checkpoint, super::log::tile, super::log::consistency, super::log::event,
+        super::log::inclusion, super::log::acknowledge_fork,
         super::releases::register_release, super::releases::list_releases, super::releases::get_release,
         super::releases::set_running_release, super::releases::get_running_release,
         super::upgrades::create_upgrade, super::upgrades::list_upgrades, super::upgrades::get_upgrade,

@@ -129,6 +129,39 @@ pub struct Verified {
     reason: Option<String>,
 }
 
+/// An RFC 6962 consistency proof between two sizes of the log's tree.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsistencyProof {
+    from: u64,
+    to: u64,
+    /// The root at `from`, hex.
+    from_root: String,
+    /// The root at `to`, hex.
+    to_root: String,
+    /// The proof's hashes, hex, in the order Go's `tlog.TreeProof` takes.
+    proof: Vec<String>,
+}
+
+/// An RFC 6962 inclusion proof of one event's entry in the log's tree.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct InclusionProof {
+    position: u64,
+    /// The tree's size.
+    size: u64,
+    /// The tree's root at that size, hex.
+    root: String,
+    /// The entry: the event's chain hash, hex (its leaf is
+    /// SHA-256(0x00 ‖ entry)).
+    hash: String,
+    /// The proof's hashes, hex, in the order Go's `tlog.RecordProof` takes.
+    proof: Vec<String>,
+    /// The signed checkpoint of that size, when it is the newest.
+    checkpoint: Option<String>,
+}
+
 /// A created token, with its secret in `token` (this once).
 #[derive(ToSchema)]
 #[allow(dead_code)]

@@ -28,6 +28,7 @@ mod remote_cli;
 mod replicas;
 mod sse;
 mod tls;
+mod transparency;
 mod trust;
 mod upgrade_record;
 mod upgrade_serve;

@@ -15,13 +15,14 @@ use serde_json::{json, Map, Value};
 
 mod client;
 mod stream;
+mod watch;
 
 pub use client::{exit_code, Client, Failure, Reply};
 use client::{pairs, params, read, say, seg, usage, Result};
 use stream::{export, tail, watch_peers};
 
 use super::output::{self, Shape};
-use super::{Cmd, EventsCmd, ReleasesCmd, TokenCmd};
+use super::{Cmd, EventsCmd, LogCmd, ReleasesCmd, TokenCmd};
 
 /// How the remote CLI reaches a server.
 #[derive(Args, Debug, Clone)]
@@ -260,7 +261,15 @@ async fn exchange(c: &Client, command: Cmd) -> Result<i32> {
                 "replay reads a database on this host or an export: with a server, write its log with `stratum events export --server … > log.jsonl` and run `stratum replay --file log.jsonl`",
             ))
         }
-        Cmd::Serve(_) | Cmd::Completions { .. } | Cmd::Man => {
+        Cmd::Log {
+            command: LogCmd::Watch { key, state },
+        } => return watch::watch(c, &key, &state).await,
+        Cmd::Log {
+            command: LogCmd::Keygen { .. },
+        }
+        | Cmd::Serve(_)
+        | Cmd::Completions { .. }
+        | Cmd::Man => {
             unreachable!("not remote commands")
         }
     };
