@@ -393,10 +393,14 @@ pub fn verify_file(
         Err(e) => return broken(format!("its checkpoint: {e}")),
     };
     if signed.size != position {
-        return broken(format!(
-            "its checkpoint is of a log of {} events, and the export holds {position}",
-            signed.size
-        ));
+        // Where the two part: the first position one of them lacks.
+        return Ok(Verification::Broken {
+            position: signed.size.min(position) + 1,
+            reason: format!(
+                "its checkpoint is of a log of {} events, and the export holds {position}",
+                signed.size
+            ),
+        });
     }
     if signed.root != check.root {
         return broken(format!(
