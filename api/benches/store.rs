@@ -10,6 +10,12 @@
 //!
 //! replay: builds a log of 1,000,000 events and folds it from position 0
 //! into every read model, as `stratum replay` does.
+//!
+//! tree: what keeping the log's Merkle tree costs on the write path (per
+//! event: the leaf hash and the subtrees it completes, and the rows kept),
+//! and what serving it costs: a tile, an entry bundle, an inclusion and a
+//! consistency proof, read from the store of a log of
+//! `STRATUM_BENCH_EVENTS` (default 1,000,000) events.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -223,6 +229,106 @@ impl Pg {
     }
 }
 
+/// Times `n` runs of `f`; the mean in microseconds.
+async fn mean_us<F, Fut>(n: u32, mut f: F) -> f64
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let t = Instant::now();
+    for i in 0..n {
+        f(i).await;
+    }
+    t.elapsed().as_secs_f64() * 1e6 / f64::from(n)
+}
+
+async fn tree_costs(backend: &str, url: &str, n: u64) {
+    use stratum_domain::tree::{Frontier, TILE_WIDTH};
+    use stratum_store::tree;
+    let s = store::connect(url).await.unwrap();
+    let t = Instant::now();
+    build_log(&s, n).await;
+    let built = t.elapsed().as_secs_f64();
+    println!(
+        "tree {backend:<8} appended {n} events in commits of 10,000, tree rows included: {:>9.0} events/s",
+        n as f64 / built
+    );
+    // The tree's share of an append: each leaf hashed, each completed
+    // subtree hashed (what `Frontier::push` does per event)...
+    let entries = s.entries(0, n).await.unwrap();
+    let t = Instant::now();
+    let mut f = Frontier::default();
+    let mut rows = Vec::new();
+    for e in &entries {
+        f.push(e, &mut rows);
+    }
+    let push_ns = t.elapsed().as_secs_f64() * 1e9 / n as f64;
+    // ...and each kept row written (one per 256 events, and fewer above).
+    let mut tx = s.begin_write().await.unwrap();
+    let t = Instant::now();
+    tx.replace_tree(&rows).await.unwrap();
+    tx.commit().await.unwrap();
+    let row_us = t.elapsed().as_secs_f64() * 1e6 / rows.len() as f64;
+    println!(
+        "tree {backend:<8} per event: {push_ns:.0} ns hashing, {:.2} µs of row writes ({} rows of {row_us:.1} µs, one per {:.0} events)",
+        row_us * rows.len() as f64 / n as f64,
+        rows.len(),
+        n as f64 / rows.len() as f64
+    );
+    assert_eq!(tree::root(&*s, n).await.unwrap(), f.root());
+    let tiles = n / TILE_WIDTH;
+    let pick = |i: u32, m: u64| (u64::from(i) * 2_654_435_761) % m.max(1);
+    let level0 = mean_us(1000, |i| {
+        let s = s.clone();
+        async move {
+            let at = pick(i, tiles) * TILE_WIDTH;
+            tree::level_hashes(&*s, 0, at, at + TILE_WIDTH).await.unwrap();
+        }
+    })
+    .await;
+    let bundle = mean_us(1000, |i| {
+        let s = s.clone();
+        async move {
+            let at = pick(i, tiles) * TILE_WIDTH;
+            s.entries(at, at + TILE_WIDTH).await.unwrap();
+        }
+    })
+    .await;
+    let level1 = mean_us(1000, |i| {
+        let s = s.clone();
+        async move {
+            let have = (n / TILE_WIDTH).min(TILE_WIDTH);
+            let _ = i;
+            tree::level_hashes(&*s, 1, 0, have).await.unwrap();
+        }
+    })
+    .await;
+    let inclusion = mean_us(1000, |i| {
+        let s = s.clone();
+        async move {
+            tree::inclusion(&*s, n, pick(i, n)).await.unwrap();
+        }
+    })
+    .await;
+    let consistency = mean_us(1000, |i| {
+        let s = s.clone();
+        async move {
+            tree::consistency(&*s, pick(i, n - 1) + 1, n).await.unwrap();
+        }
+    })
+    .await;
+    let root = mean_us(1000, |_| {
+        let s = s.clone();
+        async move {
+            tree::root(&*s, n).await.unwrap();
+        }
+    })
+    .await;
+    println!(
+        "tree {backend:<8} served from the store (mean of 1,000): level-0 tile {level0:.0} µs, entry bundle {bundle:.0} µs, level-1 tile {level1:.0} µs, inclusion proof {inclusion:.0} µs, consistency proof {consistency:.0} µs, root {root:.0} µs"
+    );
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args()
@@ -261,6 +367,15 @@ async fn main() {
                 );
                 pg.drop_db().await;
             }
+        }
+    }
+    if what == "tree" || what == "all" {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("tree.db").display());
+        tree_costs("sqlite", &url, events).await;
+        if let Some(pg) = Pg::new(&pg_admin).await {
+            tree_costs("postgres", &pg.url(), events).await;
+            pg.drop_db().await;
         }
     }
     if what == "replay" || what == "all" {
