@@ -282,7 +282,9 @@ async fn tree_costs(backend: &str, url: &str, n: u64) {
         let s = s.clone();
         async move {
             let at = pick(i, tiles) * TILE_WIDTH;
-            tree::level_hashes(&*s, 0, at, at + TILE_WIDTH).await.unwrap();
+            tree::level_hashes(&*s, 0, at, at + TILE_WIDTH)
+                .await
+                .unwrap();
         }
     })
     .await;

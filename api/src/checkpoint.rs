@@ -193,12 +193,15 @@ pub enum Withheld {
 /// The service's checkpoints: the newest one signed, and the signer.
 pub struct Checkpoints {
     store: Arc<dyn EventStore>,
+    bus: CommandBus,
     key: Option<LogKey>,
     /// Serve `GET /v1/log/...` without a token.
     pub public: bool,
-    /// One signing at a time, and the remembered checkpoint it checks.
+    /// One signing at a time, and the checkpoint this process remembers
+    /// (its state file's).
     signing: tokio::sync::Mutex<Option<SignedCheckpoint>>,
     latest: watch::Sender<Option<Arc<SignedCheckpoint>>>,
+    /// The fork this process found, until it is acknowledged.
     forked: std::sync::Mutex<Option<CheckpointForkFound>>,
 }
 
@@ -214,21 +217,31 @@ impl std::fmt::Debug for Checkpoints {
 /// one signature (the checkpoint is served within a second of a commit).
 const COALESCE: Duration = Duration::from_millis(100);
 
+fn root_of(hex_root: &str) -> Option<[u8; 32]> {
+    hex::decode(hex_root).ok()?.try_into().ok()
+}
+
 impl Checkpoints {
     /// The checkpoints of `store`; the remembered checkpoint is read from
-    /// the state file, which must be readable if it exists.
+    /// the state file, which must be readable if it exists and writable.
     pub fn new(
         store: Arc<dyn EventStore>,
+        bus: CommandBus,
         key: Option<LogKey>,
         public: bool,
     ) -> anyhow::Result<Self> {
         let remembered = match &key {
-            Some(k) => read_state(&k.state_file)?,
+            Some(k) => {
+                let r = read_state(&k.state_file)?;
+                probe_writable(&k.state_file)?;
+                r
+            }
             None => None,
         };
         match &key {
             Some(k) => tracing::info!(
                 key = %k.name, origin = %k.origin, state = %k.state_file.display(),
+                remembered = remembered.as_ref().map_or(0, |r| r.size),
                 "checkpoints are signed"
             ),
             None => tracing::warn!(
@@ -238,6 +251,7 @@ impl Checkpoints {
         }
         Ok(Self {
             store,
+            bus,
             key,
             public,
             signing: tokio::sync::Mutex::new(remembered),
@@ -246,12 +260,12 @@ impl Checkpoints {
         })
     }
 
-    /// The newest checkpoint signed at the head, if any yet.
+    /// The newest checkpoint signed, if any yet.
     pub fn latest(&self) -> Result<Arc<SignedCheckpoint>, Withheld> {
         if self.key.is_none() {
             return Err(Withheld::Unsigned);
         }
-        if let Some(f) = self.forked() {
+        if let Some(f) = self.open_fork(None) {
             return Err(Withheld::Forked(f));
         }
         self.latest.borrow().clone().ok_or_else(|| {
@@ -261,42 +275,110 @@ impl Checkpoints {
         })
     }
 
-    /// The fork that stops signing, if one does.
-    pub fn forked(&self) -> Option<CheckpointForkFound> {
+    /// The fork this process found, if one stops it signing.
+    fn own_fork(&self) -> Option<CheckpointForkFound> {
         self.forked
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    /// Signs the checkpoint of the tree of `size` leaves (at most the
-    /// head), if the log still extends every checkpoint remembered.
-    pub async fn sign(&self, size: u64) -> Result<Arc<SignedCheckpoint>, Withheld> {
-        self.sign_as(size, false).await
+    /// A fork that stops signing: this process's, or one any replica
+    /// recorded in the log and no one acknowledged (but `except`).
+    fn open_fork(&self, except: Option<&CheckpointForkFound>) -> Option<CheckpointForkFound> {
+        if let Some(f) = self.own_fork().filter(|f| Some(f) != except) {
+            return Some(f);
+        }
+        self.bus
+            .published()
+            .state
+            .upgrades
+            .checkpoint_forks
+            .values()
+            .find(|k| k.acknowledged.is_none() && Some(&k.found) != except)
+            .map(|k| k.found.clone())
     }
 
-    async fn sign_as(&self, size: u64, rebase: bool) -> Result<Arc<SignedCheckpoint>, Withheld> {
+    /// Signs the checkpoint of the tree of `size` leaves (at most the
+    /// head), if the log still extends every checkpoint remembered; an
+    /// export's own, not published.
+    pub async fn sign(&self, size: u64) -> Result<Arc<SignedCheckpoint>, Withheld> {
+        self.sign_as(size, None, false).await
+    }
+
+    /// Signs `size`: checked against the remembered checkpoints, or, for
+    /// the new base after an acknowledged `rebase`, against the log the
+    /// fork was found on. `publish`: the newest, served.
+    async fn sign_as(
+        &self,
+        size: u64,
+        rebase: Option<&CheckpointForkFound>,
+        publish: bool,
+    ) -> Result<Arc<SignedCheckpoint>, Withheld> {
         let key = self.key.as_ref().ok_or(Withheld::Unsigned)?;
         let mut remembered = self.signing.lock().await;
+        if let Some(f) = self.open_fork(rebase) {
+            return Err(Withheld::Forked(f));
+        }
         let head = self.store.head().await?.position;
-        if !rebase {
-            if let Some(f) = self.forked() {
-                return Err(Withheld::Forked(f));
-            }
-            let in_db = self.store.signed_checkpoint().await?;
-            for r in remembered.iter().chain(in_db.iter()) {
-                if let Some(fork) = self.fork_from(r, head).await? {
+        if size > head {
+            return Err(Withheld::Store(StoreError::Unavailable(format!(
+                "the log has {head} events, fewer than {size}"
+            ))));
+        }
+        let in_db = self.store.signed_checkpoint().await?;
+        let held: Vec<(u64, [u8; 32])> = match rebase {
+            None => remembered
+                .iter()
+                .chain(in_db.iter())
+                .map(|r| (r.size, r.root))
+                .collect(),
+            Some(f) => vec![(
+                f.log_size,
+                root_of(&f.log_root).ok_or_else(|| Withheld::Remember("a bad log root".into()))?,
+            )],
+        };
+        // The root signed is proven consistent with each held checkpoint,
+        // from the tiles it is computed from.
+        let mut root = None;
+        for h in &held {
+            // A checkpoint of more events than the log has: it shrank.
+            let consistent = if h.0 > head {
+                None
+            } else {
+                tree::root_consistent_with(&*self.store, size, *h).await?
+            };
+            match consistent {
+                Some(r) if root.is_none_or(|x| x == r) => root = Some(r),
+                Some(_) => {
+                    return Err(Withheld::Store(StoreError::Unavailable(
+                        "the log moved while it was signed".into(),
+                    )))
+                }
+                None if rebase.is_some() => {
+                    return Err(Withheld::Remember(format!(
+                        "the log no longer extends the one whose fork was acknowledged \
+                         (size {}, root {})",
+                        h.0,
+                        hex::encode(h.1)
+                    )))
+                }
+                None => {
+                    let fork = CheckpointForkFound {
+                        signed_size: h.0,
+                        signed_root: hex::encode(h.1),
+                        log_size: head,
+                        log_root: hex::encode(tree::root(&*self.store, head).await?),
+                    };
                     *self.forked.lock().unwrap_or_else(|e| e.into_inner()) = Some(fork.clone());
                     return Err(Withheld::Forked(fork));
                 }
             }
-            // Another replica signed further: that is remembered too.
-            if let Some(db) = in_db.filter(|d| remembered.as_ref().is_none_or(|r| d.size > r.size))
-            {
-                *remembered = Some(db);
-            }
         }
-        let root = tree::root(&*self.store, size).await?;
+        let root = match root {
+            Some(r) => r,
+            None => tree::root(&*self.store, size).await?,
+        };
         let text = checkpoint_text(&key.origin, size, &root).map_err(Withheld::Remember)?;
         let mut note =
             Note::new(text.as_bytes(), &[]).map_err(|e| Withheld::Remember(e.to_string()))?;
@@ -309,15 +391,18 @@ impl Checkpoints {
                 .map_err(|e| Withheld::Remember(e.to_string()))?,
         };
         // Remembered before it is shown: outside the database first.
-        if rebase || remembered.as_ref().is_none_or(|r| size > r.size) {
+        if rebase.is_some() || remembered.as_ref().is_none_or(|r| size > r.size) {
             write_state(&key.state_file, &signed.note).map_err(Withheld::Remember)?;
-            self.store.put_signed_checkpoint(&signed, rebase).await?;
+            let replaces = rebase.and_then(|f| root_of(&f.signed_root));
+            self.store.put_signed_checkpoint(&signed, replaces).await?;
             *remembered = Some(signed.clone());
         }
         let signed = Arc::new(signed);
-        if size == head {
+        if publish && rebase.is_some() {
+            self.latest.send_replace(Some(signed.clone()));
+        } else if publish {
             self.latest.send_if_modified(|l| {
-                let newer = l.as_ref().is_none_or(|l| l.size <= size);
+                let newer = l.as_ref().is_none_or(|l| l.size < size);
                 if newer {
                     *l = Some(signed.clone());
                 }
@@ -327,67 +412,53 @@ impl Checkpoints {
         Ok(signed)
     }
 
-    /// Whether the log (of `head` events) forks from a remembered
-    /// checkpoint: it is shorter, or its tree at that size has another root.
-    async fn fork_from(
-        &self,
-        r: &SignedCheckpoint,
-        head: u64,
-    ) -> Result<Option<CheckpointForkFound>, StoreError> {
-        let holds = r.size <= head && tree::root(&*self.store, r.size).await? == r.root;
-        if holds {
-            return Ok(None);
-        }
-        Ok(Some(CheckpointForkFound {
-            signed_size: r.size,
-            signed_root: hex::encode(r.root),
-            log_size: head,
-            log_root: hex::encode(tree::root(&*self.store, head).await?),
-        }))
-    }
-
     /// Signs the head each time it moves (at most every [`COALESCE`]); on a
     /// fork, records it once and waits for its acknowledgement, then signs
     /// again from the log as it is.
-    pub async fn run(self: Arc<Self>, bus: CommandBus) {
+    pub async fn run(self: Arc<Self>) {
         if self.key.is_none() {
             return;
         }
-        let mut head = bus.head();
+        let mut head = self.bus.head();
         let mut recorded: Option<CheckpointForkFound> = None;
+        let mut said: Option<CheckpointForkFound> = None;
         loop {
             let at = *head.borrow_and_update();
-            match self.forked() {
-                None => match self.sign(at).await {
-                    Ok(_) => {}
+            match self.own_fork() {
+                None => match self.sign_as(at, None, true).await {
+                    Ok(_) => said = None,
                     Err(Withheld::Forked(f)) => {
-                        tracing::error!(
-                            signed_size = f.signed_size, signed_root = %f.signed_root,
-                            log_size = f.log_size, log_root = %f.log_root,
-                            "the log forks from the newest signed checkpoint: signing stops \
-                             until an administrator acknowledges the fork"
-                        );
+                        if said.as_ref() != Some(&f) {
+                            tracing::error!(
+                                signed_size = f.signed_size, signed_root = %f.signed_root,
+                                log_size = f.log_size, log_root = %f.log_root,
+                                "the log forks from a signed checkpoint: no checkpoint is signed \
+                                 until an administrator acknowledges the fork"
+                            );
+                            said = Some(f);
+                        }
                     }
                     Err(e) => tracing::warn!(error = %e, "signing a checkpoint; retrying"),
                 },
                 Some(f) => {
-                    if recorded.as_ref() != Some(&f) && self.record(&bus, &f).await {
+                    if recorded.as_ref() != Some(&f) && self.record(&f).await {
                         recorded = Some(f.clone());
                     }
-                    let acknowledged = bus
+                    let acknowledged = self
+                        .bus
                         .published()
                         .state
                         .upgrades
-                        .checkpoint_fork
-                        .as_ref()
-                        .is_some_and(|k| {
-                            k.of(f.signed_size, &f.signed_root) && k.acknowledged.is_some()
-                        });
+                        .checkpoint_fork(f.signed_size, &f.signed_root)
+                        .is_some_and(|k| k.acknowledged.is_some());
                     if acknowledged {
-                        match self.sign_as(at, true).await {
+                        match self.sign_as(at, Some(&f), true).await {
                             Ok(s) => {
                                 *self.forked.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                                tracing::warn!(size = s.size, "the checkpoint fork was acknowledged: signing again from the log as it is");
+                                tracing::warn!(
+                                    size = s.size,
+                                    "the checkpoint fork was acknowledged: signing again from the log as it is"
+                                );
                             }
                             Err(e) => {
                                 tracing::warn!(error = %e, "signing after an acknowledged fork; retrying")
@@ -409,12 +480,12 @@ impl Checkpoints {
     }
 
     /// Records the fork in the log, as the service; whether it is.
-    async fn record(&self, bus: &CommandBus, f: &CheckpointForkFound) -> bool {
+    async fn record(&self, f: &CheckpointForkFound) -> bool {
         let req = CommandRequest::new(
             Command::Upgrade(UpgradeCommand::RecordCheckpointFork(f.clone())),
             stratum_domain::iam::SERVICE_PRINCIPAL,
         );
-        match bus.execute(req).await {
+        match self.bus.execute(req).await {
             Ok(Outcome::Committed(_)) => true,
             Ok(Outcome::Refused(r)) => {
                 tracing::error!(refusal = %r, "the checkpoint fork could not be recorded");
@@ -426,6 +497,22 @@ impl Checkpoints {
             }
         }
     }
+}
+
+/// Whether the state file can be written where it is: a key on a read-only
+/// mount with the state beside it would never sign.
+fn probe_writable(path: &Path) -> anyhow::Result<()> {
+    let mut probe = path.as_os_str().to_owned();
+    probe.push(".new");
+    std::fs::File::create(&probe)
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "STRATUM_LOG_STATE_FILE {}: cannot be written ({e}); it is where the newest signed \
+                 checkpoint is remembered: name a durable, writable place",
+                path.display()
+            )
+        })
 }
 
 /// The remembered checkpoint in the state file, if there is one.

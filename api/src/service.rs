@@ -123,11 +123,15 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
     if let Some(rows) = stratum_store::tree::ensure(&*store).await? {
         tracing::warn!(rows, "the log's Merkle tree was built from the log");
     }
-    let checkpoints =
-        crate::checkpoint::Checkpoints::new(store.clone(), cfg.log_key.clone(), cfg.log_public)
-            .map_err(|e| StoreError::Schema(e.to_string()))?;
-    let checkpoints = Arc::new(checkpoints);
     let bus = CommandBus::start_with(store.clone(), cfg.clock.clone()).await?;
+    let checkpoints = crate::checkpoint::Checkpoints::new(
+        store.clone(),
+        bus.clone(),
+        cfg.log_key.clone(),
+        cfg.log_public,
+    )
+    .map_err(|e| StoreError::Schema(e.to_string()))?;
+    let checkpoints = Arc::new(checkpoints);
     let state = AppState(Arc::new(Shared {
         store: store.clone(),
         bus: bus.clone(),
@@ -144,7 +148,7 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
     }));
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];
-    tasks.push(tokio::spawn(checkpoints.run(bus.clone())));
+    tasks.push(tokio::spawn(checkpoints.run()));
     tasks.push(tokio::spawn(
         RaftCleanup::new(
             store.clone(),

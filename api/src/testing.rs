@@ -158,10 +158,10 @@ impl store::EventStore for CountingStore {
     async fn put_signed_checkpoint(
         &self,
         c: &store::SignedCheckpoint,
-        replace: bool,
+        replaces: Option<[u8; 32]>,
     ) -> store::StoreResult<()> {
         self.count("put_signed_checkpoint");
-        self.inner.put_signed_checkpoint(c, replace).await
+        self.inner.put_signed_checkpoint(c, replaces).await
     }
     fn pool_stats(&self) -> Option<(u32, u32)> {
         self.inner.pool_stats()

@@ -255,6 +255,8 @@ impl TilePath {
             }
             index = index.checked_mul(1000)?.checked_add(digits.parse().ok()?)?;
         }
+        // A tile's leaves must be countable: no index whose range wraps.
+        index.checked_mul(TILE_WIDTH)?.checked_add(TILE_WIDTH)?;
         let parsed = Self {
             level,
             index,
@@ -481,6 +483,8 @@ mod tests {
             "-1/000",
             "0/001/",
             "0/00a",
+            // 2^56: its first leaf would wrap to 0.
+            "0/x072/x057/x594/x037/x927/936",
         ] {
             assert_eq!(TilePath::parse(bad), None, "{bad}");
         }

@@ -276,10 +276,21 @@ impl ReadModels {
                     stratum_domain::upgrade::events_lost_key(e.first),
                 ));
             }
-            DomainEvent::CheckpointForkFound(_) | DomainEvent::CheckpointForkAcknowledged(_) => {
+            DomainEvent::CheckpointForkFound(stratum_domain::upgrade::CheckpointForkFound {
+                signed_size,
+                signed_root,
+                ..
+            })
+            | DomainEvent::CheckpointForkAcknowledged(
+                stratum_domain::upgrade::CheckpointForkAcknowledged {
+                    signed_size,
+                    signed_root,
+                    ..
+                },
+            ) => {
                 self.dirty_docs.insert((
                     doc_kind::ALARM,
-                    stratum_domain::upgrade::CHECKPOINT_FORK_ALARM.to_owned(),
+                    stratum_domain::upgrade::checkpoint_fork_key(*signed_size, signed_root),
                 ));
             }
             // Named, not a wildcard: a new event type must be decided here

@@ -123,9 +123,16 @@ pub async fn replay(
     if check {
         let stored = store.read_models().await?;
         let expected = StoredReadModels::from_changes(&rebuilt, rm.state.position);
-        let drift = drift(&stored, &expected);
+        let mut drift = drift(&stored, &expected);
+        // The Merkle tree kept beside the log is checked the same way.
+        if let Err((position, why)) = stratum_store::tree::check_rows(&*store, head).await? {
+            drift.push(format!("the log's tree at position {position}: {why}"));
+        }
         if drift.is_empty() {
-            println!("read models match a replay of {} events", rm.state.position);
+            println!(
+                "read models and the log's tree match a replay of {} events",
+                rm.state.position
+            );
             Ok(0)
         } else {
             for d in &drift {
@@ -137,7 +144,11 @@ pub async fn replay(
         store
             .replace_read_models(&rebuilt, rm.state.position)
             .await?;
-        println!("rebuilt the read models from {} events", rm.state.position);
+        let rows = stratum_store::tree::rebuild(&*store).await?;
+        println!(
+            "rebuilt the read models from {} events, and the log's tree ({rows} rows)",
+            rm.state.position
+        );
         Ok(0)
     }
 }

@@ -67,7 +67,8 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-/// Immutable: a tile's bytes at a path never change (C2SP tlog-tiles).
+/// Immutable: a tile's bytes at a path never change (C2SP tlog-tiles),
+/// once a signed checkpoint covers them.
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 fn withheld(w: Withheld) -> ApiError {
@@ -104,7 +105,7 @@ pub async fn checkpoint(State(state): State<AppState>) -> ApiResult<Response> {
 /// A tile of the log's tree, or a bundle of its entries.
 #[utoipa::path(get, path = "/v1/log/tile/{path}", tag = "audit",
     params(("path" = String, Path, description = "C2SP tlog-tiles: `<L>/<N>[.p/<W>]`, a tile of the hashes at tree level 8L, or `entries/<N>[.p/<W>]`, an entry bundle (each entry a big-endian uint16 length, 32, and an event's chain hash). N in groups of three digits, all but the last prefixed with x.")),
-    responses((status = 200, description = "The tile's bytes; immutable.", content_type = "application/octet-stream", body = Vec<u8>),
+    responses((status = 200, description = "The tile's bytes; cached as immutable once the newest signed checkpoint covers them, `no-cache` before.", content_type = "application/octet-stream", body = Vec<u8>),
               (status = 404, description = "NOT_FOUND: no such tile, or not as wide yet.", body = super::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn tile(State(state): State<AppState>, Path(path): Path<String>) -> ApiResult<Response> {
@@ -131,10 +132,19 @@ pub async fn tile(State(state): State<AppState>, Path(path): Path<String>) -> Ap
     if body.len() as u64 != (range.end - range.start) * if t.level.is_none() { 34 } else { 32 } {
         return Err(ApiError::internal(format!("tile/{path} is short")));
     }
+    // Immutable once a signed checkpoint covers it: a tile beyond the
+    // newest one could still change if a failover lost the tail it holds.
+    let leaves = range.end << (8 * u32::from(level));
+    let signed = state.checkpoints.latest().ok().map_or(0, |c| c.size);
+    let cache = if leaves <= signed {
+        IMMUTABLE
+    } else {
+        "no-cache"
+    };
     Ok((
         [
             (header::CONTENT_TYPE, "application/octet-stream"),
-            (header::CACHE_CONTROL, IMMUTABLE),
+            (header::CACHE_CONTROL, cache),
         ],
         body,
     )

@@ -243,9 +243,14 @@ pub trait EventStore: Send + Sync + 'static {
     /// The newest checkpoint signed over this database.
     async fn signed_checkpoint(&self) -> StoreResult<Option<SignedCheckpoint>>;
 
-    /// Keeps a signed checkpoint if it is newer than the kept one, or in
-    /// its place (`replace`: the base after an acknowledged fork).
-    async fn put_signed_checkpoint(&self, c: &SignedCheckpoint, replace: bool) -> StoreResult<()>;
+    /// Keeps a signed checkpoint if it is newer than the kept one, or if
+    /// the kept one has the root `replaces` (the checkpoint an acknowledged
+    /// fork left behind, which the new base replaces).
+    async fn put_signed_checkpoint(
+        &self,
+        c: &SignedCheckpoint,
+        replaces: Option<[u8; 32]>,
+    ) -> StoreResult<()>;
 
     /// The connections of the read pool: open, and idle among them.
     fn pool_stats(&self) -> Option<(u32, u32)> {

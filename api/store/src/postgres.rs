@@ -393,7 +393,7 @@ impl EventStore for PgStore {
             tree: None,
         };
         tx.head = head_from_row(&row?)?;
-        let mut tree = TreeWrite::begin(&self.tree, tx.head.position);
+        let mut tree = TreeWrite::begin(&self.tree, tx.head);
         if tree.needs_load() {
             // Under the write lock, through the pool: what it reads is
             // committed and no other write can move it.
@@ -528,8 +528,12 @@ impl EventStore for PgStore {
         R::signed(&self.pool).await
     }
 
-    async fn put_signed_checkpoint(&self, c: &SignedCheckpoint, replace: bool) -> StoreResult<()> {
-        R::put_signed(&self.pool, c, replace).await
+    async fn put_signed_checkpoint(
+        &self,
+        c: &SignedCheckpoint,
+        replaces: Option<[u8; 32]>,
+    ) -> StoreResult<()> {
+        R::put_signed(&self.pool, c, replaces).await
     }
 }
 
@@ -631,12 +635,15 @@ impl WriteTx for PgTx {
             .map_err(commit_error)?;
         self.open = false;
         if let Some(t) = self.tree.take() {
-            t.committed();
+            t.committed(self.head);
         }
         Ok(())
     }
 
     async fn replace_tree(&mut self, rows: &[TreeRow]) -> StoreResult<()> {
+        if let Some(t) = self.tree.as_mut() {
+            t.forget();
+        }
         self.conn().execute("DELETE FROM log_tree").await?;
         for chunk in rows.chunks(CHUNK) {
             sql::insert_tree_rows(chunk)

@@ -238,18 +238,16 @@ where
     pub(crate) async fn put_signed<'e, E: Executor<'e, Database = DB>>(
         e: E,
         c: &SignedCheckpoint,
-        replace: bool,
+        replaces: Option<[u8; 32]>,
     ) -> StoreResult<()> {
-        sqlx::query(if replace {
-            sql::REPLACE_SIGNED
-        } else {
-            sql::PUT_SIGNED
-        })
-        .bind(c.size as i64)
-        .bind(c.root.as_slice())
-        .bind(c.note.as_str())
-        .execute(e)
-        .await?;
+        let replaces = replaces.unwrap_or([0; 32]);
+        sqlx::query(sql::PUT_SIGNED)
+            .bind(c.size as i64)
+            .bind(c.root.as_slice())
+            .bind(c.note.as_str())
+            .bind(replaces.as_slice())
+            .execute(e)
+            .await?;
         Ok(())
     }
 }

@@ -34,10 +34,9 @@ pub(crate) const SELECT_ENTRIES: &str =
 pub(crate) const SELECT_TREE_ROWS: &str =
     "SELECT hash FROM log_tree WHERE level = $1 AND idx >= $2 AND idx < $3 ORDER BY idx";
 pub(crate) const SELECT_SIGNED: &str = "SELECT size, root, note FROM log_signed WHERE id = 1";
-/// The newest signed checkpoint only moves forward...
-pub(crate) const PUT_SIGNED: &str = "INSERT INTO log_signed (id, size, root, note) VALUES (1, $1, $2, $3) ON CONFLICT (id) DO UPDATE SET size = excluded.size, root = excluded.root, note = excluded.note WHERE excluded.size > log_signed.size";
-/// ...but after an acknowledged fork, where the new base replaces it.
-pub(crate) const REPLACE_SIGNED: &str = "INSERT INTO log_signed (id, size, root, note) VALUES (1, $1, $2, $3) ON CONFLICT (id) DO UPDATE SET size = excluded.size, root = excluded.root, note = excluded.note";
+/// The newest signed checkpoint only moves forward, but for the one an
+/// acknowledged fork left behind ($4, its root), which the new base replaces.
+pub(crate) const PUT_SIGNED: &str = "INSERT INTO log_signed (id, size, root, note) VALUES (1, $1, $2, $3) ON CONFLICT (id) DO UPDATE SET size = excluded.size, root = excluded.root, note = excluded.note WHERE excluded.size > log_signed.size OR log_signed.root = $4";
 pub(crate) const SELECT_HEAD: &str = "SELECT position, hash FROM log_head WHERE id = 1";
 pub(crate) const SELECT_CLUSTER: &str =
     "SELECT generation, checkpoint FROM rm_cluster WHERE id = 1";

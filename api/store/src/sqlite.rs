@@ -163,10 +163,7 @@ impl EventStore for SqliteStore {
         let head = row
             .map_err(StoreError::from)
             .and_then(|r| head_from_row(&r));
-        let mut tree = head
-            .as_ref()
-            .ok()
-            .map(|h| TreeWrite::begin(&self.tree, h.position));
+        let mut tree = head.as_ref().ok().map(|h| TreeWrite::begin(&self.tree, *h));
         if let (Ok(h), Some(t)) = (&head, tree.as_mut()) {
             if t.needs_load() {
                 // Through the read pool: under the write lock what it reads
@@ -316,8 +313,12 @@ impl EventStore for SqliteStore {
         R::signed(&self.read).await
     }
 
-    async fn put_signed_checkpoint(&self, c: &SignedCheckpoint, replace: bool) -> StoreResult<()> {
-        R::put_signed(&self.read, c, replace).await
+    async fn put_signed_checkpoint(
+        &self,
+        c: &SignedCheckpoint,
+        replaces: Option<[u8; 32]>,
+    ) -> StoreResult<()> {
+        R::put_signed(&self.read, c, replaces).await
     }
 }
 
@@ -429,12 +430,15 @@ impl WriteTx for SqliteTx {
         self.in_tx.store(false, Ordering::SeqCst);
         r?;
         if let Some(t) = self.tree.take() {
-            t.committed();
+            t.committed(self.head);
         }
         Ok(())
     }
 
     async fn replace_tree(&mut self, rows: &[TreeRow]) -> StoreResult<()> {
+        if let Some(t) = self.tree.as_mut() {
+            t.forget();
+        }
         sqlx::query("DELETE FROM log_tree")
             .execute(&mut *self.conn)
             .await?;

@@ -6,14 +6,17 @@
 use std::sync::Arc;
 
 use stratum_domain::log::Recorded;
-use stratum_domain::tree::{self, Frontier, Pass, Tiles, TreeError, TreeRow, TILE_WIDTH};
+use stratum_domain::tree::{self, Frontier, Hash, Pass, Tiles, TreeError, TreeRow, TILE_WIDTH};
 
-use super::{EventStore, StoreError, StoreResult};
+use super::{EventStore, Head, StoreError, StoreResult};
 
 /// The tree's right edge as the last commit of this process left it, so a
 /// write needs no reads for it; taken by a write, put back by its commit.
+/// Keyed by the head it was left at, position and hash: the same position
+/// with another hash (a failover that lost events, as many written since
+/// by another replica) is another log.
 #[derive(Default)]
-pub(crate) struct TreeCache(std::sync::Mutex<Option<Frontier>>);
+pub(crate) struct TreeCache(std::sync::Mutex<Option<(Head, Frontier)>>);
 
 /// What one write adds to the tree.
 pub(crate) struct TreeWrite {
@@ -26,13 +29,14 @@ pub(crate) struct TreeWrite {
 impl TreeWrite {
     /// Begins with the cached edge if it is the locked head's (another
     /// process may have written since).
-    pub(crate) fn begin(cache: &Arc<TreeCache>, head: u64) -> Self {
+    pub(crate) fn begin(cache: &Arc<TreeCache>, head: Head) -> Self {
         let frontier = cache
             .0
             .lock()
             .expect("the tree cache is never poisoned")
             .take()
-            .filter(|f| f.size() == head)
+            .filter(|(at, f)| *at == head && f.size() == head.position)
+            .map(|(_, f)| f)
             .ok_or_else(|| StoreError::Corrupt("the tree's edge was not read".into()));
         Self {
             cache: cache.clone(),
@@ -66,13 +70,21 @@ impl TreeWrite {
         Ok(rows)
     }
 
-    /// The write committed: its edge is the next write's.
-    pub(crate) fn committed(self) {
+    /// The edge no longer holds (the rows were replaced): the next write
+    /// reads it again.
+    pub(crate) fn forget(&mut self) {
+        self.frontier = Err(StoreError::Corrupt(
+            "the tree's rows were replaced in this write".into(),
+        ));
+    }
+
+    /// The write committed at `head`: its edge is the next write's.
+    pub(crate) fn committed(self, head: Head) {
         *self
             .cache
             .0
             .lock()
-            .expect("the tree cache is never poisoned") = self.frontier.ok();
+            .expect("the tree cache is never poisoned") = self.frontier.ok().map(|f| (head, f));
     }
 }
 
@@ -155,6 +167,49 @@ where
     compute(&Pass::Read(&tiles)).map_err(bad)
 }
 
+/// The root of the tree of `size` leaves, if it is consistent with the
+/// tree of `held.0` leaves whose root is `held.1`: it extends it, or is a
+/// prefix of it. Root and proof come from one set of tiles, and the proof
+/// is checked against the held root, so whatever the database answered,
+/// the root returned provably does not fork from the held one.
+pub async fn root_consistent_with(
+    store: &dyn EventStore,
+    size: u64,
+    held: (u64, [u8; 32]),
+) -> StoreResult<Option<[u8; 32]>> {
+    let (other, other_root) = held;
+    let (small, big) = (size.min(other), size.max(other));
+    let (small_root, big_root, proof) = with_reader(store, big, |r| {
+        let proof = if small > 0 && small < big {
+            tree::prove_tree(big, small, r)?
+        } else {
+            Vec::new()
+        };
+        Ok((tree::tree_hash(small, r)?, tree::tree_hash(big, r)?, proof))
+    })
+    .await?;
+    let (mine, theirs) = if size <= other {
+        (small_root, big_root)
+    } else {
+        (big_root, small_root)
+    };
+    let consistent = if small == big {
+        mine.0 == other_root
+    } else if small == 0 {
+        // Everything extends the empty tree; a held empty tree is only
+        // extended, never equal to a bigger one.
+        other == 0 || theirs.0 == other_root
+    } else if size > other {
+        // The new tree must extend the held one.
+        tree::check_tree(&proof, size, mine, other, Hash(other_root)).is_ok()
+    } else {
+        // The new tree is a prefix of the held one.
+        theirs.0 == other_root
+            && tree::check_tree(&proof, other, Hash(other_root), size, mine).is_ok()
+    };
+    Ok(consistent.then_some(mine.0))
+}
+
 /// The tree's right edge at `size`, read from the store.
 pub async fn frontier(store: &dyn EventStore, size: u64) -> StoreResult<Frontier> {
     let mut levels = Vec::new();
@@ -215,16 +270,25 @@ async fn newest_rows_hold(store: &dyn EventStore, size: u64) -> StoreResult<bool
 /// the log's entries; `Some(rows)` says it was. A full check of every row
 /// is `events verify`'s and `replay --check`'s.
 pub async fn ensure(store: &dyn EventStore) -> StoreResult<Option<usize>> {
-    let mut tx = store.begin_write().await?;
+    let tx = store.begin_write().await?;
     let size = tx.head().position;
-    if newest_rows_hold(store, size).await? {
-        tx.rollback().await?;
+    let holds = newest_rows_hold(store, size).await?;
+    tx.rollback().await?;
+    if holds {
         return Ok(None);
     }
+    rebuild(store).await.map(Some)
+}
+
+/// Builds every tree row again from the log's entries, under the write
+/// lock; how many rows it keeps.
+pub async fn rebuild(store: &dyn EventStore) -> StoreResult<usize> {
+    let mut tx = store.begin_write().await?;
+    let size = tx.head().position;
     let rows = rows_from_log(store, size).await?;
     tx.replace_tree(&rows).await?;
     tx.commit().await?;
-    Ok(Some(rows.len()))
+    Ok(rows.len())
 }
 
 /// Checks every kept row against the rows the log's entries give, up to

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use stratum_domain::log::{EventMeta, Verification};
 use stratum_domain::tree::{self, check_record, check_tree, Frontier, Hash, TreeRow};
 use stratum_store::testing::{append_to_stream, each_backend, NewEvent, TestDb};
-use stratum_store::tree::{consistency, ensure, inclusion, root};
+use stratum_store::tree::{consistency, ensure, inclusion, root, root_consistent_with};
 use stratum_store::{connect, verify_chain, EventStore};
 
 fn event(n: u32) -> NewEvent {
@@ -103,6 +103,26 @@ async fn the_kept_tree_is_the_entries_tree_across_commits_and_reopens() {
             let p = consistency(&*s, *m, size).await.unwrap();
             let p: Vec<Hash> = p.into_iter().map(Hash).collect();
             check_tree(&p, size, now, *m, Hash(*r)).unwrap_or_else(|e| panic!("{b}: {m}: {e}"));
+            // What signing checks: the root of a size proven consistent
+            // with a held checkpoint, bigger or smaller, and not with a
+            // checkpoint of another history.
+            assert_eq!(
+                root_consistent_with(&*s, size, (*m, *r)).await.unwrap(),
+                Some(now.0),
+                "{b}: {m}"
+            );
+            assert_eq!(
+                root_consistent_with(&*s, *m, (size, now.0)).await.unwrap(),
+                Some(*r),
+                "{b}: {m}"
+            );
+            let mut forged = *r;
+            forged[0] ^= 1;
+            assert_eq!(
+                root_consistent_with(&*s, size, (*m, forged)).await.unwrap(),
+                None,
+                "{b}: {m}"
+            );
         }
         let entries = s.entries(0, size).await.unwrap();
         for i in [0, 255, 256, 65_535, 65_536, size - 1] {
@@ -149,5 +169,41 @@ async fn the_kept_tree_is_the_entries_tree_across_commits_and_reopens() {
         append(&*s, at, 5).await;
         let (f, _) = expected(&*s, size + 5).await;
         assert_eq!(root(&*s, size + 5).await.unwrap(), f.root(), "{b}");
+    }
+}
+
+#[tokio::test]
+async fn a_write_after_another_process_replaced_the_tail_reads_the_edge_again() {
+    for db in each_backend().await {
+        let b = db.backend;
+        let a: Arc<dyn EventStore> = connect(&db.url).await.unwrap();
+        let other: Arc<dyn EventStore> = connect(&db.url).await.unwrap();
+        append(&*a, 0, 250).await;
+        // A failover lost positions 246..=250, and another replica wrote as
+        // many other events since: the same head position, another log.
+        tamper(
+            &db,
+            "DELETE FROM events WHERE position > 245; \
+             UPDATE log_head SET position = 245, hash = (SELECT hash FROM events WHERE position = 245)",
+        )
+        .await;
+        append_to_stream(
+            &*other,
+            "member/n-1",
+            245,
+            (900_000..900_005).map(event).collect(),
+        )
+        .await
+        .unwrap();
+        // This process's next write completes the first tile: its row must
+        // be of the log as it is.
+        append(&*a, 250, 10).await;
+        let (f, rows) = expected(&*a, 260).await;
+        assert_eq!(
+            a.tree_rows(1, 0, 2).await.unwrap(),
+            vec![rows[0].hash],
+            "{b}"
+        );
+        assert_eq!(root(&*a, 260).await.unwrap(), f.root(), "{b}");
     }
 }

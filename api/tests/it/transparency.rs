@@ -196,6 +196,22 @@ async fn verified_by_go(db_url: Option<String>, bin: &Path) {
         "the checkpoint took {took:?}"
     );
     assert!(note.starts_with("stratum.test-log\n"), "{note}");
+    let tile = a
+        .http
+        .get(a.url("/v1/log/tile/0/000"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tile.status(), 200);
+    assert_eq!(
+        tile.headers()[reqwest::header::CACHE_CONTROL],
+        "public, max-age=31536000, immutable"
+    );
+    assert_eq!(
+        tile.headers()[reqwest::header::CONTENT_TYPE],
+        "application/octet-stream"
+    );
     let old = dir.path().join("go-1.checkpoint");
     let first = verify(
         bin,
@@ -550,6 +566,21 @@ async fn a_restored_older_database_raises_the_fork_alarm_and_nothing_is_signed_u
     let signed_root = found["signedRoot"].as_str().unwrap().to_owned();
     assert_ne!(found["logRoot"], found["signedRoot"]);
 
+    // Another process with the key and no record of its own (a new
+    // replica, its state file empty) signs nothing either while the log
+    // holds a fork no one acknowledged.
+    let other_dir = tempfile::tempdir().unwrap();
+    let mut other_env = signing(&key, &other_dir.path().join("signed"), None);
+    other_env.push((
+        "STRATUM_DATABASE_URL",
+        format!("sqlite://{}", dir.path().join("stratum.db").display()),
+    ));
+    let other = start(other_dir.path(), &other_env).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let (status, body) = other.get("/v1/log/checkpoint").await;
+    assert_eq!(status, 503, "{body}");
+    drop(other);
+
     // Only an administrator acknowledges it, naming the checkpoint.
     let auditor = s.token_for("user/audrey", "Auditor").await;
     let body = json!({"signedSize": signed_size, "signedRoot": signed_root, "reason": "restored the pre-upgrade backup after the failed upgrade"});
@@ -600,10 +631,8 @@ async fn without_a_key_tiles_are_served_and_checkpoints_are_not_and_the_log_may_
     let anon = |path: &str| s.http.get(s.url(path)).send();
     let tile = anon("/v1/log/tile/entries/000.p/3").await.unwrap();
     assert_eq!(tile.status(), 200);
-    assert_eq!(
-        tile.headers()[reqwest::header::CACHE_CONTROL],
-        "public, max-age=31536000, immutable"
-    );
+    // No checkpoint covers it: it may not be cached as immutable.
+    assert_eq!(tile.headers()[reqwest::header::CACHE_CONTROL], "no-cache");
     let bytes = tile.bytes().await.unwrap();
     assert_eq!(bytes.len(), 3 * 34);
     assert_eq!(&bytes[..2], &[0, 32]);

@@ -3,7 +3,9 @@
 //! checkpoint it forks from, with a reason safe to show.
 
 use super::support::upgrade::*;
-use crate::upgrade::{CheckpointForkAcknowledged, CheckpointForkFound, CHECKPOINT_FORK_ALARM};
+use crate::upgrade::{
+    checkpoint_fork_key, CheckpointForkAcknowledged, CheckpointForkFound, CHECKPOINT_FORK_ALARM,
+};
 
 fn fork(size: u64) -> CheckpointForkFound {
     CheckpointForkFound {
@@ -27,7 +29,9 @@ fn a_fork_raises_its_alarm_once_and_an_acknowledgement_clears_it() {
     let mut s = cluster();
     let d = run(&mut s, UpgradeCommand::RecordCheckpointFork(fork(40)));
     assert_eq!(d.events, vec![DomainEvent::CheckpointForkFound(fork(40))]);
-    let alarm = &s.upgrades.alarms[CHECKPOINT_FORK_ALARM];
+    let key = checkpoint_fork_key(40, &"a".repeat(64));
+    let alarm = &s.upgrades.alarms[&key];
+    assert_eq!(alarm.name, CHECKPOINT_FORK_ALARM);
     assert!(alarm.cleared_at.is_none());
     assert!(
         alarm.message.contains("size 40") && alarm.message.contains(&"b".repeat(64)),
@@ -36,7 +40,7 @@ fn a_fork_raises_its_alarm_once_and_an_acknowledgement_clears_it() {
     );
     // Every replica that finds it reports the same fork.
     let again = decide_ok(&s, UpgradeCommand::RecordCheckpointFork(fork(40)));
-    assert_unchanged(&again, Subject::Alarm(CHECKPOINT_FORK_ALARM.into()));
+    assert_unchanged(&again, Subject::Alarm(key.clone()));
 
     // The acknowledgement names the checkpoint: another one is not found.
     let r = refused(&s, acknowledge(41, "restored the backup"));
@@ -52,10 +56,8 @@ fn a_fork_raises_its_alarm_once_and_an_acknowledgement_clears_it() {
             }
         )]
     );
-    assert!(s.upgrades.alarms[CHECKPOINT_FORK_ALARM]
-        .cleared_at
-        .is_some());
-    let k = s.upgrades.checkpoint_fork.as_ref().unwrap();
+    assert!(s.upgrades.alarms[&key].cleared_at.is_some());
+    let k = s.upgrades.checkpoint_fork(40, &"a".repeat(64)).unwrap();
     assert_eq!(
         k.acknowledged.as_ref().map(|(_, why)| why.as_str()),
         Some("restored the pre-upgrade backup")
@@ -63,13 +65,14 @@ fn a_fork_raises_its_alarm_once_and_an_acknowledgement_clears_it() {
     // Twice is once.
     assert_unchanged(
         &decide_ok(&s, acknowledge(40, "again")),
-        Subject::Alarm(CHECKPOINT_FORK_ALARM.into()),
+        Subject::Alarm(key.clone()),
     );
-    // A later fork is raised again.
+    // A fork from another signed checkpoint (another replica's, or a
+    // later one) is an alarm of its own, acknowledged on its own.
     run(&mut s, UpgradeCommand::RecordCheckpointFork(fork(90)));
-    assert!(s.upgrades.alarms[CHECKPOINT_FORK_ALARM]
-        .cleared_at
-        .is_none());
+    let later = checkpoint_fork_key(90, &"a".repeat(64));
+    assert!(s.upgrades.alarms[&later].cleared_at.is_none());
+    assert!(s.upgrades.alarms[&key].cleared_at.is_some());
 }
 
 #[test]

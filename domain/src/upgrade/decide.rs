@@ -813,7 +813,7 @@ impl Upgrades {
     /// Records a fork once: every replica that finds the log forked from
     /// the same signed checkpoint reports the same fork.
     fn record_checkpoint_fork(&self, fork: &CheckpointForkFound) -> Result<Decision, Refusal> {
-        let subject = Subject::Alarm(CHECKPOINT_FORK_ALARM.to_owned());
+        let subject = Subject::Alarm(checkpoint_fork_key(fork.signed_size, &fork.signed_root));
         let mut f = Findings::default();
         if !valid_hash(&fork.signed_root) {
             f.push("signedRoot", "must be 64 lowercase hex digits");
@@ -823,9 +823,8 @@ impl Upgrades {
         }
         f.into_result()?;
         if self
-            .checkpoint_fork
-            .as_ref()
-            .is_some_and(|k| k.of(fork.signed_size, &fork.signed_root))
+            .checkpoint_fork(fork.signed_size, &fork.signed_root)
+            .is_some()
         {
             return Ok(Decision::none(subject));
         }
@@ -843,16 +842,16 @@ impl Upgrades {
         root: &str,
         reason: &Option<String>,
     ) -> Result<Decision, Refusal> {
-        let subject = Subject::Alarm(CHECKPOINT_FORK_ALARM.to_owned());
+        let subject = Subject::Alarm(checkpoint_fork_key(size, root));
         let mut f = Findings::default();
         if !valid_hash(root) {
             f.push("signedRoot", "must be 64 lowercase hex digits");
         }
         let reason = crate::text::check_line(&mut f, "reason", reason, 1024);
         let reason = f.conclude(reason)?;
-        match &self.checkpoint_fork {
-            Some(k) if k.of(size, root) && k.acknowledged.is_some() => Ok(Decision::none(subject)),
-            Some(k) if k.of(size, root) => Ok(Decision {
+        match self.checkpoint_fork(size, root) {
+            Some(k) if k.acknowledged.is_some() => Ok(Decision::none(subject)),
+            Some(_) => Ok(Decision {
                 events: vec![DomainEvent::CheckpointForkAcknowledged(
                     CheckpointForkAcknowledged {
                         signed_size: size,

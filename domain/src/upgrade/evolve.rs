@@ -92,8 +92,9 @@ impl Upgrades {
                 return;
             }
             DomainEvent::CheckpointForkFound(e) => {
+                let key = checkpoint_fork_key(e.signed_size, &e.signed_root);
                 self.alarms.insert(
-                    CHECKPOINT_FORK_ALARM.to_owned(),
+                    key.clone(),
                     Alarm {
                         name: CHECKPOINT_FORK_ALARM.to_owned(),
                         node_id: None,
@@ -103,7 +104,7 @@ impl Upgrades {
                              signed at size {} with root {}, and the log now has {} events with \
                              root {}. The database was restored from an older copy or lost \
                              events in a failover. No checkpoint is signed until an operator \
-                             acknowledges this fork (POST /v1/log/fork/acknowledge).",
+                             acknowledges this fork (POST /v1/admin/log/fork/acknowledge).",
                             e.signed_size, e.signed_root, e.log_size, e.log_root
                         ),
                         raised_at: at,
@@ -111,21 +112,21 @@ impl Upgrades {
                         raised_position: ctx.position,
                     },
                 );
-                self.checkpoint_fork = Some(CheckpointFork {
-                    found: e.clone(),
-                    acknowledged: None,
-                });
+                self.checkpoint_forks.insert(
+                    key,
+                    CheckpointFork {
+                        found: e.clone(),
+                        acknowledged: None,
+                    },
+                );
                 return;
             }
             DomainEvent::CheckpointForkAcknowledged(e) => {
-                if let Some(a) = self.alarms.get_mut(CHECKPOINT_FORK_ALARM) {
+                let key = checkpoint_fork_key(e.signed_size, &e.signed_root);
+                if let Some(a) = self.alarms.get_mut(&key) {
                     a.cleared_at = Some(at);
                 }
-                if let Some(k) = self
-                    .checkpoint_fork
-                    .as_mut()
-                    .filter(|k| k.of(e.signed_size, &e.signed_root))
-                {
+                if let Some(k) = self.checkpoint_forks.get_mut(&key) {
                     k.acknowledged = Some((ctx.principal.to_owned(), e.reason.clone()));
                 }
                 return;

@@ -374,9 +374,15 @@ pub const NODE_REBOOT_PENDING_ALARM: &str = "node-reboot-pending";
 /// alarm per loss, keyed by its first lost position.
 pub const LOG_EVENTS_LOST_ALARM: &str = "log-events-lost";
 
-/// The alarm of a log that forks from the newest signed checkpoint (one at
-/// a time: signing stops at the first).
+/// The alarm of a log that forks from the newest signed checkpoint.
 pub const CHECKPOINT_FORK_ALARM: &str = "log-checkpoint-fork";
+
+/// The key of the fork from the signed checkpoint of `size` and `root`
+/// (hex): of its alarm, and in [`Upgrades::checkpoint_forks`]. Replicas that
+/// remembered different checkpoints report different forks.
+pub fn checkpoint_fork_key(size: u64, root: &str) -> String {
+    format!("{CHECKPOINT_FORK_ALARM}/{size}/{root}")
+}
 
 /// The key of the alarm of the loss that begins at `first`.
 pub fn events_lost_key(first: u64) -> String {
@@ -638,8 +644,9 @@ pub struct Upgrades {
     pub fetched: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Every alarm ever raised, by [`alarm_key`].
     pub alarms: BTreeMap<String, Alarm>,
-    /// The newest checkpoint fork found, and who acknowledged it.
-    pub checkpoint_fork: Option<CheckpointFork>,
+    /// Every checkpoint fork found, by [`checkpoint_fork_key`], and who
+    /// acknowledged it.
+    pub checkpoint_forks: BTreeMap<String, CheckpointFork>,
 }
 
 /// A fork of the signed checkpoints, as the log recorded it.
@@ -650,10 +657,10 @@ pub struct CheckpointFork {
     pub acknowledged: Option<(String, String)>,
 }
 
-impl CheckpointFork {
-    /// Whether this is the fork of the signed checkpoint `size`/`root`.
-    pub fn of(&self, size: u64, root: &str) -> bool {
-        self.found.signed_size == size && self.found.signed_root == root
+impl Upgrades {
+    /// The fork from the signed checkpoint of `size` and `root`, if found.
+    pub fn checkpoint_fork(&self, size: u64, root: &str) -> Option<&CheckpointFork> {
+        self.checkpoint_forks.get(&checkpoint_fork_key(size, root))
     }
 }
 
