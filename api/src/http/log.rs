@@ -216,6 +216,7 @@ fn position(p: &str) -> ApiResult<u64> {
 #[utoipa::path(get, path = "/v1/admin/events/{position}", tag = "audit",
     params(("position" = u64, Path)),
     responses((status = 200, description = "The event as `GET /v1/admin/events` lists it; its `hash` is the tree's entry at leaf position-1.", body = super::schema::EventDoc),
+              (status = 400, description = "INVALID_INPUT: not a position.", body = super::schema::ErrorBody),
               (status = 404, description = "NOT_FOUND: the log has no such position.", body = super::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn event(State(state): State<AppState>, Path(p): Path<String>) -> ApiResult<Json<Value>> {
