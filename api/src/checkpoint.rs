@@ -157,7 +157,7 @@ pub fn open(note: &str, key: &StandardVerifier) -> Result<Opened, String> {
         }
         e => format!("the signature does not verify: {e}"),
     })?;
-    let (origin, size, root) = parse_checkpoint(n.text()).map_err(|e| format!("{e}"))?;
+    let (origin, size, root) = parse_checkpoint(n.text())?;
     Ok(Opened {
         origin,
         size,

@@ -267,6 +267,27 @@ pub fn check_labels(
     }
 }
 
+/// A required one-line text (a reason): not blank, at most `max` bytes,
+/// and safe to show on a terminal.
+pub(crate) fn check_line(
+    f: &mut Findings,
+    field: &str,
+    value: &Option<String>,
+    max: usize,
+) -> Option<String> {
+    let value = f.required(field, value)?;
+    if value.trim().is_empty() {
+        f.push(field, "must not be empty");
+    } else if value.contains(['\n', '\r']) {
+        f.push(field, "must be one line");
+    } else if value.len() > max {
+        f.push(field, format!("must be at most {max} bytes"));
+    } else if crate::text::check_safe(f, field, value) {
+        return Some(value.clone());
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,25 +422,4 @@ mod tests {
         check_labels(&mut f, "labels", &ok);
         assert!(f.0.is_empty(), "{:?}", f.0);
     }
-}
-
-/// A required one-line text (a reason): not blank, at most `max` bytes,
-/// and safe to show on a terminal.
-pub(crate) fn check_line(
-    f: &mut Findings,
-    field: &str,
-    value: &Option<String>,
-    max: usize,
-) -> Option<String> {
-    let value = f.required(field, value)?;
-    if value.trim().is_empty() {
-        f.push(field, "must not be empty");
-    } else if value.contains(['\n', '\r']) {
-        f.push(field, "must be one line");
-    } else if value.len() > max {
-        f.push(field, format!("must be at most {max} bytes"));
-    } else if crate::text::check_safe(f, field, value) {
-        return Some(value.clone());
-    }
-    None
 }
