@@ -71,6 +71,12 @@ impl Route {
     }
 }
 
+/// A route's path as the OpenAPI document names it: a wildcard segment
+/// (`{*path}`, the router's) is a parameter there (`{path}`).
+pub fn document_path(route: &str) -> String {
+    route.replace("{*", "{")
+}
+
 /// How long a route may hold a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Watch {

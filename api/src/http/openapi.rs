@@ -118,7 +118,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
     use utoipa::openapi::extensions::ExtensionsBuilder;
     let mut doc = ApiDoc::openapi();
     for route in super::routes() {
-        let Some(item) = doc.paths.paths.get_mut(route.path) else {
+        let Some(item) = doc.paths.paths.get_mut(&super::document_path(route.path)) else {
             continue;
         };
         let op = match route.method {

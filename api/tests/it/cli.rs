@@ -643,14 +643,14 @@ async fn auditor_tools_read_a_read_only_copy_and_name_a_newer_schema() {
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
             assert!(
-                err.contains("schema is version 9999, newer than this stratum's (5)"),
+                err.contains("schema is version 9999, newer than this stratum's (6)"),
                 "{}: {args:?} names both versions: {err}",
                 db.backend
             );
         }
         exec(&db.url, "DELETE FROM _sqlx_migrations WHERE version = 9999").await;
         // One an older stratum left: read-only tools do not migrate it.
-        exec(&db.url, "DELETE FROM _sqlx_migrations WHERE version = 5").await;
+        exec(&db.url, "DELETE FROM _sqlx_migrations WHERE version = 6").await;
         let out = Command::new(env!("CARGO_BIN_EXE_stratum"))
             .args(["events", "verify"])
             .env("STRATUM_DATABASE_URL", &db.url)
@@ -659,7 +659,7 @@ async fn auditor_tools_read_a_read_only_copy_and_name_a_newer_schema() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(
-            err.contains("schema is version 4, older than this stratum's (5)"),
+            err.contains("schema is version 5, older than this stratum's (6)"),
             "{}: {err}",
             db.backend
         );

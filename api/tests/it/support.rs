@@ -56,7 +56,11 @@ pub fn sample_path(template: &str) -> String {
         .replace("{version}", "1.0.0")
         .replace("{name}", "ReadOnly")
         .replace("{principal}", "user%2Falice")
+        .replace("{position}", "1")
+        .replace("{*path}", "entries/000.p/1")
 }
+
+pub use stratum_api::http::document_path;
 
 /// The OpenAPI document as JSON, read once.
 fn document() -> &'static Value {
@@ -66,7 +70,7 @@ fn document() -> &'static Value {
 
 /// The route template a concrete path is served by: the one whose literal
 /// segments match most.
-pub fn template_of(method: &Method, path: &str) -> Option<&'static str> {
+pub fn template_of(method: &Method, path: &str) -> Option<String> {
     let path = path.split('?').next().unwrap_or(path);
     let segments: Vec<&str> = path.split('/').collect();
     stratum_api::http::routes()
@@ -74,7 +78,9 @@ pub fn template_of(method: &Method, path: &str) -> Option<&'static str> {
         .filter(|r| r.method == *method)
         .filter_map(|r| {
             let t: Vec<&str> = r.path.split('/').collect();
-            if t.len() != segments.len() {
+            // A wildcard's last segment takes the rest of the path.
+            let wildcard = t.last().is_some_and(|s| s.starts_with("{*"));
+            if t.len() != segments.len() && !(wildcard && segments.len() > t.len()) {
                 return None;
             }
             let mut literal = 0;
@@ -92,7 +98,7 @@ pub fn template_of(method: &Method, path: &str) -> Option<&'static str> {
             Some((literal, r.path))
         })
         .max_by_key(|(literal, _)| *literal)
-        .map(|(_, p)| p)
+        .map(|(_, p)| document_path(p))
 }
 
 /// Fails when a route answers a status its operation does not document
@@ -102,7 +108,7 @@ pub fn assert_documented(method: &Method, path: &str, status: StatusCode) {
     let Some(template) = template_of(method, path) else {
         return; // not a route: the fallback's 404 or 405
     };
-    let op = &document()["paths"][template][method.as_str().to_lowercase()];
+    let op = &document()["paths"][template.as_str()][method.as_str().to_lowercase()];
     assert!(
         op["responses"][status.as_str()].is_object(),
         "{method} {template} answered {status}, which its operation does not document"

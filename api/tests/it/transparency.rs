@@ -250,6 +250,50 @@ async fn verified_by_go(db_url: Option<String>, bin: &Path) {
     );
     assert!(o.status.success(), "{}", text(&o));
 
+    // An export up to an earlier position carries the checkpoint of its
+    // own size, signed for it.
+    let until = head(&a).await - 5;
+    let o = stratum(
+        &[
+            "--server",
+            &a.base,
+            "events",
+            "export",
+            "--until",
+            &until.to_string(),
+        ],
+        &[("STRATUM_TOKEN", ADMIN)],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let part = dir.path().join("until.jsonl");
+    std::fs::write(&part, &o.stdout).unwrap();
+    let last = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    let note = serde_json::from_str::<Value>(&last).unwrap()["checkpoint"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        note.lines().nth(1),
+        Some(until.to_string().as_str()),
+        "{note}"
+    );
+    let o = stratum(
+        &[
+            "events",
+            "verify",
+            "--file",
+            part.to_str().unwrap(),
+            "--key",
+            public.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+
     // More events, a restart, and the Go verifier proves the new tree
     // extends the old checkpoint.
     admit_many(&a, "m", 20).await;
