@@ -17,7 +17,7 @@
 #   patroni-pg.sh env DIR                STRATUM_HA_* lines to export
 #   patroni-pg.sh down DIR               kill everything started under DIR (idempotent, never fails)
 #
-# Ports (HA_BASE_PORT=B, default 55430, fixed at `up`): etcd client B (peer B+1), PostgreSQL pg-N on
+# Ports (HA_BASE_PORT=B, default 27430, fixed at `up`): etcd client B (peer B+1), PostgreSQL pg-N on
 # 127.0.0.1:B+1+N, Patroni REST API of pg-N on B+4+N. Auth: trust on 127.0.0.1 (user postgres).
 # As root, Patroni and PostgreSQL (which refuses root) run as the `postgres` user; when postgres can't
 # reach Patroni's interpreter or DIR (pyenv under /root, a 0700 mktemp dir) they get the ambient
@@ -51,7 +51,7 @@ set_root() {
   if [[ ${2:-} == create ]]; then mkdir -p "$1"; fi
   [[ -d $1 ]] || die "no such directory: $1"
   DIR=$(cd "$1" && pwd) && ROOT=$DIR/ha
-  if [[ -f $ROOT/base ]]; then BASE=$(<"$ROOT/base"); else BASE=${HA_BASE_PORT:-55430}; fi
+  if [[ -f $ROOT/base ]]; then BASE=$(<"$ROOT/base"); else BASE=${HA_BASE_PORT:-27430}; fi
   [[ $BASE =~ ^[0-9]+$ ]] && ((BASE > 1024 && BASE < 65500)) || die "bad HA_BASE_PORT '$BASE'"
 }
 need_up() { [[ -f $ROOT/base ]] || die "no cluster under $DIR (run 'up' first)"; }

@@ -395,7 +395,9 @@ async fn a_synchronous_failover_loses_nothing_acknowledged_and_the_history_is_li
     if !available() {
         return;
     }
-    let cluster = Cluster::up("sync", 55430).await;
+    // Below the kernel's ephemeral ports (32768-60999 here): a port there
+    // may be any test's outgoing connection when etcd or PostgreSQL binds.
+    let cluster = Cluster::up("sync", 27430).await;
     let url = cluster.sh("url", &[]).await;
     assert!(url.contains(',') && url.contains("target_session_attrs=read-write"));
     let (mut a, b) = tokio::join!(serve(&url), serve(&url));
@@ -571,7 +573,7 @@ async fn an_asynchronous_failover_that_loses_a_tail_is_noticed_and_never_served(
     if !available() {
         return;
     }
-    let cluster = Cluster::up("async", 55450).await;
+    let cluster = Cluster::up("async", 27450).await;
     let url = cluster.sh("url", &[]).await;
     // `a` writes; `b` only reads, and never writes during the switch.
     let (a, b) = tokio::join!(serve(&url), serve(&url));
