@@ -168,7 +168,7 @@ async fn sizes(state: &AppState) -> ApiResult<(u64, u64)> {
     params(("from" = u64, Query, description = "The older size, at least 1."),
            ("to" = Option<u64>, Query, description = "The newer size (default: the newest signed checkpoint's, else the head).")),
     responses((status = 200, description = "`{from, to, fromRoot, toRoot, proof}`, hashes in hex: an RFC 6962 consistency proof, in the order Go's tlog.TreeProof takes.", body = super::schema::ConsistencyProof),
-              (status = 400, description = "INVALID_INPUT: not 1 ≤ from ≤ to ≤ the log's size.", body = super::schema::ErrorBody)),
+              (status = 404, description = "NOT_FOUND: not from ≤ to ≤ the log's size.", body = super::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn consistency(
     State(state): State<AppState>,
@@ -184,11 +184,16 @@ pub async fn consistency(
     finish(errors)?;
     let (head, default) = sizes(&state).await?;
     let (from, to) = (from.unwrap_or(0), to.unwrap_or(default));
-    if from == 0 || from > to || to > head {
+    if from == 0 {
         return Err(ApiError::invalid(vec![FieldError::new(
             "from",
-            format!("must be at least 1 and at most to ({to}), which is at most the log's size ({head})"),
+            "must be at least 1",
         )]));
+    }
+    if from > to || to > head {
+        return Err(ApiError::not_found(format!(
+            "A consistency proof from size {from} to size {to} of a log of {head} events"
+        )));
     }
     let proof = tree::consistency(&*state.store, from, to).await?;
     Ok(Json(json!({
@@ -214,7 +219,7 @@ fn position(p: &str) -> ApiResult<u64> {
 
 /// One event of the log, by its position.
 #[utoipa::path(get, path = "/v1/admin/events/{position}", tag = "audit",
-    params(("position" = u64, Path)),
+    params(("position" = u64, Path, minimum = 1)),
     responses((status = 200, description = "The event as `GET /v1/admin/events` lists it; its `hash` is the tree's entry at leaf position-1.", body = super::schema::EventDoc),
               (status = 400, description = "INVALID_INPUT: not a position.", body = super::schema::ErrorBody),
               (status = 404, description = "NOT_FOUND: the log has no such position.", body = super::schema::ErrorBody)),
@@ -232,10 +237,10 @@ pub async fn event(State(state): State<AppState>, Path(p): Path<String>) -> ApiR
 
 /// The inclusion proof of one event in the log's tree.
 #[utoipa::path(get, path = "/v1/admin/events/{position}/proof", tag = "audit",
-    params(("position" = u64, Path),
+    params(("position" = u64, Path, minimum = 1),
            ("size" = Option<u64>, Query, description = "The tree's size (default: the newest signed checkpoint's, else the head); at least the position.")),
     responses((status = 200, description = "`{position, size, root, hash, proof, checkpoint}`: an RFC 6962 inclusion proof of the event's entry (`hash`, its chain hash) at leaf position-1, hashes in hex, in the order Go's tlog.RecordProof takes; `checkpoint` is the signed checkpoint of that size when it is the newest.", body = super::schema::InclusionProof),
-              (status = 400, description = "INVALID_INPUT: size below the position or beyond the log.", body = super::schema::ErrorBody)),
+              (status = 404, description = "NOT_FOUND: no such position, or a size below it or beyond the log.", body = super::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn inclusion(
     State(state): State<AppState>,
@@ -250,10 +255,9 @@ pub async fn inclusion(
     let (head, default) = sizes(&state).await?;
     let size = size.unwrap_or(default);
     if size < p || size > head {
-        return Err(ApiError::invalid(vec![FieldError::new(
-            "size",
-            format!("must be at least the position ({p}) and at most the log's size ({head})"),
-        )]));
+        return Err(ApiError::not_found(format!(
+            "An inclusion proof of position {p} in a tree of size {size} of a log of {head} events"
+        )));
     }
     let entry = state.store.entries(p - 1, p).await?;
     let entry = entry
@@ -284,9 +288,9 @@ crate::request_body! {
         /// log-checkpoint-fork alarm names it).
         signed_size: u64 = "signedSize" @required,
         /// Its root, 64 hex digits.
-        signed_root: String = "signedRoot" @required,
+        signed_root: String = "signedRoot" @required ~ super::extract::shape::hash_hex,
         /// Why the fork is accepted (e.g. the restore of a backup); one line.
-        reason: String = "reason" @required,
+        reason: String = "reason" @required ~ super::extract::shape::line,
     }
 }
 

@@ -226,6 +226,9 @@ fn constrain_parameters(op: &mut utoipa::openapi::path::Operation) {
             "role" => one_of(&["control", "compute", "storage", "hybrid"]),
             "status" => one_of(&["pending", "approved", "rejected"]),
             "active" => one_of(&["true", "false"]),
+            // The sizes of a consistency proof, and an inclusion proof's.
+            "from" | "to" if op.operation_id.as_deref() == Some("consistency") => int(1, i64::MAX),
+            "size" => int(1, i64::MAX),
             "from" | "to" => ObjectBuilder::new()
                 .schema_type(Type::String)
                 .format(Some(utoipa::openapi::schema::SchemaFormat::KnownFormat(

@@ -847,7 +847,8 @@ impl Upgrades {
         if !valid_hash(root) {
             f.push("signedRoot", "must be 64 lowercase hex digits");
         }
-        let reason = crate::text::check_line(&mut f, "reason", reason, 1024);
+        let reason =
+            crate::text::check_line(&mut f, "reason", reason, crate::membership::MAX_REASON);
         let reason = f.conclude(reason)?;
         match self.checkpoint_fork(size, root) {
             Some(k) if k.acknowledged.is_some() => Ok(Decision::none(subject)),

@@ -53,6 +53,14 @@ pub fn non_empty(_: RefOr<Schema>) -> RefOr<Schema> {
     text(Some(&stratum_domain::text::safe_text_pattern()), 1, 4096).into()
 }
 
+/// A SHA-256 as the API shows it: 64 lowercase hex digits.
+pub fn hash_hex(_: RefOr<Schema>) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some("^[0-9a-f]{64}$"))
+        .into()
+}
+
 /// An IPv4 or IPv6 address.
 pub fn ip(_: RefOr<Schema>) -> RefOr<Schema> {
     let v = |f| {
