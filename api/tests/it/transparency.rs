@@ -716,9 +716,19 @@ async fn without_a_key_tiles_are_served_and_checkpoints_are_not_and_the_log_may_
         .unwrap();
     assert_eq!(anon.status(), 401);
 
-    // An origin that cannot be one stops the start.
+    // STRATUM_LOG_ORIGIN names the checkpoints' first line.
     let keys = tempfile::tempdir().unwrap();
     let (key, _) = keygen(keys.path(), "stratum.origin-test");
+    let mut env = signing(&key, &keys.path().join("signed"), None);
+    env.push(("STRATUM_LOG_ORIGIN", "stratum.example.com/log".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let s = start(dir.path(), &env).await;
+    let (note, _) = checkpoint_at_head(&s, Instant::now()).await;
+    assert!(note.starts_with("stratum.example.com/log\n"), "{note}");
+    assert!(note.contains("\u{2014} stratum.origin-test "), "{note}");
+    drop(s);
+
+    // An origin that cannot be one stops the start.
     let o = stratum(
         &["serve", "--print-config"],
         &[

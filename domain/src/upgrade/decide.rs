@@ -862,7 +862,7 @@ impl Upgrades {
                 )],
                 subject,
             }),
-            _ => Err(Refusal::not_found(format!(
+            None => Err(Refusal::not_found(format!(
                 "A checkpoint fork from the signed checkpoint of size {size} and root {root}"
             ))),
         }
