@@ -24,12 +24,15 @@ use stratum_projections::ReadModels;
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tracing::Instrument;
 
+mod decide;
+mod follow;
 mod replay;
 mod writer;
 
+use decide::{context, if_match_refusal, merge_input_errors};
 use replay::reload;
 pub use replay::{load, replay, state_at, state_at_with, SNAPSHOT_DISTANCE};
-use writer::{context, if_match_refusal, merge_input_errors, Writer};
+use writer::Writer;
 
 use stratum_store::{EventStore, Head, StoreError, StoreResult};
 

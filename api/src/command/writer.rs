@@ -2,31 +2,38 @@
 //! queued commands in batches, decides each against the state the ones
 //! before it left, and commits the batch with its read model changes and
 //! kept answers in one transaction.
+//!
+//! Commits are pipelined. While one batch's commit (its fsync) is in
+//! flight, the next batch is decided and rendered against the state the
+//! first leaves; its transaction begins once the first has committed and
+//! finds the log's head where the first left it, and its answers are sent
+//! only after its own commit. When the commit in flight fails, or another
+//! process wrote in between, what was decided after it is thrown away and
+//! decided again from the log as the database holds it: no answer comes
+//! from a state that was not stored.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
+use std::time::Instant;
 
-use stratum_domain::iam::principal_stream;
-use stratum_domain::log::{log_precision, Recorded};
-use stratum_domain::state::{stream_of, Subject};
+use stratum_domain::log::Recorded;
+use stratum_domain::state::stream_of;
 use stratum_domain::stored::encode;
-use stratum_domain::upgrade::{EventsLost, LostEvent};
-use stratum_domain::{CommandContext, ErrorCode, FieldError, Refusal};
-use stratum_projections::iam::{policy_record, principal_record};
-use stratum_projections::upgrades::{release_record, running_release_record, upgrade_record};
-use stratum_projections::{member_record, token_record, JoinRequestRecord, ReadModels};
+use stratum_domain::upgrade::EventsLost;
+use stratum_projections::ReadModels;
 use tokio::sync::{mpsc, watch, Notify};
+use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use stratum_store::{
-    EventStore, Head, IdempotencyRecord, StoreError, StoreResult, WriteTx, READ_CHUNK,
-};
+use stratum_store::{EventStore, Head, IdempotencyRecord, StoreError, StoreResult, WriteTx};
 
-use super::replay::{reload, SNAPSHOT_DISTANCE};
+use super::decide::{context, if_match_refusal, render, replay_kept};
+use super::follow::Recent;
+use super::replay::SNAPSHOT_DISTANCE;
 use super::{
-    raise, Clock, CommandError, CommandRequest, Committed, IdempotencyKey, Job, Outcome,
-    UpgradeDue, MAX_ATTEMPTS, MAX_BATCH,
+    raise, Clock, CommandError, CommandRequest, Committed, Job, Outcome, UpgradeDue, MAX_ATTEMPTS,
+    MAX_BATCH,
 };
 
 pub(super) struct Writer {
@@ -48,25 +55,121 @@ pub(super) struct Writer {
     /// Set when the database's head suggests it no longer holds this
     /// writer's log (a failover that lost a tail): the next fold checks.
     pub(super) recheck: Arc<AtomicBool>,
-    /// The hashes of the newest [`RECENT`] events this writer folded or
-    /// committed, by position: what it can say of a lost tail.
-    pub(super) recent: BTreeMap<u64, [u8; 32]>,
+    /// The hashes of the newest events this writer folded or committed.
+    pub(super) recent: Recent,
     /// Where a loss of acknowledged events goes to be recorded.
     pub(super) losses: mpsc::UnboundedSender<EventsLost>,
 }
 
-/// How many of the newest events' hashes a writer keeps (40 bytes each),
-/// and so the most an `EventsLost` lists (about 1 MB): a longer loss is
-/// reported whole, with the hashes of its newest part.
-const RECENT: usize = 10_000;
+/// A batch as it is decided: its events, the answers it keeps, and the
+/// head of the log it follows.
+#[derive(Default)]
+struct Batch {
+    events: Vec<Recorded>,
+    kept: Vec<IdempotencyRecord>,
+    keys: HashMap<(String, String), usize>,
+    /// The head the batch's first event follows.
+    follows: Head,
+    /// The position and hash of its last event (the head it follows when
+    /// it has none).
+    position: u64,
+    prev_hash: [u8; 32],
+}
+
+impl Batch {
+    fn following(head: Head) -> Self {
+        Self {
+            follows: head,
+            position: head.position,
+            prev_hash: head.hash,
+            ..Default::default()
+        }
+    }
+
+    /// The head the log has once this batch is committed.
+    fn leaves(&self) -> Head {
+        Head {
+            position: self.position,
+            hash: self.prev_hash,
+        }
+    }
+
+    fn kept(&self, principal: &str, key: &str) -> Option<&IdempotencyRecord> {
+        self.keys
+            .get(&(principal.to_owned(), key.to_owned()))
+            .map(|i| &self.kept[*i])
+    }
+}
+
+/// Where a kept answer to an `Idempotency-Key` is looked up when the batch
+/// being decided has none.
+enum KeptIn<'a> {
+    /// The open transaction, under the log's lock.
+    Tx(&'a mut dyn WriteTx),
+    /// The batch whose commit is in flight, then what is committed. A key
+    /// another process keeps meanwhile fails this batch's insert on the
+    /// key's uniqueness, and the batch is decided again under the lock.
+    Ahead {
+        before: &'a Batch,
+        store: &'a dyn EventStore,
+    },
+}
+
+impl KeptIn<'_> {
+    async fn find(&mut self, principal: &str, key: &str) -> StoreResult<Option<IdempotencyRecord>> {
+        match self {
+            KeptIn::Tx(tx) => tx.idempotency(principal, key).await,
+            KeptIn::Ahead { before, store } => match before.kept(principal, key) {
+                Some(k) => Ok(Some(k.clone())),
+                None => store.idempotency(principal, key).await,
+            },
+        }
+    }
+}
+
+type Replies = Vec<Result<Outcome, CommandError>>;
+
+/// A batch whose commit is in flight, and what to do when it lands.
+pub(super) struct InFlight {
+    commit: JoinHandle<StoreResult<()>>,
+    jobs: Vec<Job>,
+    started: Box<Started>,
+}
+
+/// A batch written into its transaction, whose commit has begun.
+struct Started {
+    replies: Replies,
+    batch: Batch,
+    /// The read models as the batch leaves them: published once it has
+    /// committed, and what a batch decided after it falls back to.
+    after: Arc<ReadModels>,
+    began: Instant,
+}
+
+/// What a batch came to before its commit.
+enum Decided {
+    /// Nothing to commit (refusals, kept answers given again).
+    Answered(Replies),
+    Committing(JoinHandle<StoreResult<()>>, Box<Started>),
+}
 
 impl Writer {
     pub(super) async fn run(mut self, mut rx: mpsc::Receiver<Job>) {
+        let mut in_flight: Option<InFlight> = None;
         loop {
             tokio::select! {
                 biased;
+                landed = async {
+                    (&mut in_flight.as_mut().expect("only when a commit is in flight").commit).await
+                }, if in_flight.is_some() => {
+                    let f = in_flight.take().expect("only when a commit is in flight");
+                    if self.landed(f, landed) {
+                        // Nothing was decided after it.
+                        self.reload = false;
+                    }
+                }
                 first = rx.recv() => {
-                    let Some(first) = first else { return };
+                    let Some(first) = first else { break };
                     let mut jobs = vec![first];
                     while jobs.len() < MAX_BATCH {
                         match rx.try_recv() {
@@ -74,231 +177,58 @@ impl Writer {
                             Err(_) => break,
                         }
                     }
-                    self.process(jobs).await;
+                    in_flight = self.process(jobs, in_flight.take()).await;
                 }
-                () = self.follow.notified() => self.follow_log().await,
+                () = self.follow.notified(), if in_flight.is_none() => self.follow_log().await,
             }
+        }
+        if let Some(mut f) = in_flight {
+            let landed = (&mut f.commit).await;
+            self.landed(f, landed);
         }
     }
 
-    /// Folds in, without the write lock, what other processes committed
-    /// since this writer last saw the log, and publishes the result. Commit
-    /// order is position order, so what it reads has no gaps.
-    async fn follow_log(&mut self) {
-        let recheck = self.recheck.swap(false, Ordering::AcqRel);
-        // A reader that saw this writer's own commit before it was
-        // published asked for nothing the writer does not have now.
-        if !self.reload && !recheck && self.rm.state.position >= self.wanted.load(Ordering::Acquire)
-        {
-            return;
-        }
-        let followed = async {
-            if self.reload {
-                self.reload_from_the_log().await?;
-            }
-            loop {
-                let at = self.rm.state.position;
-                let events = self.store.read_after(at, READ_CHUNK).await?;
-                // The database must still hold, at this writer's position,
-                // the event it folded there: the next one chains from it,
-                // or else the head is it.
-                let gone = match events.first() {
-                    Some(next) => self.rm.head_hash.is_some_and(|h| h != next.prev_hash),
-                    None => {
-                        let head = self.store.head().await?;
-                        !self.rm.held_by(head.position, head.hash)
-                    }
-                };
-                if gone {
-                    self.reload_from_the_log().await?;
-                    continue;
-                }
-                for e in &events {
-                    if let Err(err) = self.rm.apply_recorded(e) {
-                        self.reload = true;
-                        return Err(StoreError::Corrupt(format!(
-                            "position {}: {err}",
-                            e.position
-                        )));
-                    }
-                    self.remember(e.position, e.hash);
-                }
-                self.rm.discard_changes();
-                if events.is_empty() {
-                    return Ok(());
-                }
-            }
-        }
-        .await;
-        match followed {
-            Ok(()) => self.published_now(),
-            Err(e) => {
-                tracing::warn!(error = %e, "could not follow the log; trying again in a second");
-                // Readers waiting for the fold ask again; so does this.
-                let follow = self.follow.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                    follow.notify_one();
-                });
-            }
-        }
+    /// Publishes the read models as the writer holds them, when they are
+    /// newer than what was published (never called while the state may
+    /// run ahead of the log).
+    pub(super) fn publish_current(&mut self) {
+        let newer = self.publish.borrow().state.position < self.rm.state.position;
+        let now = if newer {
+            Arc::new(self.rm.clone())
+        } else {
+            self.publish.borrow().clone()
+        };
+        self.publish(now);
     }
 
-    /// Publishes the read models as they stand (committed: never called
-    /// while the state may run ahead of the log), and tells watchers. Every
-    /// [`SNAPSHOT_DISTANCE`] events it keeps a snapshot of what it
-    /// published, serialized off the async workers and without a copy, so a
-    /// restart folds only the events after it.
-    fn published_now(&mut self) {
-        let at = self.rm.state.position;
+    /// Publishes `rm` (committed) if it is newer than what was, and tells
+    /// watchers.
+    fn publish(&mut self, rm: Arc<ReadModels>) {
+        let at = rm.state.position;
         self.publish.send_if_modified(|p| {
             let newer = p.state.position < at;
             if newer {
-                *p = Arc::new(self.rm.clone());
+                *p = rm;
             }
             newer
         });
-        self.after_publishing(at);
-    }
-
-    /// Replaces the read models with the log as the database holds it.
-    /// When that log no longer holds what was published (a failover lost
-    /// its tail), that is said loudly, the loss is recorded, and the reload
-    /// is published even though the position went back: no reader is
-    /// answered from events the database no longer has. Every reload is
-    /// checked, whatever asked for it: one after a failed commit may follow
-    /// a failover too.
-    async fn reload_from_the_log(&mut self) -> StoreResult<()> {
-        // What readers were served: the in-memory state may be ahead of it
-        // (a commit that failed), and it is what a loss is measured from.
-        let published = self.publish.borrow().clone();
-        self.rm = reload(&self.store).await?;
-        self.reload = false;
-        if self.holds(&published).await? {
-            return Ok(());
-        }
-        let held = (published.state.position, published.head_hash);
-        let db = Head {
-            position: self.rm.state.position,
-            hash: self.rm.head_hash.unwrap_or([0; 32]),
-        };
-        if let Some(loss) = self.lost_events(db, held.0).await? {
-            // What the database holds from the fork on is not what this
-            // writer folded there.
-            self.recent.split_off(&loss.first);
-            tracing::error!(
-                first = loss.first,
-                last = loss.last,
-                count = loss.lost.len(),
-                "acknowledged events lost; recording the log-events-lost alarm"
-            );
-            let _ = self.losses.send(loss);
-        }
-        let hex = |h: Option<[u8; 32]>| h.map_or("unknown".to_owned(), hex::encode);
-        tracing::error!(
-            held_position = held.0,
-            held_hash = %hex(held.1),
-            database_position = db.position,
-            database_hash = %hex::encode(db.hash),
-            "the database no longer holds the log this replica served: acknowledged events \
-             were lost (a failover to a standby that had not received them?); reloaded what \
-             the database holds"
-        );
-        crate::metrics::global().log_divergences.inc();
-        let at = self.rm.state.position;
-        self.publish.send_replace(Arc::new(self.rm.clone()));
-        self.head.send_replace(at);
-        self.wanted.store(at, Ordering::Release);
-        self.snapshot_at = self.snapshot_at.min(at);
-        self.after_publishing(at);
-        Ok(())
-    }
-
-    /// Whether the log just reloaded still holds, at the position
-    /// `published` was at, the event it was published with (one read, and
-    /// only when the log has moved past it).
-    async fn holds(&self, published: &ReadModels) -> StoreResult<bool> {
-        let (at, Some(hash)) = (published.state.position, published.head_hash) else {
-            return Ok(true);
-        };
-        Ok(match self.rm.state.position.cmp(&at) {
-            std::cmp::Ordering::Less => false,
-            std::cmp::Ordering::Equal => self.rm.head_hash.is_none_or(|h| h == hash),
-            std::cmp::Ordering::Greater => {
-                super::replay::hash_at(&*self.store, at).await? == Some(hash)
-            }
-        })
-    }
-
-    fn remember(&mut self, position: u64, hash: [u8; 32]) {
-        self.recent.insert(position, hash);
-        if self.recent.len() > RECENT {
-            self.recent.pop_first();
-        }
-    }
-
-    /// The events this writer served that the database no longer holds:
-    /// those after the newest position where the database's log and the
-    /// one it remembers agree (the same hash means the same log up to
-    /// there), to `held`, the position it published. When the fork is not
-    /// among what it remembers, the loss is taken to begin after the
-    /// database's head, or at the oldest position it remembers if that is
-    /// lower; the hashes are those it remembers.
-    async fn lost_events(&self, db: Head, held: u64) -> StoreResult<Option<EventsLost>> {
-        let mut fork = None;
-        if let (Some((&oldest, _)), Some((&newest, _))) =
-            (self.recent.first_key_value(), self.recent.last_key_value())
-        {
-            let mut top = db.position.min(newest);
-            while top >= oldest && fork.is_none() {
-                let from = top.saturating_sub(u64::from(READ_CHUNK) - 1).max(oldest);
-                let events = self.store.read_after(from - 1, READ_CHUNK).await?;
-                fork = events
-                    .iter()
-                    .filter(|e| e.position <= top)
-                    .rev()
-                    .find(|e| self.recent.get(&e.position) == Some(&e.hash))
-                    .map(|e| e.position);
-                if from == oldest {
-                    break;
-                }
-                top = from - 1;
-            }
-        }
-        let oldest = self.recent.first_key_value().map_or(u64::MAX, |(p, _)| *p);
-        let first = fork.map_or(oldest.min(db.position + 1), |f| f + 1);
-        let last = self
-            .recent
-            .last_key_value()
-            .map_or(held, |(p, _)| held.max(*p));
-        if first == 0 || last < first {
-            return Ok(None);
-        }
-        let lost: Vec<LostEvent> = self
-            .recent
-            .range(first..=last)
-            .map(|(&position, hash)| LostEvent {
-                position,
-                hash: hex::encode(hash),
-            })
-            .collect();
-        Ok(Some(EventsLost {
-            first,
-            last,
-            database_position: db.position,
-            database_hash: hex::encode(db.hash),
-            lost,
-        }))
+        let now = self.publish.borrow().clone();
+        self.after_publishing(&now);
     }
 
     /// What follows a publication: a snapshot now and then, the head, and
-    /// the upgrade driver's next due step.
-    fn after_publishing(&mut self, at: u64) {
+    /// the upgrade driver's next due step. Every [`SNAPSHOT_DISTANCE`]
+    /// events it keeps a snapshot of what it published, serialized off the
+    /// async workers and without a copy, so a restart folds only the
+    /// events after it.
+    pub(super) fn after_publishing(&mut self, rm: &Arc<ReadModels>) {
+        use std::sync::atomic::Ordering;
+        let at = rm.state.position;
         let idle = !self.snapshotting.load(Ordering::Acquire);
         if at >= self.snapshot_at + SNAPSHOT_DISTANCE && idle {
             self.snapshot_at = at;
             self.snapshotting.store(true, Ordering::Release);
-            let rm = self.publish.borrow().clone();
+            let rm = rm.clone();
             let store = self.store.clone();
             let busy = self.snapshotting.clone();
             tokio::spawn(async move {
@@ -312,7 +242,7 @@ impl Writer {
             });
         }
         raise(&self.head, at);
-        let due = UpgradeDue::of(&self.rm, self.clock.now());
+        let due = UpgradeDue::of(rm, self.clock.now());
         self.upgrade_due.send_if_modified(|d| {
             let changed = *d != due;
             *d = due;
@@ -320,11 +250,38 @@ impl Writer {
         });
     }
 
-    async fn process(&mut self, jobs: Vec<Job>) {
+    /// Decides `jobs` and begins their commit. With a commit in flight,
+    /// they are decided against the state it leaves while it runs; then it
+    /// lands (its answers go out), and only if it was stored does theirs
+    /// begin. Answers the commit now in flight, if any.
+    async fn process(&mut self, jobs: Vec<Job>, in_flight: Option<InFlight>) -> Option<InFlight> {
         let reqs: Vec<&CommandRequest> = jobs.iter().map(|j| &j.req).collect();
+        let mut ahead = None;
+        if let Some(mut f) = in_flight {
+            let base = f.started.after.clone();
+            let decided = self.decide_ahead(&reqs, &f.started.batch).await;
+            let landed = (&mut f.commit).await;
+            let stored = self.landed(f, landed);
+            match decided {
+                Ok(d) if stored => ahead = Some((d, base)),
+                // The state they were decided on was not stored: they are
+                // decided again from the log (`landed` asked for a reload).
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::info!(error = %e, "could not decide a batch ahead; deciding it under the lock");
+                    if stored {
+                        self.fall_back_to(&base);
+                    }
+                }
+            }
+        }
         let mut attempt = 1;
         let result = loop {
-            match self.try_batch(&reqs).await {
+            let r = match ahead.take() {
+                Some(((batch, replies), base)) => self.commit_ahead(batch, replies, &base).await,
+                None => self.try_batch(&reqs).await,
+            };
+            match r {
                 Err(StoreError::Conflict(why)) if attempt < MAX_ATTEMPTS => {
                     tracing::info!(%why, attempt, "lost a race on the log; deciding again");
                     attempt += 1;
@@ -332,29 +289,137 @@ impl Writer {
                 other => break other,
             }
         };
+        drop(reqs);
         match result {
-            Ok(replies) => {
+            Ok(Decided::Committing(commit, started)) => Some(InFlight {
+                commit,
+                jobs,
+                started,
+            }),
+            Ok(Decided::Answered(replies)) => {
                 for (job, reply) in jobs.into_iter().zip(replies) {
                     let _ = job.reply.send(reply);
                 }
+                None
             }
             Err(e) => {
                 let err = CommandError::from(e);
                 for job in jobs {
                     let _ = job.reply.send(Err(err.clone()));
                 }
+                None
             }
         }
     }
 
-    async fn try_batch(
+    /// A commit has ended: when it was stored, its read models are
+    /// published and then its answers sent (whoever saw an answer reads
+    /// what it committed); when not, every command of it is answered the
+    /// error and the state is reloaded before the next decision. Answers
+    /// whether it was stored.
+    fn landed(
+        &mut self,
+        f: InFlight,
+        landed: Result<StoreResult<()>, tokio::task::JoinError>,
+    ) -> bool {
+        let landed = landed.unwrap_or_else(|e| {
+            Err(StoreError::OutcomeUnknown(format!(
+                "the commit's task ended without an answer: {e}"
+            )))
+        });
+        let Started {
+            replies,
+            batch,
+            after,
+            began,
+        } = *f.started;
+        match landed {
+            Ok(()) => {
+                for e in &batch.events {
+                    self.recent.remember(e.position, e.hash);
+                }
+                crate::metrics::global()
+                    .commit_duration
+                    .observe(began.elapsed().as_secs_f64());
+                self.publish(after);
+                for (job, reply) in f.jobs.into_iter().zip(replies) {
+                    let _ = job.reply.send(reply);
+                }
+                true
+            }
+            Err(e) => {
+                self.reload = true;
+                let err = CommandError::from(e);
+                for job in f.jobs {
+                    let _ = job.reply.send(Err(err.clone()));
+                }
+                false
+            }
+        }
+    }
+
+    /// Goes back to the state a stored batch left (what was decided after
+    /// it is dropped).
+    fn fall_back_to(&mut self, base: &Arc<ReadModels>) {
+        self.rm = ReadModels::clone(base);
+        self.reload = false;
+    }
+
+    /// Decides a batch against the state the batch in flight leaves.
+    async fn decide_ahead(
         &mut self,
         reqs: &[&CommandRequest],
-    ) -> StoreResult<Vec<Result<Outcome, CommandError>>> {
+        before: &Batch,
+    ) -> StoreResult<(Batch, Replies)> {
+        let store = self.store.clone();
+        let mut kept_in = KeptIn::Ahead {
+            before,
+            store: &*store,
+        };
+        let mut batch = Batch::following(before.leaves());
+        let mut replies = Vec::with_capacity(reqs.len());
+        for req in reqs {
+            replies.push(Ok(self.one(&mut kept_in, &mut batch, req).await?));
+        }
+        Ok((batch, replies))
+    }
+
+    /// Writes a batch decided ahead, once the one before it is stored: its
+    /// transaction must find the head that one left, or else another
+    /// process wrote in between and the batch is decided again.
+    async fn commit_ahead(
+        &mut self,
+        batch: Batch,
+        replies: Replies,
+        base: &Arc<ReadModels>,
+    ) -> StoreResult<Decided> {
+        let began = Instant::now();
+        let r = async {
+            let tx = self.store.begin_write().await?;
+            let head = tx.head();
+            if head != batch.follows {
+                let _ = tx.rollback().await;
+                return Err(StoreError::Conflict(format!(
+                    "the log's head is position {}, not {} where this writer's last commit left it",
+                    head.position, batch.follows.position
+                )));
+            }
+            self.start_commit(tx, batch, replies, began).await
+        }
+        .await;
+        if r.is_err() {
+            self.fall_back_to(base);
+        }
+        r
+    }
+
+    /// Decides a batch under the log's lock, after folding in what other
+    /// processes wrote.
+    async fn try_batch(&mut self, reqs: &[&CommandRequest]) -> StoreResult<Decided> {
         if self.reload {
             self.reload_from_the_log().await?;
         }
-        let began = std::time::Instant::now();
+        let began = Instant::now();
         let mut tx = self.store.begin_write().await?;
         let head = tx.head();
         // From here until the commit the state may run ahead of the log.
@@ -363,49 +428,61 @@ impl Writer {
             let _ = tx.rollback().await;
             return Err(e);
         }
-        let mut batch = Batch {
-            prev_hash: head.hash,
-            position: head.position,
-            ..Default::default()
-        };
+        let mut batch = Batch::following(head);
         let mut replies = Vec::with_capacity(reqs.len());
         for req in reqs {
-            let reply = match self.one(&mut *tx, &mut batch, req).await {
-                Ok(r) => Ok(r),
+            match self.one(&mut KeptIn::Tx(&mut *tx), &mut batch, req).await {
+                Ok(r) => replies.push(Ok(r)),
                 Err(e) => {
                     let _ = tx.rollback().await;
                     return Err(e);
                 }
-            };
-            replies.push(reply);
+            }
         }
+        self.start_commit(tx, batch, replies, began).await
+    }
+
+    /// Writes a decided batch into its transaction and begins the commit,
+    /// or, with nothing to write, ends the transaction and answers.
+    async fn start_commit(
+        &mut self,
+        mut tx: Box<dyn WriteTx>,
+        batch: Batch,
+        replies: Replies,
+        began: Instant,
+    ) -> StoreResult<Decided> {
         if batch.events.is_empty() && batch.kept.is_empty() {
             tx.rollback().await?;
-        } else {
-            let changes = self.rm.take_changes();
-            let written = async {
-                tx.append(&batch.events).await?;
-                tx.write_changes(&changes, batch.position).await?;
-                tx.put_idempotency(&batch.kept).await
-            }
-            .await;
-            if let Err(e) = written {
-                let _ = tx.rollback().await;
-                return Err(e);
-            }
-            tx.commit().await?;
-            for e in &batch.events {
-                self.remember(e.position, e.hash);
-            }
-            let m = crate::metrics::global();
-            m.batch_commands.observe(reqs.len() as f64);
-            m.commit_duration.observe(began.elapsed().as_secs_f64());
+            self.reload = false;
+            // What the catch-up folded in.
+            self.publish_current();
+            return Ok(Decided::Answered(replies));
         }
-        self.reload = false;
-        // Published before any answer is sent: whoever saw the answer
-        // reads what it committed.
-        self.published_now();
-        Ok(replies)
+        let changes = self.rm.take_changes();
+        let written = async {
+            tx.append(&batch.events).await?;
+            tx.write_changes(&changes, batch.position).await?;
+            tx.put_idempotency(&batch.kept).await
+        }
+        .await;
+        if let Err(e) = written {
+            let _ = tx.rollback().await;
+            return Err(e);
+        }
+        crate::metrics::global()
+            .batch_commands
+            .observe(replies.len() as f64);
+        let after = Arc::new(self.rm.clone());
+        let commit = tokio::spawn(tx.commit());
+        Ok(Decided::Committing(
+            commit,
+            Box::new(Started {
+                replies,
+                batch,
+                after,
+                began,
+            }),
+        ))
     }
 
     /// Folds in what other writers appended since this one last wrote.
@@ -431,7 +508,7 @@ impl Writer {
                 self.rm.apply_recorded(&e).map_err(|err| {
                     StoreError::Corrupt(format!("position {}: {err}", e.position))
                 })?;
-                self.remember(e.position, e.hash);
+                self.recent.remember(e.position, e.hash);
             }
             self.rm.discard_changes();
         }
@@ -441,15 +518,15 @@ impl Writer {
     /// Decides one command into the batch; its answer is known before commit.
     async fn one(
         &mut self,
-        tx: &mut dyn WriteTx,
+        kept_in: &mut KeptIn<'_>,
         batch: &mut Batch,
         req: &CommandRequest,
     ) -> StoreResult<Outcome> {
         if let Some(idem) = &req.idempotency {
             let principal = &req.meta.principal;
-            let kept = match batch.keys.get(&(principal.clone(), idem.key.clone())) {
-                Some(i) => Some(batch.kept[*i].clone()),
-                None => tx.idempotency(principal, &idem.key).await?,
+            let kept = match batch.kept(principal, &idem.key) {
+                Some(k) => Some(k.clone()),
+                None => kept_in.find(principal, &idem.key).await?,
             };
             if let Some(kept) = kept {
                 return Ok(replay_kept(&kept, idem));
@@ -520,145 +597,5 @@ impl Writer {
             created: req.creates,
             replayed: false,
         })
-    }
-}
-
-/// What the domain decides a request with: the time, who asks, what they hold.
-pub(super) fn context(clock: &Clock, req: &CommandRequest) -> CommandContext {
-    CommandContext {
-        now: log_precision(clock.now()),
-        principal: req.meta.principal.clone(),
-        held_policies: req.held_policies.clone(),
-    }
-}
-
-/// `If-Match`, as the domain holds it (412 when the stream moved on).
-pub(super) fn if_match_refusal(rm: &ReadModels, req: &CommandRequest) -> Option<Refusal> {
-    let expected = req.if_match?;
-    rm.state
-        .expect_version(&req.command.stream_id(), expected)
-        .err()
-}
-
-#[derive(Default)]
-struct Batch {
-    events: Vec<Recorded>,
-    kept: Vec<IdempotencyRecord>,
-    keys: HashMap<(String, String), usize>,
-    position: u64,
-    prev_hash: [u8; 32],
-}
-
-/// The reading errors of a request with the domain's findings on the other
-/// fields, so one answer names every bad field.
-pub(super) fn merge_input_errors(
-    input: &[FieldError],
-    decided: Result<stratum_domain::Decision, Refusal>,
-) -> Refusal {
-    let mut all = input.to_vec();
-    if let Err(r) = decided {
-        if r.code == ErrorCode::InvalidInput {
-            all.extend(
-                r.field_errors
-                    .into_iter()
-                    .filter(|f| !input.iter().any(|i| i.field == f.field)),
-            );
-        }
-    }
-    Refusal::invalid(all)
-}
-
-fn replay_kept(kept: &IdempotencyRecord, idem: &IdempotencyKey) -> Outcome {
-    if kept.request_hash != idem.request_hash {
-        return Outcome::Refused(Refusal::new(
-            ErrorCode::IdempotencyKeyReused,
-            "This Idempotency-Key was used with a different request.",
-        ));
-    }
-    Outcome::Committed(Committed {
-        subject: None,
-        body: kept.body.clone(),
-        etag: kept.etag,
-        position: None,
-        created: kept.status == 201,
-        replayed: true,
-    })
-}
-
-/// The record a command's answer shows, as JSON text, and its version.
-fn render(rm: &ReadModels, subject: &Subject) -> (String, Option<u64>) {
-    fn json<T: serde::Serialize>(v: &T) -> String {
-        serde_json::to_string(v).expect("records serialize")
-    }
-    let m = &rm.state.membership;
-    let found = match subject {
-        Subject::Member(id) => m.members.get(id).map(|member| {
-            (
-                json(&member_record(member, Some(m.generation))),
-                member.version,
-            )
-        }),
-        Subject::JoinRequest(id) => m
-            .join_requests
-            .get(id)
-            .map(|r| (json(&JoinRequestRecord::from(r)), r.version)),
-        Subject::Token(id) => rm
-            .state
-            .iam
-            .tokens
-            .get(id)
-            .map(|t| (json(&token_record(t)), 1)),
-        Subject::Upgrade(id) => rm
-            .state
-            .upgrades
-            .upgrades
-            .get(id)
-            .map(|u| (json(&upgrade_record(u)), u.version)),
-        Subject::Release(v) => rm
-            .state
-            .upgrades
-            .releases
-            .get(v)
-            .map(|r| (json(&release_record(r)), 1)),
-        Subject::RunningRelease => rm
-            .state
-            .upgrades
-            .running
-            .as_ref()
-            .map(|r| (json(&running_release_record(r)), r.changes)),
-        Subject::Policy(name) => rm
-            .state
-            .iam
-            .policies
-            .get(name)
-            .map(|p| (json(&policy_record(p)), p.version)),
-        Subject::ResourcePolicy(key) => rm
-            .state
-            .iam
-            .resource_policies
-            .get(key)
-            .map(|p| (json(&policy_record(p)), p.version)),
-        Subject::Facts(node) => rm.state.upgrades.facts.get(node).map(|f| {
-            (
-                json(&stratum_projections::upgrades::facts_record(node, f)),
-                f.version,
-            )
-        }),
-        Subject::Alarm(key) => rm
-            .state
-            .upgrades
-            .alarms
-            .get(key)
-            .map(|a| (json(&stratum_projections::upgrades::alarm_record(a)), 1)),
-        Subject::Principal(p) => rm.state.iam.principal_policies.get(p).map(|a| {
-            (
-                json(&principal_record(p, a)),
-                rm.state.stream_version(&principal_stream(p)),
-            )
-        }),
-    };
-    match found {
-        Some((body, version)) => (body, Some(version)),
-        None => ("null".to_owned(), None),
     }
 }

@@ -79,7 +79,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub const READ_CHUNK: u32 = 10_000;
 
 /// The last position of the log and its hash.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Head {
     pub position: u64,
     pub hash: [u8; 32],

@@ -21,6 +21,7 @@ mod lost_tail;
 mod member_changes;
 mod membership;
 mod metrics;
+mod pipelining;
 mod raft;
 mod raft_serve;
 mod real_rafts;

@@ -1,0 +1,378 @@
+//! Pipelined commits: the writer decides the next batch while a commit is
+//! in flight. When that commit fails, what was decided after it must be
+//! decided again from the log as the database holds it: nothing is
+//! answered from a state that was not stored, and the log stays gap-free
+//! and chained. On SQLite and PostgreSQL, through a store that holds one
+//! commit until the next batch is being decided, then fails it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use stratum_api::command::{CommandBus, CommandError, CommandRequest, IdempotencyKey, Outcome};
+use stratum_domain::log::{ChainVerifier, Recorded};
+use stratum_domain::membership::MemberCommand;
+use stratum_domain::{Command, ErrorCode};
+use stratum_projections::Changes;
+use stratum_store::{
+    self as store, EventStore, Head, IdempotencyRecord, Leadership, ReplayEvent, SignedCheckpoint,
+    StoreError, StoreResult, StoredReadModels, WriteTx,
+};
+use tokio::sync::Notify;
+
+use crate::support::each_backend;
+
+/// How the held commit ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Failure {
+    /// Nothing of it is stored.
+    NotStored,
+    /// It is stored, but its connection broke before the answer came back.
+    StoredUnknown,
+}
+
+/// What the test tells the store and hears from it.
+struct Plan {
+    /// The next commit is held until `release`, then fails.
+    armed: AtomicBool,
+    failure: Failure,
+    /// A commit is being held.
+    holding: Notify,
+    release: Notify,
+    /// A kept answer was looked up outside a transaction: the writer is
+    /// deciding a batch ahead, while a commit is in flight.
+    deciding_ahead: Notify,
+}
+
+struct FaultyStore {
+    inner: Arc<dyn EventStore>,
+    plan: Arc<Plan>,
+}
+
+struct FaultyTx {
+    inner: Box<dyn WriteTx>,
+    plan: Arc<Plan>,
+}
+
+#[async_trait]
+impl EventStore for FaultyStore {
+    async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>> {
+        Ok(Box::new(FaultyTx {
+            inner: self.inner.begin_write().await?,
+            plan: self.plan.clone(),
+        }))
+    }
+    async fn head(&self) -> StoreResult<Head> {
+        self.inner.head().await
+    }
+    async fn read_after(&self, after: u64, limit: u32) -> StoreResult<Vec<Recorded>> {
+        self.inner.read_after(after, limit).await
+    }
+    async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<Vec<ReplayEvent>> {
+        self.inner.read_for_replay(after, limit).await
+    }
+    async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>> {
+        self.inner.read_stream(stream_id).await
+    }
+    async fn read_stream_page(
+        &self,
+        stream_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> StoreResult<Vec<Recorded>> {
+        self.inner.read_stream_page(stream_id, after, limit).await
+    }
+    async fn token_docs(&self) -> StoreResult<Vec<(String, String)>> {
+        self.inner.token_docs().await
+    }
+    async fn cluster_row(&self) -> StoreResult<(u64, u64)> {
+        self.inner.cluster_row().await
+    }
+    async fn idempotency(
+        &self,
+        principal: &str,
+        key: &str,
+    ) -> StoreResult<Option<IdempotencyRecord>> {
+        self.plan.deciding_ahead.notify_one();
+        self.inner.idempotency(principal, key).await
+    }
+    async fn read_models(&self) -> StoreResult<StoredReadModels> {
+        self.inner.read_models().await
+    }
+    async fn ping(&self) -> StoreResult<()> {
+        self.inner.ping().await
+    }
+    async fn entries(&self, start: u64, end: u64) -> StoreResult<Vec<[u8; 32]>> {
+        self.inner.entries(start, end).await
+    }
+    async fn tree_rows(&self, level: u8, start: u64, end: u64) -> StoreResult<Vec<[u8; 32]>> {
+        self.inner.tree_rows(level, start, end).await
+    }
+    async fn signed_checkpoint(&self) -> StoreResult<Option<SignedCheckpoint>> {
+        self.inner.signed_checkpoint().await
+    }
+    async fn put_signed_checkpoint(
+        &self,
+        c: &SignedCheckpoint,
+        replaces: Option<[u8; 32]>,
+    ) -> StoreResult<()> {
+        self.inner.put_signed_checkpoint(c, replaces).await
+    }
+    async fn put_snapshot(&self, position: u64, state: &[u8]) -> StoreResult<()> {
+        self.inner.put_snapshot(position, state).await
+    }
+    async fn snapshot_at_or_before(&self, position: u64) -> StoreResult<Option<(u64, Vec<u8>)>> {
+        self.inner.snapshot_at_or_before(position).await
+    }
+    async fn try_lead(&self, key: i64) -> StoreResult<Option<Leadership>> {
+        self.inner.try_lead(key).await
+    }
+    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<u64>>> {
+        self.inner.subscribe().await
+    }
+}
+
+#[async_trait]
+impl WriteTx for FaultyTx {
+    fn head(&self) -> Head {
+        self.inner.head()
+    }
+    async fn clear_read_models(&mut self) -> StoreResult<()> {
+        self.inner.clear_read_models().await
+    }
+    async fn events_after(&mut self, after: u64) -> StoreResult<Vec<Recorded>> {
+        self.inner.events_after(after).await
+    }
+    async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64> {
+        self.inner.stream_version(stream_id).await
+    }
+    async fn idempotency(
+        &mut self,
+        principal: &str,
+        key: &str,
+    ) -> StoreResult<Option<IdempotencyRecord>> {
+        self.inner.idempotency(principal, key).await
+    }
+    async fn append(&mut self, events: &[Recorded]) -> StoreResult<()> {
+        self.inner.append(events).await
+    }
+    async fn write_changes(&mut self, changes: &Changes, checkpoint: u64) -> StoreResult<()> {
+        self.inner.write_changes(changes, checkpoint).await
+    }
+    async fn put_idempotency(&mut self, records: &[IdempotencyRecord]) -> StoreResult<()> {
+        self.inner.put_idempotency(records).await
+    }
+    async fn replace_tree(&mut self, rows: &[stratum_domain::tree::TreeRow]) -> StoreResult<()> {
+        self.inner.replace_tree(rows).await
+    }
+    async fn commit(self: Box<Self>) -> StoreResult<()> {
+        if !self.plan.armed.swap(false, Ordering::SeqCst) {
+            return self.inner.commit().await;
+        }
+        self.plan.holding.notify_one();
+        self.plan.release.notified().await;
+        match self.plan.failure {
+            Failure::NotStored => {
+                self.inner.rollback().await?;
+                Err(StoreError::Unavailable(
+                    "injected: the commit failed".into(),
+                ))
+            }
+            Failure::StoredUnknown => {
+                self.inner.commit().await?;
+                Err(StoreError::OutcomeUnknown(
+                    "injected: the connection broke during the commit".into(),
+                ))
+            }
+        }
+    }
+    async fn rollback(self: Box<Self>) -> StoreResult<()> {
+        self.inner.rollback().await
+    }
+}
+
+fn admit(node: &str, ip: &str) -> CommandRequest {
+    CommandRequest::new(
+        Command::Member(MemberCommand::Admit {
+            node_id: Some(node.into()),
+            role: Some("compute".into()),
+            mgmt_ip: Some(ip.into()),
+            bindings: Default::default(),
+            labels: Default::default(),
+        }),
+        "user/admin",
+    )
+}
+
+fn progress(node: &str, step: &str) -> CommandRequest {
+    CommandRequest::new(
+        Command::Member(MemberCommand::ReportJoinProgress {
+            node_id: node.into(),
+            step: Some(step.into()),
+        }),
+        "user/admin",
+    )
+}
+
+/// Batch 1 admits `n-b`; its commit is held. Batch 2 reports progress on
+/// `n-b` (which exists only if batch 1 is stored) and on `n-a`, and is
+/// decided while batch 1's commit is in flight. Then batch 1's commit
+/// fails.
+async fn commit_fails_while_the_next_batch_is_decided(failure: Failure) {
+    for db in each_backend().await {
+        let inner = store::connect(&db.url).await.unwrap();
+        let plan = Arc::new(Plan {
+            armed: AtomicBool::new(false),
+            failure,
+            holding: Notify::new(),
+            release: Notify::new(),
+            deciding_ahead: Notify::new(),
+        });
+        let faulty: Arc<dyn EventStore> = Arc::new(FaultyStore {
+            inner: inner.clone(),
+            plan: plan.clone(),
+        });
+        let bus = CommandBus::start(faulty.clone()).await.unwrap();
+        let a = bus.execute(admit("n-a", "10.0.0.1")).await.unwrap();
+        assert_eq!(a.committed().unwrap().position, Some(1));
+
+        plan.armed.store(true, Ordering::SeqCst);
+        let first = tokio::spawn({
+            let bus = bus.clone();
+            async move { bus.execute(admit("n-b", "10.0.0.2")).await }
+        });
+        tokio::time::timeout(Duration::from_secs(10), plan.holding.notified())
+            .await
+            .expect("batch 1's commit is in flight");
+        // Batch 2, with Idempotency-Keys, so deciding it ahead looks a key
+        // up outside the transaction, which the store reports. Whichever
+        // command reaches the writer first is decided ahead; the other may
+        // join it or follow.
+        let keyed = |mut req: CommandRequest, node: &str, step: &str| {
+            req.idempotency = Some(IdempotencyKey::new(
+                format!("key-{node}"),
+                "POST",
+                &format!("/v1/admin/cluster/members/{node}/join-progress"),
+                format!("{{\"step\":\"{step}\"}}").as_bytes(),
+            ));
+            req
+        };
+        let on_b = keyed(progress("n-b", "join/after-b"), "n-b", "join/after-b");
+        let on_a = keyed(progress("n-a", "join/after-a"), "n-a", "join/after-a");
+        let second: Vec<_> = [on_b, on_a]
+            .into_iter()
+            .map(|req| {
+                let bus = bus.clone();
+                tokio::spawn(async move { bus.execute(req).await })
+            })
+            .collect();
+        tokio::time::timeout(Duration::from_secs(10), plan.deciding_ahead.notified())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{}: batch 2 is decided while batch 1's commit is in flight",
+                    db.backend
+                )
+            });
+        // Let the other command of batch 2 reach the writer too.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        plan.release.notify_one();
+
+        let first = first.await.unwrap();
+        let mut second_answers = Vec::new();
+        for t in second {
+            second_answers.push(t.await.unwrap());
+        }
+        let backend = db.backend;
+        match failure {
+            Failure::NotStored => {
+                assert!(
+                    matches!(first, Err(CommandError::Store(StoreError::Unavailable(_)))),
+                    "{backend}: batch 1 is answered its failure: {first:?}"
+                );
+                // n-b was never stored: progress on it is refused, never
+                // answered from the state batch 1 would have left.
+                match &second_answers[0] {
+                    Ok(Outcome::Refused(r)) => assert_eq!(r.code, ErrorCode::NotFound, "{backend}"),
+                    other => panic!("{backend}: progress on n-b must be refused: {other:?}"),
+                }
+                // Progress on n-a is decided again and takes the position
+                // after the stored head: 2, not 3.
+                let on_a = second_answers[1].clone().unwrap().committed().unwrap();
+                assert_eq!(on_a.position, Some(2), "{backend}: {}", on_a.body);
+                assert_eq!(on_a.etag, Some(2), "{backend}: {}", on_a.body);
+                assert_eq!(on_a.json()["joinStep"], "join/after-a", "{backend}");
+            }
+            Failure::StoredUnknown => {
+                assert!(
+                    matches!(
+                        first,
+                        Err(CommandError::Store(StoreError::OutcomeUnknown(_)))
+                    ),
+                    "{backend}: batch 1 is answered that its outcome is unknown: {first:?}"
+                );
+                // Batch 1 was stored after all: batch 2 is decided again
+                // on the log that holds it.
+                let mut positions = Vec::new();
+                for (answer, node) in second_answers.iter().zip(["n-b", "n-a"]) {
+                    let c = answer.clone().unwrap().committed().unwrap();
+                    assert_eq!(c.json()["nodeId"], node, "{backend}: {}", c.body);
+                    assert_eq!(c.etag, Some(2), "{backend}: {}", c.body);
+                    positions.push(c.position.unwrap());
+                }
+                positions.sort();
+                assert_eq!(positions, vec![3, 4], "{backend}");
+            }
+        }
+
+        // What is stored: a gap-free chained log holding exactly what was
+        // answered, and read models equal to a fold of it from zero.
+        let log = inner.read_after(0, 100).await.unwrap();
+        let mut chain = ChainVerifier::default();
+        for (i, e) in log.iter().enumerate() {
+            assert_eq!(e.position, i as u64 + 1, "{backend}: no gap");
+            chain.check(e).expect("the chain holds");
+        }
+        let streams: Vec<&str> = log.iter().map(|e| e.stream_id.as_str()).collect();
+        let expected: &[&str] = match failure {
+            Failure::NotStored => &["member/n-a", "member/n-a"],
+            Failure::StoredUnknown => &["member/n-a", "member/n-b", "member/n-b", "member/n-a"],
+        };
+        let mut got = streams.clone();
+        let mut want = expected.to_vec();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "{backend}: the log holds what was answered");
+        let published = bus.published();
+        assert_eq!(published.state.position, log.len() as u64, "{backend}");
+        assert_eq!(
+            published.state.membership.members.contains_key("n-b"),
+            failure == Failure::StoredUnknown,
+            "{backend}: the published read models are the stored log's"
+        );
+        let fresh = CommandBus::start(inner.clone()).await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&fresh.published().state.membership.members).unwrap(),
+            serde_json::to_value(&published.state.membership.members).unwrap(),
+            "{backend}: a restart folds the same members"
+        );
+        // The write path goes on, gap-free.
+        let next = bus.execute(progress("n-a", "join/next")).await.unwrap();
+        assert_eq!(
+            next.committed().unwrap().position,
+            Some(log.len() as u64 + 1),
+            "{backend}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_commit_undoes_the_batch_decided_after_it() {
+    commit_fails_while_the_next_batch_is_decided(Failure::NotStored).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_of_unknown_outcome_has_the_next_batch_decided_on_the_stored_log() {
+    commit_fails_while_the_next_batch_is_decided(Failure::StoredUnknown).await;
+}
