@@ -516,3 +516,92 @@ fn unpack(data: Vec<u8>) -> StoreResult<ReplayChunk> {
     }
     Ok(chunk.finish_with(bytes::Bytes::from(data)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SQLite's packing keeps a payload's zero and high bytes and text
+    /// beyond ASCII exactly, and `unpack` reads back what was stored.
+    #[tokio::test]
+    async fn a_packed_chunk_reads_back_every_byte() {
+        let mut c = SqliteConnectOptions::from_str("sqlite::memory:")
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        c.execute(
+            "CREATE TABLE events (position INTEGER PRIMARY KEY, stream_id TEXT NOT NULL, stream_version INTEGER NOT NULL, event_type TEXT NOT NULL, schema_version INTEGER NOT NULL, occurred_at INTEGER NOT NULL, principal TEXT NOT NULL, payload BLOB NOT NULL)",
+        )
+        .await
+        .unwrap();
+        // Position, stream, version, type, principal, payload.
+        type Row<'a> = (i64, &'a str, i64, &'a str, &'a str, &'a [u8]);
+        let rows: [Row; 3] = [
+            (
+                1,
+                "member/n-1",
+                1,
+                "MemberAdmitted",
+                "user/ann",
+                &[0, 1, 0, 255, b' '],
+            ),
+            (2, "member/n-ü", 7, "JoinProgressReported", "user/日本", &[]),
+            (3, "", 2, "T", "node/n 2", b"12 34 "),
+        ];
+        for (p, s, v, t, who, payload) in rows {
+            sqlx::query("INSERT INTO events VALUES ($1, $2, $3, $4, 2, $5, $6, $7)")
+                .bind(p)
+                .bind(s)
+                .bind(v)
+                .bind(t)
+                .bind(-1_000_000 * p)
+                .bind(who)
+                .bind(payload)
+                .execute(&mut c)
+                .await
+                .unwrap();
+        }
+        let packed: Option<Vec<u8>> = sqlx::query_scalar(sql::SELECT_FOR_REPLAY_PACKED)
+            .bind(0i64)
+            .bind(10i64)
+            .fetch_one(&mut c)
+            .await
+            .unwrap();
+        let chunk = unpack(packed.unwrap()).unwrap();
+        assert_eq!(chunk.len(), 3);
+        for ((p, s, v, t, who, payload), e) in rows.into_iter().zip(chunk.iter()) {
+            assert_eq!(
+                (e.position, e.stream_id, e.stream_version, e.event_type),
+                (p as u64, s, v as u64, t)
+            );
+            assert_eq!(
+                (e.schema_version, e.principal, e.payload),
+                (2, who, payload)
+            );
+            assert_eq!(
+                e.occurred_at,
+                stratum_domain::log::micros_to_time(-1_000_000 * p)
+            );
+        }
+        // Nothing after the head: no value, an empty chunk.
+        let none: Option<Vec<u8>> = sqlx::query_scalar(sql::SELECT_FOR_REPLAY_PACKED)
+            .bind(3i64)
+            .bind(10i64)
+            .fetch_one(&mut c)
+            .await
+            .unwrap();
+        assert!(unpack(none.unwrap_or_default()).unwrap().is_empty());
+        // A cut chunk is corrupt, never a panic.
+        let whole: Option<Vec<u8>> = sqlx::query_scalar(sql::SELECT_FOR_REPLAY_PACKED)
+            .bind(0i64)
+            .bind(1i64)
+            .fetch_one(&mut c)
+            .await
+            .unwrap();
+        let whole = whole.unwrap();
+        for cut in 1..whole.len() {
+            assert!(unpack(whole[..cut].to_vec()).is_err(), "cut at {cut}");
+        }
+    }
+}
