@@ -51,7 +51,10 @@ run() {
   # STRATUM_BENCH_PERF=DIR records a profile of the server during each run.
   if [ -n "${STRATUM_BENCH_PERF:-}" ]; then
     mkdir -p "$STRATUM_BENCH_PERF"
-    perf record -F 499 -g -p "$server" -o "$STRATUM_BENCH_PERF/$((++runs)).data" -- sleep "$secs" 2>/dev/null &
+    # Counted here: an expansion in the backgrounded command would count in
+    # its subshell, and every run would write 1.data.
+    runs=$((runs + 1))
+    perf record -F 499 -g -p "$server" -o "$STRATUM_BENCH_PERF/$runs.data" -- sleep "$secs" 2>/dev/null &
   fi
   wrk -t2 -c64 -d"${secs}s" --latency "$@" | grep -E 'Requests/sec|Non-2xx|Socket errors|^ +(50|99)%'
 }

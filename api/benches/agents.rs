@@ -11,16 +11,26 @@
 //! cargo bench -p stratum-api --bench agents                      # SQLite, 1,000 agents
 //! cargo bench -p stratum-api --bench agents -- --pg postgres://postgres@127.0.0.1:5432/test
 //! cargo bench -p stratum-api --bench agents -- --agents 200 --changes 30
+//! cargo bench -p stratum-api --bench agents -- --agents 5000 --changes 10 [--pg URL]
 //! cargo bench -p stratum-api --bench agents -- --server http://host:8080 --token $ADMIN
 //! ```
 //!
-//! Without `--server` it starts the built `stratum` binary on a fresh
-//! database (durable settings) and reports the server's peak memory.
+//! Without `--server` it starts the `stratum` binary cargo built for the
+//! bench (`CARGO_BIN_EXE_stratum`) on a fresh database (durable settings),
+//! sized as a deployment of that many nodes would be (`server_env`), and
+//! reports the server's peak memory. A server given with `--server` must
+//! allow as many watchers as there are agents (`STRATUM_MAX_WATCHERS`).
+//!
+//! Each agent holds one keep-alive connection, a socket here and one in the
+//! server: at 5,000 agents, 5,000 open files in each process. The bench
+//! raises its open-file limit to the hard limit first (the server inherits
+//! it, and raises its own as well); set-up runs 64 requests at a time.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -56,6 +66,42 @@ fn args() -> Args {
         }
     }
     a
+}
+
+/// Raises the open-file limit to the hard limit; warns when that is still
+/// too few for one connection per agent.
+fn raise_open_files(agents: usize) {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    if lim.current != lim.maximum {
+        lim.current = lim.maximum;
+        if let Err(e) = setrlimit(Resource::Nofile, lim) {
+            eprintln!("could not raise the open-file limit: {e}");
+        }
+    }
+    let files = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+    if files < agents as u64 + 256 {
+        eprintln!("{files} open files allowed: too few for {agents} agents' connections");
+    }
+}
+
+/// What a deployment of `agents` nodes sets. Every agent holds a long-poll
+/// open, and the defaults are sized for fewer nodes: 4,096 watchers, and
+/// 10,000 connections, of which the server lets at most half be watchers;
+/// past them a long-poll is answered 503 and its agent polls instead. An
+/// operator of 5,000 nodes raises both, with room for nodes joining (6,000
+/// and 12,000); at 1,000 agents these are the defaults. Nothing else
+/// limits the agents: reports are limited per node (5/s), not in total,
+/// and a long-poll's timeout is its wait plus `STRATUM_REQUEST_TIMEOUT`.
+fn server_env(agents: usize) -> [(&'static str, String); 2] {
+    let watchers = (agents + agents / 5).max(4096);
+    [
+        ("STRATUM_MAX_WATCHERS", watchers.to_string()),
+        (
+            "STRATUM_MAX_CONNECTIONS",
+            (2 * watchers).max(10_000).to_string(),
+        ),
+    ]
 }
 
 /// The server this run started, stopped on drop.
@@ -96,7 +142,7 @@ impl Started {
     }
 }
 
-fn start(pg: Option<&str>) -> (Started, String) {
+fn start(pg: Option<&str>, agents: usize) -> (Started, String) {
     let dir = tempfile::tempdir().unwrap();
     let (url, pg) = match pg {
         None => (
@@ -125,6 +171,7 @@ fn start(pg: Option<&str>) -> (Started, String) {
         .env("STRATUM_DATABASE_URL", &url)
         .env("STRATUM_BOOTSTRAP_TOKEN", BOOTSTRAP)
         .env("STRATUM_LOG", "warn")
+        .envs(server_env(agents))
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -143,6 +190,9 @@ struct Api {
     client: reqwest::Client,
     base: String,
     admin: String,
+    /// Long-polls that failed or were refused (a 503 past the watcher
+    /// limit): the agent asks again 100 ms later instead of waiting.
+    failed_polls: Arc<AtomicUsize>,
 }
 
 impl Api {
@@ -221,6 +271,7 @@ async fn agent(
             _ => None,
         };
         let Some(g) = got.and_then(|v| v["generation"].as_u64()) else {
+            api.failed_polls.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
@@ -264,11 +315,12 @@ fn summary(name: &str, mut ms: Vec<f64>) {
 #[tokio::main]
 async fn main() {
     let a = args();
+    raise_open_files(a.agents);
     let (started, base, admin) = match (&a.server, &a.token) {
         (Some(s), Some(t)) => (None, s.clone(), t.clone()),
         (Some(_), None) => panic!("--server wants --token (an admin token)"),
         _ => {
-            let (s, base) = start(a.pg.as_deref());
+            let (s, base) = start(a.pg.as_deref(), a.agents);
             (Some(s), base, BOOTSTRAP.to_owned())
         }
     };
@@ -281,6 +333,7 @@ async fn main() {
         client,
         base,
         admin,
+        failed_polls: Arc::default(),
     };
     for _ in 0..200 {
         if api
@@ -300,22 +353,20 @@ async fn main() {
         a.agents, a.changes
     );
 
-    // The cluster: N members, each with its agent's token.
+    // The cluster: N members, each with its agent's token, 64 in flight.
     let t = Instant::now();
     let nodes: Vec<String> = (0..a.agents).map(|i| format!("a-{i:05}")).collect();
-    let mut tokens = Vec::with_capacity(a.agents);
-    for chunk in nodes.chunks(64).enumerate() {
-        let (c, chunk) = chunk;
-        let made = futures::future::join_all(chunk.iter().enumerate().map(|(j, n)| {
+    let tokens: Vec<String> = futures::stream::iter(nodes.iter().enumerate())
+        .map(|(i, n)| {
             let api = api.clone();
             async move {
-                api.admit(n, c * 64 + j).await;
+                api.admit(n, i).await;
                 api.node_token(n).await
             }
-        }))
+        })
+        .buffered(64)
+        .collect()
         .await;
-        tokens.extend(made);
-    }
     println!(
         "set-up: {} members and tokens in {:.1} s",
         a.agents,
@@ -391,7 +442,7 @@ async fn main() {
     for k in 0..a.changes {
         // Admit a new node (its agent starts first, as on a real node),
         // then report its join failed, then decommission it.
-        let (path, body) = match (k % 3, &extra) {
+        let (kind, path, body) = match (k % 3, &extra) {
             (0, _) => {
                 let node = format!("c-{k:05}");
                 let token = api.node_token(&node).await;
@@ -400,16 +451,19 @@ async fn main() {
                 extra = Some((node.clone(), idx));
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 (
+                    "admission",
                     "/v1/admin/cluster/members".to_owned(),
                     json!({"nodeId": node, "role": "compute",
                            "mgmtIp": format!("10.200.{}.{}", k / 250, k % 250 + 1)}),
                 )
             }
             (1, Some((node, _))) => (
+                "join-failed",
                 format!("/v1/admin/cluster/members/{node}/join-failed"),
                 json!({"step": "join/raft-openbao", "error": "simulated failure"}),
             ),
             (_, Some((node, _))) => (
+                "decommission",
                 format!("/v1/admin/cluster/members/{node}/decommission"),
                 json!({"reason": "simulated decommission", "force": true}),
             ),
@@ -425,6 +479,13 @@ async fn main() {
         each.extend(reached.iter().map(|t| ms(*t)));
         all.push(reached.iter().map(|t| ms(*t)).fold(0.0, f64::max));
         lag.push(ms(until_no_lagging(&api).await));
+        println!(
+            "change {:>3} {kind:<12} generation {g}: every agent has it at {:>7.1} ms, \
+             lagging is empty at {:>7.1} ms",
+            k + 1,
+            all[k],
+            lag[k]
+        );
         if k % 3 == 2 {
             if let Some((_, idx)) = extra.take() {
                 agents[idx].0.store(true, Ordering::Relaxed);
@@ -436,6 +497,10 @@ async fn main() {
     summary("an agent receives the new generation", each);
     summary("every agent has received it", all);
     summary("lagging is empty", lag);
+    println!(
+        "long-polls failed or refused: {}",
+        api.failed_polls.load(Ordering::Relaxed)
+    );
     if let Some(s) = &started {
         if let Some(mib) = s.peak_rss_mib() {
             println!("server peak RSS: {mib:.0} MiB");

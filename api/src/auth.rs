@@ -8,6 +8,8 @@
 //! never stored, logged or answered after its creation. See
 //! `docs/architecture.md`, "Token secrets".
 
+use std::sync::Arc;
+
 use axum::http::{header, HeaderMap};
 use chrono::Utc;
 use rand::RngCore;
@@ -22,7 +24,8 @@ use crate::tls::ClientCertificate;
 /// The authenticated principal of a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
-    pub principal: String,
+    /// Shared: the request's log line keeps it too.
+    pub principal: Arc<str>,
     pub token_id: String,
     /// The policies it holds: its token's, and once authorized, its
     /// principal's attached ones too.
@@ -194,7 +197,7 @@ pub const REPORT_BURST: u32 = 20;
 /// generation), limited per node and kind: past the limit, 429 with
 /// `Retry-After`.
 pub struct NodeReports {
-    limiter: governor::DefaultKeyedRateLimiter<(String, Action)>,
+    limiter: governor::DefaultKeyedRateLimiter<(Arc<str>, Action)>,
 }
 
 impl Default for NodeReports {
@@ -468,7 +471,7 @@ async fn identify(
             }
             tracing::debug!(node = %node.node_id, certificate = %node.fingerprint, "client certificate");
             return Ok(Caller {
-                principal: format!("node/{}", node.node_id),
+                principal: format!("node/{}", node.node_id).into(),
                 token_id: format!("x509:{}", node.fingerprint),
                 policies: vec![stratum_domain::policy::NODE_AGENT.to_owned()],
             });
@@ -542,7 +545,7 @@ async fn identify(
         return Err(refused("expired token"));
     }
     Ok(Caller {
-        principal: token.principal.clone(),
+        principal: token.principal.as_str().into(),
         token_id: token.token_id.clone(),
         policies: token.policies.clone(),
     })

@@ -10,7 +10,10 @@
 //! cleanup pending, the active upgrade, alarms) is set from the published
 //! read models at each scrape (`http::metrics`), so it is never stale.
 
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::sync::{LazyLock, PoisonError, RwLock};
+
+use axum::http::{Method, StatusCode};
 
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
@@ -38,7 +41,31 @@ pub struct Metrics {
     pub alarms: IntGauge,
     pub watchers: IntGauge,
     pub pool: IntGaugeVec,
+    /// `http_requests` and `http_duration` resolved per label set.
+    requests: RequestSeries,
 }
+
+/// The handles of the request metrics, resolved once per route, method and
+/// status instead of per request: `with_label_values` hashes the label
+/// strings and takes each vector's lock every time. The label sets are few
+/// (a route is its template), so they are kept: per route, a short list of
+/// (method, status) found by comparing two small values.
+#[derive(Default)]
+struct RequestSeries {
+    routes: RwLock<HashMap<Box<str>, Vec<Series>, foldhash::fast::RandomState>>,
+}
+
+/// One label set's handles (cheap clones of the vectors' own children).
+struct Series {
+    method: Method,
+    status: StatusCode,
+    count: IntCounter,
+    duration: Histogram,
+}
+
+/// The most (method, status) pairs kept for one route; past them (methods
+/// a client made up, say) a request resolves its labels as it goes.
+const SERIES_PER_ROUTE: usize = 32;
 
 fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     let c = IntCounterVec::new(Opts::new(name, help), labels).expect("a valid metric");
@@ -190,7 +217,58 @@ impl Metrics {
                 "Database pool connections, in use and idle.",
                 &["state"],
             ),
+            requests: RequestSeries::default(),
             registry: r,
+        }
+    }
+
+    /// Counts one answered request and its duration under its route
+    /// template, method and status (`stratum_http_requests_total` and
+    /// `stratum_http_request_duration_seconds`).
+    pub fn observe_request(&self, route: &str, method: &Method, status: StatusCode, seconds: f64) {
+        let found = |series: &[Series]| {
+            series
+                .iter()
+                .find(|s| s.status == status && s.method == *method)
+                .map(|s| {
+                    s.count.inc();
+                    s.duration.observe(seconds);
+                })
+                .is_some()
+        };
+        let routes = &self.requests.routes;
+        if routes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(route)
+            .is_some_and(|series| found(series))
+        {
+            return;
+        }
+        let count =
+            self.http_requests
+                .with_label_values(&[route, method.as_str(), status.as_str()]);
+        let duration = self
+            .http_duration
+            .with_label_values(&[route, method.as_str()]);
+        count.inc();
+        duration.observe(seconds);
+        let mut routes = routes.write().unwrap_or_else(PoisonError::into_inner);
+        let series = match routes.get_mut(route) {
+            Some(s) => s,
+            None => routes.entry(route.into()).or_default(),
+        };
+        if series.len() < SERIES_PER_ROUTE
+            && !series
+                .iter()
+                .any(|s| s.status == status && s.method == *method)
+        {
+            series.push(Series {
+                method: method.clone(),
+                status,
+                count,
+                duration,
+            });
         }
     }
 

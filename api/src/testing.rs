@@ -94,7 +94,7 @@ impl store::EventStore for CountingStore {
         &self,
         after: u64,
         limit: u32,
-    ) -> store::StoreResult<Vec<store::ReplayEvent>> {
+    ) -> store::StoreResult<store::ReplayChunk> {
         self.count("read_for_replay");
         self.inner.read_for_replay(after, limit).await
     }

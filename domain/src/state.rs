@@ -253,8 +253,14 @@ impl State {
 
     pub fn evolve(&mut self, ctx: &EventCtx, stream_id: &str, event: &DomainEvent) {
         self.position = ctx.position;
-        self.streams
-            .insert(stream_id.to_owned(), ctx.stream_version);
+        // A stream already known is updated in place: no copy of its id.
+        match self.streams.get_mut(stream_id) {
+            Some(v) => *v = ctx.stream_version,
+            None => {
+                self.streams
+                    .insert(stream_id.to_owned(), ctx.stream_version);
+            }
+        }
         self.membership.evolve(ctx, event);
         self.iam.evolve(ctx, event);
         self.upgrades.evolve(ctx, event);

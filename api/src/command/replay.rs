@@ -135,7 +135,7 @@ async fn replay_onto(
         loop {
             let chunk = store.read_for_replay(after, READ_CHUNK).await;
             let next = match &chunk {
-                Ok(c) => c.last().map(|e| e.position),
+                Ok(c) => c.last_position(),
                 Err(_) => None,
             };
             let done = next.is_none() || until.is_some_and(|u| next >= Some(u));
@@ -151,23 +151,25 @@ async fn replay_onto(
         rm.set_tracking(false);
         'chunks: while let Some(chunk) = rx.blocking_recv() {
             let chunk = chunk?;
-            for e in &chunk {
+            // Each event is borrowed from its chunk: its texts and payload
+            // are read where they are, never copied per event.
+            for e in chunk.iter() {
                 if until.is_some_and(|u| e.position > u) {
                     break 'chunks;
                 }
-                let event = decode(&e.event_type, e.schema_version, &e.payload).map_err(|err| {
+                let event = decode(e.event_type, e.schema_version, e.payload).map_err(|err| {
                     StoreError::Corrupt(format!("position {}: {err}", e.position))
                 })?;
                 let ctx = EventCtx {
                     position: e.position,
                     stream_version: e.stream_version,
                     occurred_at: e.occurred_at,
-                    principal: &e.principal,
+                    principal: e.principal,
                 };
-                rm.apply_at(&ctx, &e.stream_id, &event);
+                rm.apply_at(&ctx, e.stream_id, &event);
             }
-            if let Some(last) = chunk.last() {
-                progress(last.position);
+            if let Some(last) = chunk.last_position() {
+                progress(last);
             }
         }
         rm.set_tracking(true);

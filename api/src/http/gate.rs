@@ -3,6 +3,8 @@
 //! authorization (`auth`) and the read path (`reads`) to the service's
 //! state, so they live with HTTP, above all three.
 
+use std::sync::Arc;
+
 use axum::extract::{FromRequestParts, RawPathParams, Request, State};
 use axum::http::request::Parts;
 use axum::middleware::Next;
@@ -34,7 +36,7 @@ pub async fn gate(
             Ok(c) => c,
             Err(e) => return e.into_response(),
         };
-    tracing::Span::current().record("principal", caller.principal.as_str());
+    tracing::Span::current().record("principal", &*caller.principal);
     let param = |k: &str| params.iter().find(|(n, _)| *n == k).map(|(_, v)| v);
     let resource = action.resource(param);
     let key = action.resource_policy_key(param);
@@ -45,17 +47,24 @@ pub async fn gate(
         Err(e) => {
             // Who was refused, for the request's log line.
             let mut res = e.into_response();
-            res.extensions_mut().insert(caller);
+            res.extensions_mut().insert(Principal(caller.principal));
             return res;
         }
     }
-    req.extensions_mut().insert(caller.clone());
+    // For the request's log line: the principal only, shared, not a copy
+    // of the caller.
+    let principal = Principal(caller.principal.clone());
+    req.extensions_mut().insert(caller);
     req.extensions_mut().insert(View(view));
     let mut res = next.run(req).await;
-    // For the request's log line.
-    res.extensions_mut().insert(caller);
+    res.extensions_mut().insert(principal);
     res
 }
+
+/// Who a request was from, handed by the gate to the request's log line in
+/// the response's extensions.
+#[derive(Clone)]
+pub struct Principal(pub Arc<str>);
 
 impl FromRequestParts<AppState> for View {
     type Rejection = ApiError;

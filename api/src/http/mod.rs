@@ -258,38 +258,29 @@ async fn request_context(req: Request, next: Next) -> Response {
         principal = tracing::field::Empty,
     );
     let method = req.method().clone();
-    let route = req
+    // The template the router matched (an `Arc` inside: a clone, no copy).
+    let matched = req
         .extensions()
         .get::<axum::extract::MatchedPath>()
-        .map_or("-", |m| m.as_str())
-        .to_owned();
+        .cloned();
     let started = std::time::Instant::now();
     let mut res = REQUEST_ID
         .scope(id.clone(), CLIENT_REQUEST_ID.scope(client, next.run(req)))
         .instrument(span.clone())
         .await;
     let status = res.status();
-    // One line per request: at info, warn for a server error, and debug
-    // for the probes (health checks), which would drown the rest.
-    let principal = res
-        .extensions()
-        .get::<crate::auth::Caller>()
-        .map_or("-", |c| c.principal.as_str())
-        .to_owned();
     let seconds = started.elapsed().as_secs_f64();
-    let m = crate::metrics::global();
-    m.http_requests
-        .with_label_values(&[route.as_str(), method.as_str(), status.as_str()])
-        .inc();
-    m.http_duration
-        .with_label_values(&[route.as_str(), method.as_str()])
-        .observe(seconds);
+    let route = matched.as_ref().map_or("-", |m| m.as_str());
+    crate::metrics::global().observe_request(route, &method, status, seconds);
+    // One line per request: at info, warn for a server error, and debug
+    // for the probes (health checks), which would drown the rest. Who asked
+    // comes from the gate, as a shared `Arc`, taken out of the response.
+    let principal = res.extensions_mut().remove::<gate::Principal>();
+    let principal = principal.as_ref().map_or("-", |p| &p.0);
     span.in_scope(|| {
         let duration_ms = seconds * 1000.0;
         let status = status.as_u16();
         let method = method.as_str();
-        let route = route.as_str();
-        let principal = principal.as_str();
         if status >= 500 {
             tracing::warn!(method, route, status, duration_ms, principal, "request");
         } else if matches!(route, "/healthz" | "/readyz") {
@@ -298,7 +289,6 @@ async fn request_context(req: Request, next: Next) -> Response {
             tracing::info!(method, route, status, duration_ms, principal, "request");
         }
     });
-    res.extensions_mut().remove::<crate::auth::Caller>();
     if (status.is_client_error() || status.is_server_error()) && !is_json(&res) {
         res = into_error_shape(res, &id).await;
     }
@@ -428,7 +418,7 @@ pub fn command_request(
     command: stratum_domain::Command,
     input_errors: Vec<FieldError>,
 ) -> CommandRequest {
-    let mut req = CommandRequest::new(command, caller.principal.clone());
+    let mut req = CommandRequest::new(command, caller.principal.to_string());
     req.meta.request_id = Some(crate::error::current_request_id());
     req.meta.client_request_id = CLIENT_REQUEST_ID.try_with(Clone::clone).ok().flatten();
     req.input_errors = input_errors;

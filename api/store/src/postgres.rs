@@ -26,7 +26,7 @@ type R = Reads<sqlx::Postgres>;
 use super::tree::{tree_of, TreeCache, TreeWrite};
 use super::{
     check_follows, head_from_row, Access, EventStore, Head, IdempotencyRecord, Leadership,
-    ReplayEvent, SignedCheckpoint, StoreResult, StoredReadModels, WriteTx,
+    ReplayChunk, SignedCheckpoint, StoreResult, StoredReadModels, WriteTx,
 };
 use stratum_domain::tree::TreeRow;
 
@@ -414,7 +414,7 @@ impl EventStore for PgStore {
     /// The bulk read path: `COPY ... TO STDOUT (FORMAT binary)`, which
     /// streams the rows as one byte stream instead of one protocol message
     /// and one driver row per event.
-    async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<Vec<ReplayEvent>> {
+    async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<ReplayChunk> {
         use futures::StreamExt;
         use sqlx::postgres::PgPoolCopyExt;
         // Integers only: nothing a caller passes reaches the text unquoted.
@@ -429,7 +429,7 @@ impl EventStore for PgStore {
         while let Some(chunk) = stream.next().await {
             data.extend_from_slice(&chunk?);
         }
-        copy_binary::events(&data)
+        copy_binary::events(data.freeze())
     }
 
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>> {
@@ -667,7 +667,7 @@ impl WriteTx for PgTx {
 /// value in its binary send format, then a -1 trailer) for the replay
 /// columns: BIGINT is 8 bytes big-endian, TEXT is UTF-8, BYTEA is raw.
 mod copy_binary {
-    use super::super::{ReplayEvent, StoreError, StoreResult};
+    use super::super::{ChunkBuilder, Numbers, ReplayChunk, StoreError, StoreResult};
 
     const SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
 
@@ -710,37 +710,48 @@ mod copy_binary {
                     .map_err(|_| corrupt("a BIGINT is not 8 bytes"))?,
             ))
         }
-        fn text(&mut self) -> StoreResult<String> {
-            String::from_utf8(self.field()?.to_vec()).map_err(|_| corrupt("TEXT is not UTF-8"))
+        fn text(&mut self) -> StoreResult<&'a str> {
+            std::str::from_utf8(self.field()?).map_err(|_| corrupt("TEXT is not UTF-8"))
         }
     }
 
-    /// The rows of `SELECT_FOR_REPLAY_FROM`, in order.
-    pub(super) fn events(data: &[u8]) -> StoreResult<Vec<ReplayEvent>> {
-        let mut r = Reader { data, at: 0 };
+    /// The rows of `SELECT_FOR_REPLAY_FROM`, in order; their payloads stay
+    /// where they are in `data`.
+    pub(super) fn events(data: bytes::Bytes) -> StoreResult<ReplayChunk> {
+        let mut r = Reader { data: &data, at: 0 };
         if r.take(SIGNATURE.len())? != SIGNATURE {
             return Err(corrupt("no PGCOPY signature"));
         }
         let _flags = r.i32()?;
         let extension = usize::try_from(r.i32()?).map_err(|_| corrupt("a bad header"))?;
         r.take(extension)?;
-        let mut out = Vec::new();
+        let mut out = ChunkBuilder::with_capacity(data.len() / 256);
         loop {
             match r.i16()? {
-                -1 => return Ok(out),
+                -1 => return Ok(out.finish_with(data.clone())),
                 8 => {}
                 n => return Err(corrupt(&format!("a row of {n} fields, not 8"))),
             }
-            out.push(ReplayEvent {
-                position: r.int8()? as u64,
-                stream_id: r.text()?,
-                stream_version: r.int8()? as u64,
-                event_type: r.text()?,
-                schema_version: r.int8()? as u16,
-                occurred_at: stratum_domain::log::micros_to_time(r.int8()?),
-                principal: r.text()?,
-                payload: r.field()?.to_vec(),
-            });
+            let position = r.int8()? as u64;
+            let stream_id = r.text()?;
+            let stream_version = r.int8()? as u64;
+            let event_type = r.text()?;
+            let schema_version = r.int8()? as u16;
+            let occurred_at = stratum_domain::log::micros_to_time(r.int8()?);
+            let principal = r.text()?;
+            let payload = r.field()?;
+            // Where the payload is in `data`.
+            let end = r.at;
+            out.push_at(
+                Numbers {
+                    position,
+                    stream_version,
+                    schema_version,
+                    occurred_at,
+                },
+                [stream_id, event_type, principal],
+                end - payload.len()..end,
+            )?;
         }
     }
 
@@ -773,25 +784,28 @@ mod copy_binary {
 
         #[test]
         fn reads_the_rows_postgres_writes() {
-            let events = events(&copy_of(42, &[1, 2, 3])).unwrap();
+            let events = events(copy_of(42, &[1, 2, 3]).into()).unwrap();
             assert_eq!(events.len(), 1);
-            let e = &events[0];
+            let e = events.get(0).unwrap();
             assert_eq!((e.position, e.stream_version, e.schema_version), (42, 3, 1));
             assert_eq!(e.stream_id, "member-n-1");
             assert_eq!(e.event_type, "JoinProgressReported");
             assert_eq!(e.principal, "user/ann");
-            assert_eq!(e.payload, vec![1, 2, 3]);
+            assert_eq!(e.payload, [1, 2, 3]);
         }
 
         #[test]
         fn a_cut_or_foreign_stream_is_corrupt_never_a_panic() {
             let whole = copy_of(7, b"payload");
             for cut in 0..whole.len() {
-                assert!(events(&whole[..cut]).is_err(), "cut at {cut}");
+                assert!(
+                    events(whole[..cut].to_vec().into()).is_err(),
+                    "cut at {cut}"
+                );
             }
             let mut foreign = whole.clone();
             foreign[0] = b'X';
-            assert!(events(&foreign).is_err());
+            assert!(events(foreign.into()).is_err());
         }
     }
 }

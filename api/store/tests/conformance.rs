@@ -164,23 +164,23 @@ async fn appended_events_read_back_whole_in_position_and_stream_order() {
             assert_eq!(
                 (
                     r.position,
-                    &r.stream_id,
+                    r.stream_id,
                     r.stream_version,
-                    &r.event_type,
+                    r.event_type,
                     r.schema_version,
                     r.occurred_at,
-                    &r.principal,
-                    &r.payload
+                    r.principal,
+                    r.payload
                 ),
                 (
                     e.position,
-                    &e.stream_id,
+                    e.stream_id.as_str(),
                     e.stream_version,
-                    &e.event_type,
+                    e.event_type.as_str(),
                     e.schema_version,
                     e.occurred_at,
-                    &e.meta.principal,
-                    &e.payload
+                    e.meta.principal.as_str(),
+                    &e.payload[..]
                 ),
                 "{b}"
             );

@@ -77,7 +77,11 @@ impl Membership {
             DomainEvent::JoinProgressReported { node_id, step } => {
                 if let Some(m) = self.touched(node_id, ctx) {
                     m.rafts_reached.extend(Raft::of_step(step));
-                    m.join_step = Some(step.clone());
+                    // Into the step already there: its buffer is reused.
+                    match &mut m.join_step {
+                        Some(s) => s.clone_from(step),
+                        None => m.join_step = Some(step.clone()),
+                    }
                 }
             }
             DomainEvent::MemberJoinCompleted { node_id } => {
