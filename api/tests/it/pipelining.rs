@@ -16,7 +16,7 @@ use stratum_domain::membership::MemberCommand;
 use stratum_domain::{Command, ErrorCode};
 use stratum_projections::Changes;
 use stratum_store::{
-    self as store, EventStore, Head, IdempotencyRecord, Leadership, ReplayEvent, SignedCheckpoint,
+    self as store, EventStore, Head, IdempotencyRecord, Leadership, ReplayChunk, SignedCheckpoint,
     StoreError, StoreResult, StoredReadModels, WriteTx,
 };
 use tokio::sync::Notify;
@@ -69,7 +69,7 @@ impl EventStore for FaultyStore {
     async fn read_after(&self, after: u64, limit: u32) -> StoreResult<Vec<Recorded>> {
         self.inner.read_after(after, limit).await
     }
-    async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<Vec<ReplayEvent>> {
+    async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<ReplayChunk> {
         self.inner.read_for_replay(after, limit).await
     }
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>> {
