@@ -53,6 +53,7 @@ pub async fn state_at_with(
     snapshot_distance: u64,
 ) -> StoreResult<ReadModels> {
     // Decoding and encoding a snapshot is CPU work: off the async workers.
+    let mut stale = None;
     let start = match store.snapshot_at_or_before(p).await? {
         Some((at, bytes)) => {
             let decoded = tokio::task::spawn_blocking(move || ReadModels::from_snapshot(&bytes))
@@ -72,24 +73,51 @@ pub async fn state_at_with(
                         position = at,
                         "ignoring a snapshot of events the log no longer holds (or of no known event)"
                     );
+                    stale = Some(at);
                     ReadModels::default()
                 }
                 None => {
                     tracing::info!(position = at, "ignoring a snapshot of another format");
+                    stale = Some(at);
                     ReadModels::default()
                 }
             }
         }
         None => ReadModels::default(),
     };
+    // A snapshot that was ignored is replaced by one of the same position:
+    // pruning keeps snapshots by position, so one kept as the first of its
+    // spacing would otherwise stay, and send every read near it back to zero.
+    let start = match stale {
+        Some(at) => {
+            keep_if_far(
+                &store,
+                replay_onto(store.clone(), start, Some(at), |_| {}).await?,
+                0,
+                1,
+            )
+            .await?
+        }
+        None => start,
+    };
     let from = start.state.position;
     let rm = replay_onto(store.clone(), start, Some(p), |_| {}).await?;
-    if rm.state.position - from < snapshot_distance {
+    keep_if_far(&store, rm, from, snapshot_distance).await
+}
+
+/// Keeps `rm` as a snapshot when it was folded `distance` events or more
+/// past `from`.
+async fn keep_if_far(
+    store: &Arc<dyn EventStore>,
+    mut rm: ReadModels,
+    from: u64,
+    distance: u64,
+) -> StoreResult<ReadModels> {
+    if rm.state.position - from < distance {
         return Ok(rm);
     }
-    let mut rm = rm;
     if rm.head_hash.is_none() {
-        rm.head_hash = hash_at(&*store, rm.state.position).await?;
+        rm.head_hash = hash_at(&**store, rm.state.position).await?;
     }
     let rm = Arc::new(rm);
     let kept = rm.clone();

@@ -78,6 +78,16 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// verification or an export reads the log in chunks of this size.
 pub const READ_CHUNK: u32 = 10_000;
 
+/// Snapshots kept after each [`EventStore::put_snapshot`]: the newest
+/// [`SNAPSHOTS_NEWEST`] (start-up folds from the newest), and the first at or
+/// after each multiple of [`SNAPSHOT_SPACING`] positions (so time travel to
+/// any position finds one at most about that far before it). Every other
+/// snapshot is deleted: with a snapshot every 10,000 events, a log of
+/// 10,000,000 keeps 102 instead of 1,000.
+pub const SNAPSHOTS_NEWEST: u64 = 2;
+/// See [`SNAPSHOTS_NEWEST`].
+pub const SNAPSHOT_SPACING: u64 = 100_000;
+
 /// The last position of the log and its hash.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Head {
@@ -257,7 +267,9 @@ pub trait EventStore: Send + Sync + 'static {
         None
     }
 
-    /// Keeps a snapshot of the fold at `position` (a cache).
+    /// Keeps a snapshot of the fold at `position` (a cache), then prunes the
+    /// snapshots to those [`SNAPSHOTS_NEWEST`] describes, in the same
+    /// transaction.
     async fn put_snapshot(&self, position: u64, state: &[u8]) -> StoreResult<()>;
 
     /// The newest snapshot at or before `position`.

@@ -160,16 +160,28 @@ where
         })
     }
 
-    pub(crate) async fn put_snapshot<'e, E: Executor<'e, Database = DB>>(
-        e: E,
+    /// Keeps a snapshot and prunes the others (`sql::PRUNE_SNAPSHOTS`), in
+    /// one transaction on one connection of `pool`.
+    pub(crate) async fn put_snapshot(
+        pool: &sqlx::Pool<DB>,
         position: u64,
         state: &[u8],
-    ) -> StoreResult<()> {
+    ) -> StoreResult<()>
+    where
+        for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    {
+        let mut tx = pool.begin().await?;
         sqlx::query(sql::PUT_SNAPSHOT)
             .bind(position as i64)
             .bind(state)
-            .execute(e)
+            .execute(&mut *tx)
             .await?;
+        sqlx::query(sql::PRUNE_SNAPSHOTS)
+            .bind(crate::SNAPSHOTS_NEWEST as i64)
+            .bind(crate::SNAPSHOT_SPACING as i64)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         Ok(())
     }
 

@@ -36,6 +36,10 @@ pub(crate) const SELECT_FOR_REPLAY: &str = concat!(
 /// and took a third longer.)
 pub(crate) const SELECT_FOR_REPLAY_PACKED: &str = "SELECT CAST(group_concat(printf('%d %d %d %d %d %d %d %d ', position, stream_version, schema_version, occurred_at, length(CAST(stream_id AS BLOB)), length(CAST(event_type AS BLOB)), length(CAST(principal AS BLOB)), length(payload)) || stream_id || event_type || principal || payload, '') AS BLOB) FROM (SELECT position, stream_id, stream_version, event_type, schema_version, occurred_at, principal, payload FROM events WHERE position > $1 ORDER BY position LIMIT $2)";
 pub(crate) const PUT_SNAPSHOT: &str = "INSERT INTO rm_snapshots (position, state) VALUES ($1, $2) ON CONFLICT (position) DO UPDATE SET state = excluded.state";
+/// The pruning rule, the one place it is written (see
+/// [`crate::SNAPSHOTS_NEWEST`]): keep the newest $1 and the first at or after
+/// each multiple of $2; delete the rest. Integer division on both backends.
+pub(crate) const PRUNE_SNAPSHOTS: &str = "DELETE FROM rm_snapshots WHERE position NOT IN (SELECT position FROM rm_snapshots ORDER BY position DESC LIMIT $1) AND position NOT IN (SELECT MIN(position) FROM rm_snapshots GROUP BY position / $2)";
 pub(crate) const SELECT_SNAPSHOT: &str =
     "SELECT position, state FROM rm_snapshots WHERE position <= $1 ORDER BY position DESC LIMIT 1";
 pub(crate) const SELECT_STREAM_PAGE: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events WHERE stream_id = $1 AND stream_version > $2 ORDER BY stream_version LIMIT $3";

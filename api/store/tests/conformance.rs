@@ -13,7 +13,7 @@ use stratum_projections::{doc_kind, Changes, DocRow, JoinRequestRow, MemberRow, 
 use stratum_store::testing::{append_to_stream, each_backend, seal, NewEvent, TestDb};
 use stratum_store::{
     connect, connect_as, export_chunk, verify_chain, Access, EventStore, Head, IdempotencyRecord,
-    StoreError, StoredReadModels,
+    StoreError, StoredReadModels, SNAPSHOTS_NEWEST, SNAPSHOT_SPACING,
 };
 
 fn event(n: u8) -> NewEvent {
@@ -464,6 +464,77 @@ async fn the_newest_snapshot_at_or_before_a_position_is_found() {
             Some((20, b"again".to_vec())),
             "{b}"
         );
+    }
+}
+
+/// What the writer keeps over a long log: a snapshot every 10,000 events or
+/// a little more (a batch can carry it past the mark), with time-travel reads
+/// adding snapshots of old positions between them.
+#[tokio::test]
+async fn snapshots_are_pruned_to_a_bounded_set_that_still_serves_time_travel() {
+    const EVERY: u64 = 10_000;
+    let writer: Vec<u64> = (1..=105u64).map(|i| i * EVERY + (i * 37) % 200).collect();
+    let head = *writer.last().unwrap();
+    for db in each_backend().await {
+        let s = open(&db).await;
+        let b = db.backend;
+        for &p in &writer {
+            s.put_snapshot(p, format!("at {p}").as_bytes())
+                .await
+                .unwrap();
+        }
+        // Time travel keeps a snapshot of where it arrived: inside a spacing
+        // that already has one it goes at once; the first of a spacing stays.
+        s.put_snapshot(450_000, b"travel").await.unwrap();
+        assert_eq!(
+            s.snapshot_at_or_before(450_000).await.unwrap().unwrap().0,
+            400_000 + (40 * 37) % 200,
+            "{b}: a snapshot neither newest nor first of its spacing is pruned"
+        );
+        s.put_snapshot(300_005, b"travel").await.unwrap();
+        assert_eq!(
+            s.snapshot_at_or_before(350_000).await.unwrap(),
+            Some((300_005, b"travel".to_vec())),
+            "{b}: the first at or after a multiple is kept"
+        );
+
+        let mut kept = Vec::new();
+        let mut p = head;
+        while let Some((at, _)) = s.snapshot_at_or_before(p).await.unwrap() {
+            kept.push(at);
+            if at == 0 {
+                break;
+            }
+            p = at - 1;
+        }
+        // Bounded: one per spacing, and the newest two.
+        assert!(
+            kept.len() as u64 <= head / SNAPSHOT_SPACING + 1 + SNAPSHOTS_NEWEST,
+            "{b}: {} snapshots kept of {}: {kept:?}",
+            kept.len(),
+            writer.len() + 2
+        );
+        // The newest ones, which start-up folds from, are there.
+        for &p in writer.iter().rev().take(SNAPSHOTS_NEWEST as usize) {
+            assert!(
+                kept.contains(&p),
+                "{b}: the newest {p} was pruned: {kept:?}"
+            );
+        }
+        // From any position, time travel finds a snapshot at most a spacing
+        // and a writer's distance before it.
+        let first = writer[0];
+        for p in (first..=head + 1_000)
+            .step_by(997)
+            .chain(writer.iter().copied())
+        {
+            let (at, _) = s.snapshot_at_or_before(p).await.unwrap().unwrap();
+            assert!(
+                p - at <= SNAPSHOT_SPACING + EVERY,
+                "{b}: asOf={p} would replay {} events from {at}: {kept:?}",
+                p - at
+            );
+        }
     }
 }
 

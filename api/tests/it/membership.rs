@@ -618,5 +618,12 @@ async fn time_travel_through_snapshots_equals_a_replay_and_survives_a_bad_one() 
             .await
             .unwrap();
         assert_eq!(via.state, truth.state, "{}", db.backend);
+        // ...and replaced by a good one of its position, so pruning, which
+        // keeps snapshots by position, never keeps a bad one in a good one's place.
+        let (at, bytes) = store.snapshot_at_or_before(head).await.unwrap().unwrap();
+        assert_eq!(at, head, "{}", db.backend);
+        let replaced = stratum_projections::ReadModels::from_snapshot(&bytes)
+            .expect("the bad snapshot was replaced");
+        assert_eq!(replaced.state, truth.state, "{}", db.backend);
     }
 }
