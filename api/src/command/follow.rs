@@ -2,7 +2,6 @@
 //! when the database no longer holds the log it served (a failover that
 //! lost a tail): reload, say so, and record the loss.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -12,25 +11,6 @@ use stratum_store::{Head, StoreError, StoreResult, READ_CHUNK};
 
 use super::replay::reload;
 use super::writer::Writer;
-
-/// How many of the newest events' hashes a writer keeps (40 bytes each),
-/// and so the most an `EventsLost` lists (about 1 MB): a longer loss is
-/// reported whole, with the hashes of its newest part.
-const RECENT: usize = 10_000;
-
-/// The hashes of the newest events a writer folded or committed, by
-/// position: what it can say of a lost tail.
-#[derive(Default)]
-pub(super) struct Recent(BTreeMap<u64, [u8; 32]>);
-
-impl Recent {
-    pub(super) fn remember(&mut self, position: u64, hash: [u8; 32]) {
-        self.0.insert(position, hash);
-        if self.0.len() > RECENT {
-            self.0.pop_first();
-        }
-    }
-}
 
 impl Writer {
     /// Folds in, without the write lock, what other processes committed

@@ -12,7 +12,7 @@
 //! decided again from the log as the database holds it: no answer comes
 //! from a state that was not stored.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,7 +29,6 @@ use uuid::Uuid;
 use stratum_store::{EventStore, Head, IdempotencyRecord, StoreError, StoreResult, WriteTx};
 
 use super::decide::{context, if_match_refusal, render, replay_kept};
-use super::follow::Recent;
 use super::replay::SNAPSHOT_DISTANCE;
 use super::{
     raise, Clock, CommandError, CommandRequest, Committed, Job, Outcome, UpgradeDue, MAX_ATTEMPTS,
@@ -59,6 +58,25 @@ pub(super) struct Writer {
     pub(super) recent: Recent,
     /// Where a loss of acknowledged events goes to be recorded.
     pub(super) losses: mpsc::UnboundedSender<EventsLost>,
+}
+
+/// How many of the newest events' hashes a writer keeps (40 bytes each),
+/// and so the most an `EventsLost` lists (about 1 MB): a longer loss is
+/// reported whole, with the hashes of its newest part.
+const RECENT: usize = 10_000;
+
+/// The hashes of the newest events a writer folded or committed, by
+/// position: what it can say of a lost tail.
+#[derive(Default)]
+pub(super) struct Recent(pub(super) BTreeMap<u64, [u8; 32]>);
+
+impl Recent {
+    pub(super) fn remember(&mut self, position: u64, hash: [u8; 32]) {
+        self.0.insert(position, hash);
+        if self.0.len() > RECENT {
+            self.0.pop_first();
+        }
+    }
 }
 
 /// A batch as it is decided: its events, the answers it keeps, and the
