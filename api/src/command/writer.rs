@@ -147,9 +147,12 @@ impl KeptIn<'_> {
 
 type Replies = Vec<Result<Outcome, CommandError>>;
 
+/// A commit's task: whether it was stored, and when it ended.
+type Commit = JoinHandle<(StoreResult<()>, Instant)>;
+
 /// A batch whose commit is in flight, and what to do when it lands.
 pub(super) struct InFlight {
-    commit: JoinHandle<StoreResult<()>>,
+    commit: Commit,
     jobs: Vec<Job>,
     started: Box<Started>,
 }
@@ -168,7 +171,7 @@ struct Started {
 enum Decided {
     /// Nothing to commit (refusals, kept answers given again).
     Answered(Replies),
-    Committing(JoinHandle<StoreResult<()>>, Box<Started>),
+    Committing(Commit, Box<Started>),
 }
 
 impl Writer {
@@ -293,7 +296,9 @@ impl Writer {
                 }
             }
         }
-        let mut attempt = 1;
+        // A batch decided ahead that must be decided again (another
+        // process wrote in between) does not use up one of the attempts.
+        let mut attempt = if ahead.is_some() { 0 } else { 1 };
         let result = loop {
             let r = match ahead.take() {
                 Some(((batch, replies), base)) => self.commit_ahead(batch, replies, &base).await,
@@ -338,12 +343,13 @@ impl Writer {
     fn landed(
         &mut self,
         f: InFlight,
-        landed: Result<StoreResult<()>, tokio::task::JoinError>,
+        landed: Result<(StoreResult<()>, Instant), tokio::task::JoinError>,
     ) -> bool {
-        let landed = landed.unwrap_or_else(|e| {
-            Err(StoreError::OutcomeUnknown(format!(
+        let (landed, ended) = landed.unwrap_or_else(|e| {
+            let unknown = StoreError::OutcomeUnknown(format!(
                 "the commit's task ended without an answer: {e}"
-            )))
+            ));
+            (Err(unknown), Instant::now())
         });
         let Started {
             replies,
@@ -356,9 +362,10 @@ impl Writer {
                 for e in &batch.events {
                     self.recent.remember(e.position, e.hash);
                 }
-                crate::metrics::global()
-                    .commit_duration
-                    .observe(began.elapsed().as_secs_f64());
+                let m = crate::metrics::global();
+                m.batch_commands.observe(replies.len() as f64);
+                m.commit_duration
+                    .observe(ended.duration_since(began).as_secs_f64());
                 self.publish(after);
                 for (job, reply) in f.jobs.into_iter().zip(replies) {
                     let _ = job.reply.send(reply);
@@ -487,11 +494,12 @@ impl Writer {
             let _ = tx.rollback().await;
             return Err(e);
         }
-        crate::metrics::global()
-            .batch_commands
-            .observe(replies.len() as f64);
+        // The commit starts first; the read models are cloned while it runs.
+        let commit = tokio::spawn(async move {
+            let stored = tx.commit().await;
+            (stored, Instant::now())
+        });
         let after = Arc::new(self.rm.clone());
-        let commit = tokio::spawn(tx.commit());
         Ok(Decided::Committing(
             commit,
             Box::new(Started {

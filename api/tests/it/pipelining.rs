@@ -277,6 +277,10 @@ async fn commit_fails_while_the_next_batch_is_decided(failure: Failure) {
             });
         // Let the other command of batch 2 reach the writer too.
         tokio::time::sleep(Duration::from_millis(100)).await;
+        // Readers see neither batch while batch 1's commit is in flight.
+        let seen = bus.published();
+        assert_eq!(seen.state.position, 1, "{}", db.backend);
+        assert!(!seen.state.membership.members.contains_key("n-b"));
         plan.release.notify_one();
 
         let first = first.await.unwrap();
@@ -344,6 +348,24 @@ async fn commit_fails_while_the_next_batch_is_decided(failure: Failure) {
         got.sort();
         want.sort();
         assert_eq!(got, want, "{backend}: the log holds what was answered");
+        // The kept answers are those of the commands that were carried out.
+        let kept = |node: &str| {
+            let key = format!("POST /v1/admin/cluster/members/{node}/join-progress key-{node}");
+            let inner = inner.clone();
+            async move { inner.idempotency("user/admin", &key).await.unwrap() }
+        };
+        let on_a_kept = kept("n-a").await.expect("n-a's answer is kept");
+        let on_b_kept = kept("n-b").await;
+        match failure {
+            Failure::NotStored => {
+                assert_eq!(on_a_kept.position, 2, "{backend}");
+                assert!(on_b_kept.is_none(), "{backend}: a refusal is not kept");
+            }
+            Failure::StoredUnknown => {
+                assert!(on_a_kept.position >= 3, "{backend}");
+                assert!(on_b_kept.expect("n-b's answer is kept").position >= 3);
+            }
+        }
         let published = bus.published();
         assert_eq!(published.state.position, log.len() as u64, "{backend}");
         assert_eq!(
