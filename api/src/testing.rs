@@ -1,6 +1,7 @@
 //! Test support of the service's tests and the replay tests (the `testing`
 //! feature; the release binary never turns it on): the store's fresh
-//! databases, promtool, and a store that counts what reaches it.
+//! databases, promtool, and a store that counts what reaches it and lets a
+//! test hold or fail its commits.
 
 use stratum_store as store;
 pub use stratum_store::testing::{each_backend, postgres, sqlite, TestDb};
@@ -47,6 +48,79 @@ pub fn promtool_check(text: &str) {
 pub struct CountingStore {
     inner: std::sync::Arc<dyn store::EventStore>,
     calls: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
+    observer: Option<Observer>,
+    commits: Option<std::sync::Arc<dyn CommitHook>>,
+}
+
+/// Told the name of each method called of a [`CountingStore`].
+type Observer = Box<dyn Fn(&'static str) + Send + Sync>;
+
+/// What a test does with each commit that reaches a [`CountingStore`]:
+/// pass it on (`tx.commit()`), or hold it, roll it back, or report it
+/// failed.
+#[async_trait::async_trait]
+pub trait CommitHook: Send + Sync {
+    async fn commit(&self, tx: Box<dyn store::WriteTx>) -> store::StoreResult<()>;
+}
+
+/// A write transaction whose commit goes through a [`CommitHook`].
+struct HookedTx {
+    inner: Box<dyn store::WriteTx>,
+    hook: std::sync::Arc<dyn CommitHook>,
+}
+
+#[async_trait::async_trait]
+impl store::WriteTx for HookedTx {
+    fn head(&self) -> store::Head {
+        self.inner.head()
+    }
+    async fn clear_read_models(&mut self) -> store::StoreResult<()> {
+        self.inner.clear_read_models().await
+    }
+    async fn events_after(
+        &mut self,
+        after: u64,
+    ) -> store::StoreResult<Vec<stratum_domain::log::Recorded>> {
+        self.inner.events_after(after).await
+    }
+    async fn stream_version(&mut self, stream_id: &str) -> store::StoreResult<u64> {
+        self.inner.stream_version(stream_id).await
+    }
+    async fn idempotency(
+        &mut self,
+        principal: &str,
+        key: &str,
+    ) -> store::StoreResult<Option<store::IdempotencyRecord>> {
+        self.inner.idempotency(principal, key).await
+    }
+    async fn append(&mut self, events: &[stratum_domain::log::Recorded]) -> store::StoreResult<()> {
+        self.inner.append(events).await
+    }
+    async fn write_changes(
+        &mut self,
+        changes: &stratum_projections::Changes,
+        checkpoint: u64,
+    ) -> store::StoreResult<()> {
+        self.inner.write_changes(changes, checkpoint).await
+    }
+    async fn put_idempotency(
+        &mut self,
+        records: &[store::IdempotencyRecord],
+    ) -> store::StoreResult<()> {
+        self.inner.put_idempotency(records).await
+    }
+    async fn replace_tree(
+        &mut self,
+        rows: &[stratum_domain::tree::TreeRow],
+    ) -> store::StoreResult<()> {
+        self.inner.replace_tree(rows).await
+    }
+    async fn commit(self: Box<Self>) -> store::StoreResult<()> {
+        self.hook.commit(self.inner).await
+    }
+    async fn rollback(self: Box<Self>) -> store::StoreResult<()> {
+        self.inner.rollback().await
+    }
 }
 
 impl CountingStore {
@@ -54,10 +128,27 @@ impl CountingStore {
         Self {
             inner,
             calls: Default::default(),
+            observer: None,
+            commits: None,
         }
     }
 
+    /// Tells `observer` of each call as it is made.
+    pub fn observed(mut self, observer: impl Fn(&'static str) + Send + Sync + 'static) -> Self {
+        self.observer = Some(Box::new(observer));
+        self
+    }
+
+    /// Has every commit go through `hook`.
+    pub fn committing_through(mut self, hook: std::sync::Arc<dyn CommitHook>) -> Self {
+        self.commits = Some(hook);
+        self
+    }
+
     fn count(&self, method: &'static str) {
+        if let Some(observer) = &self.observer {
+            observer(method);
+        }
         *self
             .calls
             .lock()
@@ -76,7 +167,14 @@ impl CountingStore {
 impl store::EventStore for CountingStore {
     async fn begin_write(&self) -> store::StoreResult<Box<dyn store::WriteTx>> {
         self.count("begin_write");
-        self.inner.begin_write().await
+        let tx = self.inner.begin_write().await?;
+        Ok(match &self.commits {
+            Some(hook) => Box::new(HookedTx {
+                inner: tx,
+                hook: hook.clone(),
+            }),
+            None => tx,
+        })
     }
     async fn head(&self) -> store::StoreResult<store::Head> {
         self.count("head");

@@ -3,7 +3,8 @@
 //! decided again from the log as the database holds it: nothing is
 //! answered from a state that was not stored, and the log stays gap-free
 //! and chained. On SQLite and PostgreSQL, through a store that holds one
-//! commit until the next batch is being decided, then fails it.
+//! commit until the next batch is being decided, then fails it
+//! (`testing::CountingStore` with a `CommitHook`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -11,14 +12,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use stratum_api::command::{CommandBus, CommandError, CommandRequest, IdempotencyKey, Outcome};
-use stratum_domain::log::{ChainVerifier, Recorded};
+use stratum_api::testing::{CommitHook, CountingStore};
+use stratum_domain::log::ChainVerifier;
 use stratum_domain::membership::MemberCommand;
 use stratum_domain::{Command, ErrorCode};
-use stratum_projections::Changes;
-use stratum_store::{
-    self as store, EventStore, Head, IdempotencyRecord, Leadership, ReplayChunk, SignedCheckpoint,
-    StoreError, StoreResult, StoredReadModels, WriteTx,
-};
+use stratum_store::{self as store, EventStore, StoreError, StoreResult, WriteTx};
 use tokio::sync::Notify;
 
 use crate::support::each_backend;
@@ -45,150 +43,28 @@ struct Plan {
     deciding_ahead: Notify,
 }
 
-struct FaultyStore {
-    inner: Arc<dyn EventStore>,
-    plan: Arc<Plan>,
-}
-
-struct FaultyTx {
-    inner: Box<dyn WriteTx>,
-    plan: Arc<Plan>,
-}
-
 #[async_trait]
-impl EventStore for FaultyStore {
-    async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>> {
-        Ok(Box::new(FaultyTx {
-            inner: self.inner.begin_write().await?,
-            plan: self.plan.clone(),
-        }))
-    }
-    async fn head(&self) -> StoreResult<Head> {
-        self.inner.head().await
-    }
-    async fn read_after(&self, after: u64, limit: u32) -> StoreResult<Vec<Recorded>> {
-        self.inner.read_after(after, limit).await
-    }
-    async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<ReplayChunk> {
-        self.inner.read_for_replay(after, limit).await
-    }
-    async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>> {
-        self.inner.read_stream(stream_id).await
-    }
-    async fn read_stream_page(
-        &self,
-        stream_id: &str,
-        after: u64,
-        limit: u32,
-    ) -> StoreResult<Vec<Recorded>> {
-        self.inner.read_stream_page(stream_id, after, limit).await
-    }
-    async fn token_docs(&self) -> StoreResult<Vec<(String, String)>> {
-        self.inner.token_docs().await
-    }
-    async fn cluster_row(&self) -> StoreResult<(u64, u64)> {
-        self.inner.cluster_row().await
-    }
-    async fn idempotency(
-        &self,
-        principal: &str,
-        key: &str,
-    ) -> StoreResult<Option<IdempotencyRecord>> {
-        self.plan.deciding_ahead.notify_one();
-        self.inner.idempotency(principal, key).await
-    }
-    async fn read_models(&self) -> StoreResult<StoredReadModels> {
-        self.inner.read_models().await
-    }
-    async fn ping(&self) -> StoreResult<()> {
-        self.inner.ping().await
-    }
-    async fn entries(&self, start: u64, end: u64) -> StoreResult<Vec<[u8; 32]>> {
-        self.inner.entries(start, end).await
-    }
-    async fn tree_rows(&self, level: u8, start: u64, end: u64) -> StoreResult<Vec<[u8; 32]>> {
-        self.inner.tree_rows(level, start, end).await
-    }
-    async fn signed_checkpoint(&self) -> StoreResult<Option<SignedCheckpoint>> {
-        self.inner.signed_checkpoint().await
-    }
-    async fn put_signed_checkpoint(
-        &self,
-        c: &SignedCheckpoint,
-        replaces: Option<[u8; 32]>,
-    ) -> StoreResult<()> {
-        self.inner.put_signed_checkpoint(c, replaces).await
-    }
-    async fn put_snapshot(&self, position: u64, state: &[u8]) -> StoreResult<()> {
-        self.inner.put_snapshot(position, state).await
-    }
-    async fn snapshot_at_or_before(&self, position: u64) -> StoreResult<Option<(u64, Vec<u8>)>> {
-        self.inner.snapshot_at_or_before(position).await
-    }
-    async fn try_lead(&self, key: i64) -> StoreResult<Option<Leadership>> {
-        self.inner.try_lead(key).await
-    }
-    async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<u64>>> {
-        self.inner.subscribe().await
-    }
-}
-
-#[async_trait]
-impl WriteTx for FaultyTx {
-    fn head(&self) -> Head {
-        self.inner.head()
-    }
-    async fn clear_read_models(&mut self) -> StoreResult<()> {
-        self.inner.clear_read_models().await
-    }
-    async fn events_after(&mut self, after: u64) -> StoreResult<Vec<Recorded>> {
-        self.inner.events_after(after).await
-    }
-    async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64> {
-        self.inner.stream_version(stream_id).await
-    }
-    async fn idempotency(
-        &mut self,
-        principal: &str,
-        key: &str,
-    ) -> StoreResult<Option<IdempotencyRecord>> {
-        self.inner.idempotency(principal, key).await
-    }
-    async fn append(&mut self, events: &[Recorded]) -> StoreResult<()> {
-        self.inner.append(events).await
-    }
-    async fn write_changes(&mut self, changes: &Changes, checkpoint: u64) -> StoreResult<()> {
-        self.inner.write_changes(changes, checkpoint).await
-    }
-    async fn put_idempotency(&mut self, records: &[IdempotencyRecord]) -> StoreResult<()> {
-        self.inner.put_idempotency(records).await
-    }
-    async fn replace_tree(&mut self, rows: &[stratum_domain::tree::TreeRow]) -> StoreResult<()> {
-        self.inner.replace_tree(rows).await
-    }
-    async fn commit(self: Box<Self>) -> StoreResult<()> {
-        if !self.plan.armed.swap(false, Ordering::SeqCst) {
-            return self.inner.commit().await;
+impl CommitHook for Plan {
+    async fn commit(&self, tx: Box<dyn WriteTx>) -> StoreResult<()> {
+        if !self.armed.swap(false, Ordering::SeqCst) {
+            return tx.commit().await;
         }
-        self.plan.holding.notify_one();
-        self.plan.release.notified().await;
-        match self.plan.failure {
+        self.holding.notify_one();
+        self.release.notified().await;
+        match self.failure {
             Failure::NotStored => {
-                self.inner.rollback().await?;
+                tx.rollback().await?;
                 Err(StoreError::Unavailable(
                     "injected: the commit failed".into(),
                 ))
             }
             Failure::StoredUnknown => {
-                self.inner.commit().await?;
+                tx.commit().await?;
                 Err(StoreError::OutcomeUnknown(
                     "injected: the connection broke during the commit".into(),
                 ))
             }
         }
-    }
-    async fn rollback(self: Box<Self>) -> StoreResult<()> {
-        self.inner.rollback().await
     }
 }
 
@@ -229,10 +105,20 @@ async fn commit_fails_while_the_next_batch_is_decided(failure: Failure) {
             release: Notify::new(),
             deciding_ahead: Notify::new(),
         });
-        let faulty: Arc<dyn EventStore> = Arc::new(FaultyStore {
-            inner: inner.clone(),
-            plan: plan.clone(),
-        });
+        // A kept answer looked up outside a transaction: the writer is
+        // deciding a batch ahead, while a commit is in flight.
+        let faulty: Arc<dyn EventStore> = Arc::new(
+            CountingStore::new(inner.clone())
+                .observed({
+                    let plan = plan.clone();
+                    move |method| {
+                        if method == "idempotency" {
+                            plan.deciding_ahead.notify_one();
+                        }
+                    }
+                })
+                .committing_through(plan.clone()),
+        );
         let bus = CommandBus::start(faulty.clone()).await.unwrap();
         let a = bus.execute(admit("n-a", "10.0.0.1")).await.unwrap();
         assert_eq!(a.committed().unwrap().position, Some(1));
