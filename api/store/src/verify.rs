@@ -18,31 +18,16 @@ pub async fn verify_chain(
     // answer's business.
     let head = store.head().await?;
     let mut v = ChainVerifier::expecting(recorded);
-    // The hashes of one chunk are recomputed on a blocking thread while the
-    // next chunk is read.
-    let mut chunk = store.read_after(0, READ_CHUNK).await?;
-    while v.position < head.position && !chunk.is_empty() {
-        let last = chunk.last().map_or(0, |e| e.position);
-        let read_next = async {
-            if last < head.position {
-                store.read_after(last, READ_CHUNK).await
-            } else {
-                Ok(Vec::new())
-            }
-        };
-        let until = head.position;
-        let check = tokio::task::spawn_blocking(move || {
-            for e in chunk.iter().take_while(|e| e.position <= until) {
-                v.check(e)?;
-            }
-            Ok::<_, stratum_domain::log::ChainBreak>(v)
-        });
-        let (next, checked) = tokio::join!(read_next, check);
-        match checked.map_err(|e| StoreError::Corrupt(format!("the chain check stopped: {e}")))? {
-            Ok(checked) => v = checked,
-            Err(b) => return Ok(b.into()),
+    while v.position < head.position {
+        let chunk = store.read_after(v.position, READ_CHUNK).await?;
+        if chunk.is_empty() {
+            break;
         }
-        chunk = next?;
+        for e in chunk.iter().take_while(|e| e.position <= head.position) {
+            if let Err(b) = v.check(e) {
+                return Ok(b.into());
+            }
+        }
     }
     if head.position != v.position || head.hash != v.hash {
         return Ok(Verification::Broken {
