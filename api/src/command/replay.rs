@@ -90,11 +90,9 @@ pub async fn state_at_with(
     // spacing would otherwise stay, and send every read near it back to zero.
     let start = match stale {
         Some(at) => {
-            keep_if_far(
+            keep(
                 &store,
                 replay_onto(store.clone(), start, Some(at), |_| {}).await?,
-                0,
-                1,
             )
             .await?
         }
@@ -102,18 +100,15 @@ pub async fn state_at_with(
     };
     let from = start.state.position;
     let rm = replay_onto(store.clone(), start, Some(p), |_| {}).await?;
-    keep_if_far(&store, rm, from, snapshot_distance).await
+    if rm.state.position - from < snapshot_distance {
+        return Ok(rm);
+    }
+    keep(&store, rm).await
 }
 
-/// Keeps `rm` as a snapshot when it was folded `distance` events or more
-/// past `from`.
-async fn keep_if_far(
-    store: &Arc<dyn EventStore>,
-    mut rm: ReadModels,
-    from: u64,
-    distance: u64,
-) -> StoreResult<ReadModels> {
-    if rm.state.position - from < distance {
+/// Keeps `rm` as a snapshot of its position (nothing at position 0).
+async fn keep(store: &Arc<dyn EventStore>, mut rm: ReadModels) -> StoreResult<ReadModels> {
+    if rm.state.position == 0 {
         return Ok(rm);
     }
     if rm.head_hash.is_none() {
