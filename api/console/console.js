@@ -458,7 +458,7 @@ defineView("alarms",
 
 const EVENT_TYPES = [
   "MemberAdmitted", "JoinProgressReported", "MemberJoinCompleted", "MemberJoinFailed", "RaftPeerRemoved",
-  "RaftCleanupCompleted", "MemberJoinRetried", "MemberRemovalStarted", "MemberDecommissioned", "MemberUpdated",
+  "RaftCleanupCompleted", "RaftPeerReturned", "MemberJoinRetried", "MemberRemovalStarted", "MemberDecommissioned", "MemberUpdated",
   "AppliedGenerationReported", "JoinRequested", "JoinRequestApproved", "JoinRequestRejected", "TokenIssued",
   "ReleaseRegistered", "RunningReleaseSet", "UpgradePlanned", "UpgradeStateChanged", "UpgradePrechecked",
   "UpgradeNodeTurnStarted", "UpgradeNodeReported", "UpgradeBackupReported", "UpgradeFailed", "UpgradeCompleted",

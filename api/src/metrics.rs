@@ -29,6 +29,7 @@ pub struct Metrics {
     pub commit_duration: Histogram,
     pub raft_removals: IntCounterVec,
     pub raft_failures: IntCounterVec,
+    pub raft_returns: IntCounterVec,
     pub auth_refused: IntCounterVec,
     pub reports_limited: IntCounterVec,
     pub log_divergences: IntCounter,
@@ -155,6 +156,12 @@ impl Metrics {
                 "stratum_raft_removal_failures_total",
                 "Raft removals that failed and will be retried, by raft and reason (timeout, unreachable, refused, not_confirmed, unreadable).",
                 &["raft", "reason"],
+            ),
+            raft_returns: counter(
+                &r,
+                "stratum_raft_peer_returns_total",
+                "Members a raft's own listing named again after their removal from it was recorded (each raises raft-peer-returned and is removed again), by raft.",
+                &["raft"],
             ),
             auth_refused: counter(
                 &r,

@@ -49,6 +49,9 @@ pub enum DomainEvent {
     RaftCleanupCompleted {
         node_id: String,
     },
+    /// A raft's own listing named the member again after its removal from
+    /// that raft was recorded: the raft is owed a removal again.
+    RaftPeerReturned(RaftPeerReturned),
     MemberJoinRetried {
         node_id: String,
     },
@@ -119,6 +122,23 @@ pub struct MemberJoinFailed {
     /// The rafts to take it back out of: those it reached and the failed
     /// step's own.
     pub rafts: Vec<Raft>,
+}
+
+/// A member whose removal from a raft is recorded is named by that raft's
+/// own listing again (a node that went on running its raft member and was
+/// taken back, by its own retry or by hand). The event's time is when the
+/// listing was read; the removal it undoes is named by its position and
+/// time. It raises the `raft-peer-returned` alarm and asks the raft
+/// cleanup to remove the member again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RaftPeerReturned {
+    pub node_id: String,
+    pub raft: Raft,
+    /// The position of the `RaftPeerRemoved` this return undoes.
+    pub removed_position: u64,
+    /// When that removal was recorded.
+    pub removed_at: chrono::DateTime<chrono::Utc>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -193,6 +213,7 @@ impl DomainEvent {
             | DomainEvent::MemberDecommissioned { node_id, .. }
             | DomainEvent::AppliedGenerationReported { node_id, .. } => About::Member(node_id),
             DomainEvent::MemberJoinFailed(e) => About::Member(&e.node_id),
+            DomainEvent::RaftPeerReturned(e) => About::Member(&e.node_id),
             DomainEvent::MemberRemovalStarted(e) => About::Member(&e.node_id),
             DomainEvent::MemberUpdated(e) => About::Member(&e.node_id),
             DomainEvent::UpgradePlanned(e) => About::Upgrade(&e.upgrade_id),
@@ -249,6 +270,7 @@ impl DomainEvent {
             DomainEvent::MemberJoinFailed(_) => "MemberJoinFailed",
             DomainEvent::RaftPeerRemoved { .. } => "RaftPeerRemoved",
             DomainEvent::RaftCleanupCompleted { .. } => "RaftCleanupCompleted",
+            DomainEvent::RaftPeerReturned(_) => "RaftPeerReturned",
             DomainEvent::MemberJoinRetried { .. } => "MemberJoinRetried",
             DomainEvent::MemberRemovalStarted(_) => "MemberRemovalStarted",
             DomainEvent::MemberDecommissioned { .. } => "MemberDecommissioned",
@@ -308,6 +330,7 @@ impl DomainEvent {
             DomainEvent::MemberJoinFailed(e) => !e.rafts.is_empty(),
             DomainEvent::MemberRemovalStarted(e) => !e.rafts.is_empty(),
             DomainEvent::MemberUpdated(e) => !e.rafts.is_empty(),
+            DomainEvent::RaftPeerReturned(_) => true,
             // Named one by one: a new event type is decided here too.
             DomainEvent::MemberAdmitted(_)
             | DomainEvent::JoinProgressReported { .. }

@@ -108,7 +108,8 @@ impl Command {
     /// facts included: they are observations, not changes): the
     /// upgrade's own reports (node reports, backup, applied generation),
     /// its driver and its cancel, the raft cleanup the service itself
-    /// records, and token revocation. Every other change waits.
+    /// records (a removal, and a removed peer seen back: a stale voter is
+    /// never left waiting for an upgrade), and token revocation. Every other change waits.
     pub fn passes_write_freeze(&self) -> bool {
         match self {
             Command::Upgrade(c) => c.passes_write_freeze(),
@@ -116,6 +117,7 @@ impl Command {
                 c,
                 MemberCommand::ReportAppliedGeneration { .. }
                     | MemberCommand::RecordRaftRemoval { .. }
+                    | MemberCommand::RecordRaftPeerReturn { .. }
             ),
             // A leaked token can always be revoked, and an expired or
             // revoked one replaced, however long an upgrade holds the

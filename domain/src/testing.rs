@@ -136,6 +136,12 @@ pub fn one_of_each() -> Vec<DomainEvent> {
             leader_moved: true,
         },
         DomainEvent::RaftCleanupCompleted { node_id: n() },
+        DomainEvent::RaftPeerReturned(crate::event::RaftPeerReturned {
+            node_id: n(),
+            raft: Raft::Openbao,
+            removed_position: 41,
+            removed_at: chrono::DateTime::from_timestamp_micros(1_780_000_000_123_456).unwrap(),
+        }),
         DomainEvent::MemberJoinRetried { node_id: n() },
         DomainEvent::MemberRemovalStarted(MemberRemovalStarted {
             node_id: n(),

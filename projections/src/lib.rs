@@ -270,6 +270,19 @@ impl ReadModels {
                     ),
                 ));
             }
+            DomainEvent::RaftPeerReturned(stratum_domain::event::RaftPeerReturned {
+                node_id,
+                raft,
+                ..
+            })
+            | DomainEvent::RaftPeerRemoved { node_id, raft, .. } => {
+                // A return raises its alarm; the removal again clears it
+                // (a removal with no return before it has no alarm row).
+                self.dirty_docs.insert((
+                    doc_kind::ALARM,
+                    stratum_domain::upgrade::raft_peer_returned_key(*raft, node_id),
+                ));
+            }
             DomainEvent::EventsLost(e) => {
                 self.dirty_docs.insert((
                     doc_kind::ALARM,
@@ -299,7 +312,6 @@ impl ReadModels {
             | DomainEvent::JoinProgressReported { .. }
             | DomainEvent::MemberJoinCompleted { .. }
             | DomainEvent::MemberJoinFailed(_)
-            | DomainEvent::RaftPeerRemoved { .. }
             | DomainEvent::RaftCleanupCompleted { .. }
             | DomainEvent::MemberJoinRetried { .. }
             | DomainEvent::MemberRemovalStarted(_)

@@ -39,6 +39,7 @@ pub async fn render(state: &AppState) -> String {
         // Every raft has its counters from the start, at 0, so that
         // `increase()` sees the first removal or failure.
         g.raft_removals.with_label_values(&[raft.as_str()]);
+        g.raft_returns.with_label_values(&[raft.as_str()]);
         for reason in crate::raft::Failure::ALL {
             g.raft_failures
                 .with_label_values(&[raft.as_str(), reason.as_str()]);

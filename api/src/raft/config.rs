@@ -91,6 +91,12 @@ pub struct RaftArgs {
     #[arg(long, env = "STRATUM_RAFT_TIMEOUT", default_value = "10s")]
     pub raft_timeout: String,
 
+    /// How often each raft whose adapter reads a listing (OpenBao, OVN's
+    /// `kick`, Patroni's `syncobj`) is read for members whose removal is
+    /// recorded but whom it names again; soon again after an election.
+    #[arg(long, env = "STRATUM_RAFT_RECHECK", default_value = "10s")]
+    pub raft_recheck: String,
+
     /// The first wait before a failed removal is tried again, e.g. `1s`;
     /// it doubles on each failure.
     #[arg(long, env = "STRATUM_RAFT_RETRY_MIN", default_value = "1s")]
@@ -240,10 +246,12 @@ impl RaftArgs {
     /// One adapter per raft, as these settings configure them.
     pub fn adapters(&self) -> Result<RaftAdapters, ConfigError> {
         let timeout = duration("STRATUM_RAFT_TIMEOUT", &self.raft_timeout)?;
+        let recheck = duration("STRATUM_RAFT_RECHECK", &self.raft_recheck)?;
         Ok(RaftAdapters {
             openbao: self.openbao(timeout)?,
             ovn: self.ovn(timeout)?,
             patroni: self.patroni(timeout)?,
+            recheck,
         })
     }
 

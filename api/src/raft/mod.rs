@@ -11,6 +11,14 @@
 //! A removal is recorded only after the raft's adapter said the peer is
 //! gone (or was already gone), and the event names the adapter. It depends
 //! on the write path and the store, never on HTTP.
+//!
+//! A removal recorded is kept true: each raft whose adapter reads a listing
+//! is read again on an interval (sooner after an election it sees), and a
+//! member whose removal is recorded but whom the listing names again (a
+//! node that went on running its raft member) is recorded as returned
+//! (`RaftPeerReturned`, the `raft-peer-returned` alarm), which owes that
+//! raft its removal again: the same worker removes it, through the same
+//! adapter, with the same confirmation.
 
 pub mod adapters;
 pub mod config;
@@ -22,14 +30,15 @@ use std::time::Duration;
 use stratum_domain::iam::SERVICE_PRINCIPAL;
 use stratum_domain::membership::{member_stream, MemberCommand, Raft};
 use stratum_domain::stored::decode;
+use stratum_domain::event::DomainEvent;
 use stratum_domain::Command;
 use stratum_projections::MemberRecord;
 use tokio::time::Instant;
 
 pub use adapters::{
-    AdapterError, CommandAdapter, Failure, OpenBaoAdapter, OvnKick, OvnKickAdapter, PatroniSyncobj,
-    PatroniSyncobjAdapter, RaftAdapter, RaftAdapters, RaftPeer, RecordOnly, Removal,
-    DEFAULT_TIMEOUT, RECORD_ONLY,
+    AdapterError, CommandAdapter, Failure, Listing, OpenBaoAdapter, OvnKick, OvnKickAdapter,
+    PatroniSyncobj, PatroniSyncobjAdapter, RaftAdapter, RaftAdapters, RaftPeer, RecordOnly,
+    Removal, DEFAULT_RECHECK, DEFAULT_TIMEOUT, RECORD_ONLY,
 };
 pub use config::{ConfigError, RaftArgs};
 
@@ -58,7 +67,17 @@ struct Worker {
     backoff: Backoff,
     /// When each failing removal may be tried again, and its next delay.
     retry: HashMap<String, (Instant, Duration)>,
+    /// How often the raft's listing is read for returned peers.
+    recheck: Duration,
+    /// When it is read next; `None` once the adapter said it reads none.
+    recheck_due: Option<Instant>,
+    /// Who the last listing said leads: another leader is an election.
+    leader_seen: Option<Option<String>>,
 }
+
+/// How soon the listing is read again after an election was seen: a peer
+/// that returns does so around one.
+const AFTER_ELECTION: Duration = Duration::from_secs(1);
 
 impl RaftCleanup {
     pub fn new(
@@ -103,6 +122,9 @@ impl RaftCleanup {
                         adapter: self.adapters.get(raft).clone(),
                         backoff: self.backoff,
                         retry: HashMap::new(),
+                        recheck: self.adapters.recheck,
+                        recheck_due: Some(Instant::now()),
+                        leader_seen: None,
                     }
                     .run(),
                 );
@@ -132,7 +154,16 @@ impl Worker {
                     Some(Instant::now() + self.backoff.first)
                 }
             };
-            let wake = next.unwrap_or_else(|| Instant::now() + Duration::from_secs(30));
+            if self.recheck_due.is_some_and(|due| due <= Instant::now()) {
+                if let Err(e) = self.recheck().await {
+                    tracing::warn!(raft = self.raft.as_str(), error = %e, "raft listing check failed");
+                }
+            }
+            let wake = [next, self.recheck_due]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(30));
             tokio::select! {
                 _ = head.changed() => {}
                 _ = tokio::time::sleep_until(wake) => {}
@@ -202,6 +233,140 @@ impl Worker {
             }
         }
         Ok(next)
+    }
+}
+
+impl Worker {
+    /// Reads the raft's listing, if anything's removal from it is recorded,
+    /// and records each such member it names again (twice, a second apart:
+    /// a listing read in the middle of a change does not raise an alarm).
+    /// The members are taken from the read models before the listing is
+    /// read, so a removal recorded meanwhile is never taken for a return.
+    async fn recheck(&mut self) -> Result<(), StoreError> {
+        let raft = self.raft;
+        self.recheck_due = Some(Instant::now() + self.recheck);
+        let removed = removed_from(&self.store, &self.bus, raft).await?;
+        let listing = match self.adapter.listing().await {
+            None => {
+                tracing::info!(
+                    raft = raft.as_str(),
+                    adapter = self.adapter.name(),
+                    "this adapter reads no listing: returned peers are not watched for"
+                );
+                self.recheck_due = None;
+                return Ok(());
+            }
+            Some(Err(e)) => {
+                tracing::warn!(raft = raft.as_str(), reason = e.failure.as_str(), error = %e.message, "cannot read the raft's listing for returned peers");
+                return Ok(());
+            }
+            Some(Ok(listing)) => listing,
+        };
+        let elected = self
+            .leader_seen
+            .as_ref()
+            .is_some_and(|seen| *seen != listing.leader);
+        if elected {
+            tracing::info!(raft = raft.as_str(), leader = ?listing.leader, "the raft has another leader; its listing is read again soon");
+            self.recheck_due = Some(Instant::now() + AFTER_ELECTION);
+        }
+        self.leader_seen = Some(listing.leader.clone());
+        let mut named: Vec<RaftPeer> = removed
+            .into_iter()
+            .filter(|p| listing.names_any(&self.adapter.names_of(p)))
+            .collect();
+        if named.is_empty() {
+            return Ok(());
+        }
+        tokio::time::sleep(AFTER_ELECTION).await;
+        match self.adapter.listing().await {
+            Some(Ok(again)) => named.retain(|p| again.names_any(&self.adapter.names_of(p))),
+            Some(Err(e)) => {
+                tracing::warn!(raft = raft.as_str(), reason = e.failure.as_str(), error = %e.message, "cannot read the raft's listing again to confirm a returned peer");
+                return Ok(());
+            }
+            None => return Ok(()),
+        }
+        for peer in named {
+            record_return(&self.store, &self.bus, &peer, raft).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The members whose removal from `raft` is recorded and stands, as the
+/// raft names them.
+async fn removed_from(
+    store: &Arc<dyn EventStore>,
+    bus: &CommandBus,
+    raft: Raft,
+) -> Result<Vec<RaftPeer>, StoreError> {
+    let head = store.head().await?.position;
+    let rm = bus
+        .reached(head)
+        .await
+        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+    Ok(rm
+        .state
+        .membership
+        .members
+        .values()
+        .filter(|m| m.rafts_removed.contains(&raft))
+        .map(|m| RaftPeer {
+            node_id: m.node_id.clone(),
+            address: m.mgmt_ip.clone(),
+        })
+        .collect())
+}
+
+/// Records that `raft` names `peer` again, naming the removal it undoes
+/// (the newest of that raft in the member's stream) as its cause.
+async fn record_return(
+    store: &Arc<dyn EventStore>,
+    bus: &CommandBus,
+    peer: &RaftPeer,
+    raft: Raft,
+) -> Result<(), StoreError> {
+    let stream = store.read_stream(&member_stream(&peer.node_id)).await?;
+    let Some(removal) = stream.iter().rev().find(|e| {
+        matches!(
+            decode(&e.event_type, e.schema_version, &e.payload),
+            Ok(DomainEvent::RaftPeerRemoved { raft: r, .. }) if r == raft
+        )
+    }) else {
+        return Ok(());
+    };
+    let mut req = CommandRequest::new(
+        Command::Member(MemberCommand::RecordRaftPeerReturn {
+            node_id: peer.node_id.clone(),
+            raft,
+            removed_position: removal.position,
+            removed_at: removal.occurred_at,
+        }),
+        SERVICE_PRINCIPAL,
+    );
+    req.meta.causation = Some(removal.position);
+    match bus.execute(req).await {
+        // Nothing appended: the return was recorded already.
+        Ok(Outcome::Committed(c)) if c.position.is_none() => Ok(()),
+        Ok(Outcome::Committed(_)) => {
+            crate::metrics::global()
+                .raft_returns
+                .with_label_values(&[raft.as_str()])
+                .inc();
+            tracing::warn!(
+                node_id = %peer.node_id,
+                raft = raft.as_str(),
+                removed_position = removal.position,
+                "a removed peer is back in the raft; it is removed again"
+            );
+            Ok(())
+        }
+        Ok(Outcome::Refused(r)) => {
+            tracing::warn!(node_id = %peer.node_id, raft = raft.as_str(), code = r.code.as_str(), message = %r.message, "return not recorded");
+            Ok(())
+        }
+        Err(e) => Err(StoreError::Unavailable(e.to_string())),
     }
 }
 

@@ -536,6 +536,7 @@ impl Iam {
             | DomainEvent::MemberJoinCompleted { .. }
             | DomainEvent::MemberJoinFailed(_)
             | DomainEvent::RaftPeerRemoved { .. }
+            | DomainEvent::RaftPeerReturned(_)
             | DomainEvent::RaftCleanupCompleted { .. }
             | DomainEvent::MemberJoinRetried { .. }
             | DomainEvent::MemberRemovalStarted(_)

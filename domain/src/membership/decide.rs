@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::error::{ErrorCode, FieldError, Findings, Refusal};
 use crate::event::{
     DomainEvent, JoinRequested, MemberAdmitted, MemberJoinFailed, MemberRemovalStarted,
-    MemberUpdated, StringMap,
+    MemberUpdated, RaftPeerReturned, StringMap,
 };
 use crate::state::{CommandContext, Decision, Subject};
 use crate::text::check_line;
@@ -166,6 +166,12 @@ impl Membership {
             } => {
                 self.record_raft_removal(node_id, *raft, *already_gone, adapter, *leader_moved, ctx)
             }
+            MemberCommand::RecordRaftPeerReturn {
+                node_id,
+                raft,
+                removed_position,
+                removed_at,
+            } => self.record_raft_peer_return(node_id, *raft, *removed_position, *removed_at),
             MemberCommand::Update {
                 node_id,
                 role,
@@ -469,6 +475,50 @@ impl Membership {
             }
         }
         Ok(decided(node_id, events))
+    }
+
+    /// A raft's own listing names a member whose removal from it is
+    /// recorded: it returned, and the raft is owed its removal again. Only
+    /// a standing removal can be undone (a return already recorded, or a
+    /// raft never removed, appends nothing). A raft that names peers by
+    /// address cannot tell the member from another that now holds its
+    /// address, so while a member that is not failed or decommissioned
+    /// holds it, nothing is recorded: the cleanup never takes a live
+    /// member's address out of a raft.
+    fn record_raft_peer_return(
+        &self,
+        node_id: &str,
+        raft: Raft,
+        removed_position: u64,
+        removed_at: DateTime<Utc>,
+    ) -> Result<Decision, Refusal> {
+        let m = self.member(node_id)?;
+        if !m.rafts_removed.contains(&raft) {
+            return Ok(unchanged(node_id));
+        }
+        if let Some(holder) = self.members.values().find(|o| {
+            o.node_id != m.node_id
+                && o.mgmt_ip == m.mgmt_ip
+                && !matches!(o.state, MemberState::Failed | MemberState::Decommissioned)
+        }) {
+            return Err(Refusal::new(
+                ErrorCode::MemberExists,
+                format!(
+                    "Member {node_id}'s address {} is now held by member {}: a raft's listing of that address may name the live member, so {node_id}'s return is not recorded.",
+                    m.mgmt_ip, holder.node_id
+                ),
+            )
+            .with_details(json!({ "holder": holder.node_id, "raft": raft })));
+        }
+        Ok(decided(
+            node_id,
+            vec![DomainEvent::RaftPeerReturned(RaftPeerReturned {
+                node_id: node_id.to_owned(),
+                raft,
+                removed_position,
+                removed_at,
+            })],
+        ))
     }
 
     /// A node asks to join: one open request per node, none for a member.

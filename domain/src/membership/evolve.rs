@@ -105,6 +105,13 @@ impl Membership {
                     m.rafts_removed.insert(*raft);
                 }
             }
+            DomainEvent::RaftPeerReturned(e) => {
+                if let Some(m) = self.touched(&e.node_id, ctx) {
+                    // Owed again: the cleanup is not done until it is.
+                    m.rafts_removed.remove(&e.raft);
+                    m.raft_cleanup_at = None;
+                }
+            }
             DomainEvent::RaftCleanupCompleted { node_id } => {
                 if let Some(m) = self.touched(node_id, ctx) {
                     m.raft_cleanup_at = Some(ctx.occurred_at);

@@ -243,6 +243,15 @@ pub enum MemberCommand {
         /// The peer led the raft and leadership was moved off it first.
         leader_moved: bool,
     },
+    /// The raft cleanup process manager read a raft's own listing and it
+    /// names a member whose removal from it is recorded (at
+    /// `removed_position`, `removed_at`): the member returned.
+    RecordRaftPeerReturn {
+        node_id: String,
+        raft: Raft,
+        removed_position: u64,
+        removed_at: DateTime<Utc>,
+    },
     /// A change of role, address, bindings or labels (`PATCH`): a field
     /// left out stays as it is; bindings and labels replace the whole map.
     Update {
@@ -287,6 +296,7 @@ impl MemberCommand {
             | MemberCommand::Decommission { node_id, .. }
             | MemberCommand::ReportAppliedGeneration { node_id, .. }
             | MemberCommand::RecordRaftRemoval { node_id, .. }
+            | MemberCommand::RecordRaftPeerReturn { node_id, .. }
             | MemberCommand::Update { node_id, .. } => member_stream(node_id),
             MemberCommand::RequestJoin { request_id, .. }
             | MemberCommand::ApproveJoin { request_id, .. }

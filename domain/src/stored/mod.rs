@@ -109,6 +109,12 @@ pub fn encode(event: &DomainEvent) -> Encoded {
             adapter: adapter.clone(),
             leader_moved: *leader_moved,
         }),
+        DomainEvent::RaftPeerReturned(e) => bytes(&RaftPeerReturnedV1 {
+            node_id: e.node_id.clone(),
+            raft: e.raft.into(),
+            removed_position: e.removed_position,
+            removed_at: micros(e.removed_at),
+        }),
         DomainEvent::MemberUpdated(e) => bytes(&MemberUpdatedV1 {
             node_id: e.node_id.clone(),
             role: e.role.into(),
@@ -225,6 +231,7 @@ pub const STORED_VERSIONS: &[(&str, u16)] = &[
     ("RaftPeerRemoved", 1),
     ("RaftPeerRemoved", 2),
     ("RaftPeerRemoved", 3),
+    ("RaftPeerReturned", 1),
     ("ReleaseRegistered", 1),
     ("ReleaseRegistered", 2),
     ("ResourcePolicySet", 1),
@@ -262,6 +269,7 @@ pub fn schema_version(event: &DomainEvent) -> u16 {
         | DomainEvent::JoinProgressReported { .. }
         | DomainEvent::MemberJoinCompleted { .. }
         | DomainEvent::RaftCleanupCompleted { .. }
+        | DomainEvent::RaftPeerReturned(_)
         | DomainEvent::MemberJoinRetried { .. }
         | DomainEvent::MemberRemovalStarted(_)
         | DomainEvent::MemberDecommissioned { .. }
@@ -352,6 +360,15 @@ pub fn decode(
         .into(),
         ("RaftPeerRemoved", 2) => upcast::raft_peer_removed_v2_to_v3(de(t, v, payload)?).into(),
         ("RaftPeerRemoved", 3) => de::<RaftPeerRemovedV3>(t, v, payload)?.into(),
+        ("RaftPeerReturned", 1) => {
+            let e: RaftPeerReturnedV1 = de(t, v, payload)?;
+            DomainEvent::RaftPeerReturned(crate::event::RaftPeerReturned {
+                node_id: e.node_id,
+                raft: e.raft.into(),
+                removed_position: e.removed_position,
+                removed_at: time(e.removed_at),
+            })
+        }
         ("MemberUpdated", 1) => {
             let e: MemberUpdatedV1 = de(t, v, payload)?;
             DomainEvent::MemberUpdated(MemberUpdated {
@@ -525,6 +542,7 @@ pub fn decode(
             | "MemberJoinRetried"
             | "MemberJoinFailed"
             | "RaftPeerRemoved"
+            | "RaftPeerReturned"
             | "MemberRemovalStarted"
             | "MemberDecommissioned"
             | "MemberUpdated"

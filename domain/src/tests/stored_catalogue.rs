@@ -37,6 +37,7 @@ every_event_type!(
     MemberJoinFailed(_),
     RaftPeerRemoved { .. },
     RaftCleanupCompleted { .. },
+    RaftPeerReturned(_),
     MemberJoinRetried { .. },
     MemberRemovalStarted(_),
     MemberDecommissioned { .. },

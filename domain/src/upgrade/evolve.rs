@@ -131,6 +131,39 @@ impl Upgrades {
                 }
                 return;
             }
+            DomainEvent::RaftPeerReturned(e) => {
+                self.alarms.insert(
+                    raft_peer_returned_key(e.raft, &e.node_id),
+                    Alarm {
+                        name: RAFT_PEER_RETURNED_ALARM.to_owned(),
+                        node_id: Some(e.node_id.clone()),
+                        upgrade_id: None,
+                        message: format!(
+                            "Member {node} was taken out of the {raft} raft at {removed} \
+                             (position {position}), and the raft's own listing names it again \
+                             at {at}. The node still runs its {raft} member: stratum removes \
+                             it again, and it may keep coming back until the node stops its \
+                             raft members (see the operator guide).",
+                            node = e.node_id,
+                            raft = e.raft.as_str(),
+                            removed = e.removed_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                            position = e.removed_position,
+                            at = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                        ),
+                        raised_at: at,
+                        cleared_at: None,
+                        raised_position: ctx.position,
+                    },
+                );
+                return;
+            }
+            DomainEvent::RaftPeerRemoved { node_id, raft, .. } => {
+                // The removal again ends a return's alarm.
+                if let Some(a) = self.alarms.get_mut(&raft_peer_returned_key(*raft, node_id)) {
+                    a.cleared_at.get_or_insert(at);
+                }
+                return;
+            }
             DomainEvent::AlarmCleared(e) => {
                 let key = alarm_key(&e.name, e.upgrade_id.as_deref(), e.node_id.as_deref());
                 if let Some(a) = self.alarms.get_mut(&key) {
@@ -205,7 +238,6 @@ impl Upgrades {
             | DomainEvent::JoinProgressReported { .. }
             | DomainEvent::MemberJoinCompleted { .. }
             | DomainEvent::MemberJoinFailed(_)
-            | DomainEvent::RaftPeerRemoved { .. }
             | DomainEvent::RaftCleanupCompleted { .. }
             | DomainEvent::MemberJoinRetried { .. }
             | DomainEvent::MemberRemovalStarted(_)
@@ -348,6 +380,7 @@ impl Upgrades {
             | DomainEvent::MemberJoinCompleted { .. }
             | DomainEvent::MemberJoinFailed(_)
             | DomainEvent::RaftPeerRemoved { .. }
+            | DomainEvent::RaftPeerReturned(_)
             | DomainEvent::RaftCleanupCompleted { .. }
             | DomainEvent::MemberJoinRetried { .. }
             | DomainEvent::MemberRemovalStarted(_)

@@ -390,6 +390,17 @@ pub fn events_lost_key(first: u64) -> String {
 }
 pub const REBOOT_ALARM_AFTER_DAYS: i64 = 7;
 
+/// The alarm raised when a raft's own listing names a member again after
+/// its removal from that raft was recorded; cleared when the removal is
+/// recorded again.
+pub const RAFT_PEER_RETURNED_ALARM: &str = "raft-peer-returned";
+
+/// The key of the alarm of `node_id`'s return to `raft`: one per raft and
+/// member.
+pub fn raft_peer_returned_key(raft: crate::membership::Raft, node_id: &str) -> String {
+    format!("{RAFT_PEER_RETURNED_ALARM}/{}/{node_id}", raft.as_str())
+}
+
 /// An alarm, raised and perhaps cleared: both are events.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Alarm {

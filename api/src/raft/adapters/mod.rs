@@ -14,6 +14,7 @@ mod openbao;
 mod ovn;
 mod patroni;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -80,6 +81,22 @@ impl Removal {
 
     pub fn leader_moved(self) -> bool {
         self == Removal::RemovedAfterMovingLeader
+    }
+}
+
+/// A raft's own membership listing as read at one moment: every name it
+/// gives its peers (in the forms [`RaftAdapter::names_of`] gives a peer),
+/// and who leads it, so a change of leader (an election) can be seen.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listing {
+    pub names: BTreeSet<String>,
+    pub leader: Option<String>,
+}
+
+impl Listing {
+    /// Whether the listing names a peer that goes by any of `forms`.
+    pub fn names_any(&self, forms: &[String]) -> bool {
+        forms.iter().any(|f| self.names.contains(f))
     }
 }
 
@@ -152,6 +169,19 @@ pub trait RaftAdapter: Send + Sync {
     }
 
     async fn remove_peer(&self, peer: &RaftPeer) -> Result<Removal, AdapterError>;
+
+    /// The raft's own listing now, read as a removal reads it (bounded by
+    /// the same timeout); `None` for an adapter that reads no listing
+    /// (record-only, configured commands), whose raft is not watched for
+    /// returned peers.
+    async fn listing(&self) -> Option<Result<Listing, AdapterError>> {
+        None
+    }
+
+    /// The names a [`Listing`] of this raft gives the peer.
+    fn names_of(&self, _peer: &RaftPeer) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The name a record-only removal is recorded with.
@@ -178,12 +208,18 @@ impl RaftAdapter for RecordOnly {
     }
 }
 
-/// One adapter per raft.
+/// How often each raft's listing is read for returned peers, unless
+/// configured.
+pub const DEFAULT_RECHECK: Duration = Duration::from_secs(10);
+
+/// One adapter per raft, and how often the rafts that can be listed are
+/// read for members whose removal is recorded.
 #[derive(Clone)]
 pub struct RaftAdapters {
     pub patroni: Arc<dyn RaftAdapter>,
     pub openbao: Arc<dyn RaftAdapter>,
     pub ovn: Arc<dyn RaftAdapter>,
+    pub recheck: Duration,
 }
 
 impl Default for RaftAdapters {
@@ -192,6 +228,7 @@ impl Default for RaftAdapters {
             patroni: Arc::new(RecordOnly),
             openbao: Arc::new(RecordOnly),
             ovn: Arc::new(RecordOnly),
+            recheck: DEFAULT_RECHECK,
         }
     }
 }

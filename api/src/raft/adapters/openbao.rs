@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use super::{until_gone, AdapterError, Failure, RaftAdapter, RaftPeer, Removal};
+use super::{until_gone, AdapterError, Failure, Listing, RaftAdapter, RaftPeer, Removal};
 
 const CONFIGURATION: &str = "/v1/sys/storage/raft/configuration";
 const REMOVE_PEER: &str = "/v1/sys/storage/raft/remove-peer";
@@ -148,6 +148,20 @@ impl RaftAdapter for OpenBaoAdapter {
             url = u.to_string();
         }
         url
+    }
+
+    async fn listing(&self) -> Option<Result<Listing, AdapterError>> {
+        Some(self.servers().await.map(|servers| Listing {
+            leader: servers
+                .iter()
+                .find(|s| s.leader)
+                .map(|s| s.node_id.clone()),
+            names: servers.into_iter().map(|s| s.node_id).collect(),
+        }))
+    }
+
+    fn names_of(&self, peer: &RaftPeer) -> Vec<String> {
+        vec![peer.node_id.clone()]
     }
 
     async fn remove_peer(&self, peer: &RaftPeer) -> Result<Removal, AdapterError> {

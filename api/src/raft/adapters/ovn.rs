@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::command::run;
-use super::{until_gone, AdapterError, Failure, RaftAdapter, RaftPeer, Removal};
+use super::{until_gone, AdapterError, Failure, Listing, RaftAdapter, RaftPeer, Removal};
 
 /// The settings of the OVN adapter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +60,9 @@ pub(super) struct Status {
     pub servers: Vec<String>,
     /// The address of the server answering (`(self)`).
     pub me: Option<String>,
+    /// Who leads, as the answering server knows it, and in which term
+    /// (`02e1 term 3`): a new term is an election.
+    pub leader: Option<String>,
 }
 
 impl OvnKickAdapter {
@@ -80,6 +83,12 @@ impl OvnKickAdapter {
                 server: peer.fill(&self.settings.sb_server),
             },
         ]
+    }
+
+    /// How a listing names a database's server: the database, a space, the
+    /// server's address (`OVN_Northbound ssl:10.0.0.5:6643`).
+    fn listed(db: &str, server: &str) -> String {
+        format!("{db} {server}")
     }
 
     /// `ovs-appctl --timeout=<s> -t <ctl> <args>`: ovs-appctl's own
@@ -147,6 +156,42 @@ impl RaftAdapter for OvnKickAdapter {
             sb = s.sb_ctl,
             sbs = s.sb_server,
         )
+    }
+
+    async fn listing(&self) -> Option<Result<Listing, AdapterError>> {
+        let mut listing = Listing::default();
+        let mut leaders = Vec::new();
+        // The databases' server forms do not matter to their status.
+        let none = RaftPeer {
+            node_id: String::new(),
+            address: String::new(),
+        };
+        for db in self.dbs(&none) {
+            let status = match self.status(&db).await {
+                Ok(s) => s,
+                Err(e) => return Some(Err(e)),
+            };
+            listing.names.extend(
+                status
+                    .servers
+                    .iter()
+                    .map(|server| Self::listed(db.name, server)),
+            );
+            leaders.push(format!(
+                "{} {}",
+                db.name,
+                status.leader.as_deref().unwrap_or("none")
+            ));
+        }
+        listing.leader = Some(leaders.join(", "));
+        Some(Ok(listing))
+    }
+
+    fn names_of(&self, peer: &RaftPeer) -> Vec<String> {
+        self.dbs(peer)
+            .iter()
+            .map(|db| Self::listed(db.name, &db.server))
+            .collect()
     }
 
     async fn remove_peer(&self, peer: &RaftPeer) -> Result<Removal, AdapterError> {
@@ -258,7 +303,15 @@ pub(super) fn parse_status(text: &str) -> Result<Status, String> {
     if servers.is_empty() {
         return Err("its Servers section names no server".into());
     }
-    Ok(Status { servers, me })
+    let leader = field("Leader:").map(|l| match field("Term:") {
+        Some(term) => format!("{l} term {term}"),
+        None => l.to_owned(),
+    });
+    Ok(Status {
+        servers,
+        me,
+        leader,
+    })
 }
 
 #[cfg(test)]
@@ -303,6 +356,7 @@ Servers:
             ]
         );
         assert_eq!(s.me.as_deref(), Some("tcp:127.0.1.12:6643"));
+        assert_eq!(s.leader.as_deref(), Some("02e1 term 1"));
         // Whole addresses: 127.0.1.1 is not 127.0.1.11.
         assert!(!s.servers.contains(&"tcp:127.0.1.1:6643".to_owned()));
     }

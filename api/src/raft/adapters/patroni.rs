@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::command::run;
-use super::{until_gone, AdapterError, Failure, RaftAdapter, RaftPeer, Removal};
+use super::{until_gone, AdapterError, Failure, Listing, RaftAdapter, RaftPeer, Removal};
 
 /// The settings of the Patroni adapter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,6 +53,11 @@ pub(super) struct Status {
 impl PatroniSyncobjAdapter {
     pub fn new(settings: PatroniSyncobj, timeout: Duration) -> Self {
         Self { settings, timeout }
+    }
+
+    /// How the raft names the peer: `host:port`.
+    fn address(&self, peer: &RaftPeer) -> String {
+        format!("{}:{}", peer.host(), self.settings.port)
     }
 
     async fn admin(&self, conn: &str, args: &[&str]) -> Result<String, AdapterError> {
@@ -186,8 +191,20 @@ impl RaftAdapter for PatroniSyncobjAdapter {
         )
     }
 
+    async fn listing(&self) -> Option<Result<Listing, AdapterError>> {
+        // No member to leave out: any configured one may answer.
+        Some(self.status("").await.map(|s| Listing {
+            names: s.members.into_iter().collect(),
+            leader: s.leader,
+        }))
+    }
+
+    fn names_of(&self, peer: &RaftPeer) -> Vec<String> {
+        vec![self.address(peer)]
+    }
+
     async fn remove_peer(&self, peer: &RaftPeer) -> Result<Removal, AdapterError> {
-        let addr = format!("{}:{}", peer.host(), self.settings.port);
+        let addr = self.address(peer);
         let before = self.status(&addr).await?;
         if !before.members.contains(&addr) {
             return Ok(Removal::AlreadyGone);

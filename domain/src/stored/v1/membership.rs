@@ -63,6 +63,17 @@ pub struct RaftPeerRemovedV1 {
     pub already_gone: bool,
 }
 
+/// Written from the start with the removal it undoes; its instant is
+/// microseconds since the epoch, as every v1 instant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RaftPeerReturnedV1 {
+    pub node_id: String,
+    pub raft: RaftV1,
+    pub removed_position: u64,
+    pub removed_at: i64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemberRemovalStartedV1 {
     pub node_id: String,
