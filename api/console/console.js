@@ -486,9 +486,16 @@ function matchesFilters(e, f) {
     (!f.actor || e.principal === f.actor || e.initiator === f.actor);
 }
 
-/** Why it happened: the payload's reason, or a join failure's error. */
+/** Why it happened: the payload's reason, or a join failure's error; what
+ * a raft's removal or a removed peer's return was. */
 function whyOf(e) {
   const p = e.payload || {};
+  if (e.type === "RaftPeerReturned") {
+    return [`back in the ${p.raft} raft after its removal at position ${p.removedPosition} (`, iso(p.removedAt), "); removed again"];
+  }
+  if (e.type === "RaftPeerRemoved") {
+    return `out of the ${p.raft} raft (${p.adapter}${p.alreadyGone ? ", already gone" : ""}${p.leaderMoved ? ", leadership moved first" : ""})`;
+  }
   if (typeof p.reason === "string" && p.reason) return iso(p.reason);
   if (typeof p.error === "string" && p.error) return p.step ? [iso(p.step), ": ", iso(p.error)] : iso(p.error);
   if (typeof p.message === "string" && p.message) return iso(p.message);

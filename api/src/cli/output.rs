@@ -137,9 +137,32 @@ fn fields(v: &Value, skip: &[&str]) -> String {
     t.to_string()
 }
 
-/// Why an event happened, when its payload says: a reason or an error.
+/// Why an event happened, when its payload says: a reason or an error;
+/// what a raft's removal or a removed peer's return was.
 fn why(e: &Value) -> Value {
     let p = &e["payload"];
+    let text = |v: &Value| v.as_str().unwrap_or("?").to_owned();
+    match e["type"].as_str() {
+        Some("RaftPeerReturned") => {
+            return Value::String(format!(
+                "back in the {} raft after its removal at position {} ({}); removed again",
+                text(&p["raft"]),
+                p["removedPosition"],
+                text(&p["removedAt"]),
+            ))
+        }
+        Some("RaftPeerRemoved") => {
+            let mut how = text(&p["adapter"]);
+            if p["alreadyGone"] == true {
+                how.push_str(", already gone");
+            }
+            if p["leaderMoved"] == true {
+                how.push_str(", leadership moved first");
+            }
+            return Value::String(format!("out of the {} raft ({how})", text(&p["raft"])));
+        }
+        _ => {}
+    }
     ["reason", "error", "failureReason", "message"]
         .iter()
         .find_map(|k| p[*k].as_str().filter(|s| !s.is_empty()))

@@ -27,10 +27,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use stratum_domain::event::DomainEvent;
 use stratum_domain::iam::SERVICE_PRINCIPAL;
 use stratum_domain::membership::{member_stream, MemberCommand, Raft};
 use stratum_domain::stored::decode;
-use stratum_domain::event::DomainEvent;
 use stratum_domain::Command;
 use stratum_projections::MemberRecord;
 use tokio::time::Instant;

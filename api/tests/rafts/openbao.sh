@@ -18,6 +18,11 @@
 #   openbao.sh kill DIR ID               SIGKILL, for good
 #   openbao.sh remove DIR ID             remove-peer by hand (root token);
 #                                        returns when it is no longer listed
+#   openbao.sh rejoin DIR ID             a removed member joined back by hand, as
+#                                        an operator would: stopped, its raft data
+#                                        wiped, started, `bao operator raft join`
+#                                        to the active node, unsealed; returns
+#                                        when it is listed again
 #   openbao.sh env DIR                   STRATUM_OPENBAO_ADDR=… and
 #                                        STRATUM_OPENBAO_TOKEN=… lines
 #   openbao.sh down DIR                  kill all; idempotent; never fails
@@ -533,6 +538,23 @@ cmd_remove() {
   done
 }
 
+cmd_rejoin() {
+  [ $# -eq 1 ] || usage
+  local id=$1 nd lip
+  ip_of "$id" >/dev/null
+  cmd_stop "$id"
+  nd=$(node_dir "$id")
+  rm -rf "$nd/data"
+  mkdir -p "$nd/data"
+  spawn "$id"
+  wait_listening "$id"
+  lip=$(leader_ip) || die "no active node for $id to join"
+  VAULT_ADDR="http://$(ip_of "$id"):8200" "$BAO_BIN" operator raft join "http://$lip:8200" >/dev/null ||
+    fail_node "$id" "bao operator raft join of $id failed"
+  unseal "$id"
+  wait_listed "$id"
+}
+
 cmd_env() {
   [ -f "$ST/stratum.token" ] || die "no cluster under $ST (run up first)"
   echo "STRATUM_OPENBAO_ADDR=http://$(ip_of "$(all_ids | head -n 1)"):8200"
@@ -569,7 +591,7 @@ main() {
   set_dir "${1:-}" "$cmd"
   shift
   case $cmd in
-    up | join | start) BAO_BIN=$(resolve_bao) ;;
+    up | join | start | rejoin) BAO_BIN=$(resolve_bao) ;;
   esac
   case $cmd in
     up) cmd_up "$@" ;;
@@ -582,6 +604,7 @@ main() {
     resume) [ $# -eq 1 ] || usage; cmd_signal CONT "$1" ;;
     kill) cmd_kill "$@" ;;
     remove) cmd_remove "$@" ;;
+    rejoin) cmd_rejoin "$@" ;;
     env) cmd_env ;;
     down) cmd_down 2>/dev/null || true ;;
     *) usage ;;

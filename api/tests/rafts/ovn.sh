@@ -7,6 +7,11 @@
 #                                    founder lists them all and each is a
 #                                    connected cluster member
 #   ovn.sh join DIR ID=IP            a new member joins both clusters
+#   ovn.sh rejoin DIR ID             a kicked member joined back by hand: both
+#                                    servers stopped, their databases made anew
+#                                    with `ovsdb-tool join-cluster` (a kicked
+#                                    server cannot rejoin with its old one),
+#                                    started; returns once both clusters list it
 #   ovn.sh members DIR               `OVN_Northbound tcp:IP:6643` /
 #                                    `OVN_Southbound tcp:IP:6644` lines, from
 #                                    the first founder (else any running member)
@@ -34,7 +39,7 @@ APPCTL_TIMEOUT=${OVN_APPCTL_TIMEOUT:-3}
 DBS=(nb sb)
 
 die() { echo "ovn.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 db_name() { case $1 in nb) echo OVN_Northbound ;; sb) echo OVN_Southbound ;; esac; }
 db_port() { case $1 in nb) echo 6643 ;; sb) echo 6644 ;; esac; }
@@ -337,6 +342,20 @@ cmd_join() {
   wait_for "$MID to join both clusters" "$MID $(first_id)" -- all_up "$MID"
 }
 
+cmd_rejoin() {
+  (($# == 2)) || usage
+  set_dir "$1"
+  local id=$2 ip remotes=() other
+  ip=$(member_ip "$id")
+  for other in $(member_ids); do
+    [[ $other == "$id" ]] || remotes+=("$(member_ip "$other")")
+  done
+  stop_member "$id"
+  create_member "$id" "$ip" "${remotes[@]}"
+  start_member "$id"
+  wait_for "$id to join both clusters again" "$id $(first_id)" -- all_up "$id"
+}
+
 cmd_members() {
   (($# == 1)) || usage
   set_dir "$1"
@@ -482,7 +501,7 @@ main() {
   local cmd=$1
   shift
   case $cmd in
-    up | join | members | leader | stop | start | pause | resume | kill | env | transfer) "cmd_$cmd" "$@" ;;
+    up | join | rejoin | members | leader | stop | start | pause | resume | kill | env | transfer) "cmd_$cmd" "$@" ;;
     down) cmd_down "$@" || true ;;
     -h | --help | help) usage ;;
     *) die "unknown command '$cmd'" ;;

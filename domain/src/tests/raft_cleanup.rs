@@ -147,3 +147,130 @@ fn a_removal_for_an_unknown_node_is_not_found() {
         .when(removal("n-9", Raft::Ovn))
         .then_refused(ErrorCode::NotFound);
 }
+
+// ---------------------------------------------------------------------------
+// A removed peer that comes back
+// ---------------------------------------------------------------------------
+
+fn returned(node: &str, raft: Raft, removed_position: u64) -> MemberCommand {
+    MemberCommand::RecordRaftPeerReturn {
+        node_id: node.into(),
+        raft,
+        removed_position,
+        removed_at: t0(),
+    }
+}
+
+#[test]
+fn a_returned_peer_is_owed_its_removal_again_and_raises_an_alarm_until_then() {
+    let mut s = failed_and_cleaned();
+    let cleaned_at = member(&s, "n-3").raft_cleanup_at;
+    assert!(cleaned_at.is_some());
+
+    s.when_by(CLEANER, returned("n-3", Raft::Openbao, 7))
+        .then_appended(
+            &mut s,
+            vec![DomainEvent::RaftPeerReturned(RaftPeerReturned {
+                node_id: "n-3".into(),
+                raft: Raft::Openbao,
+                removed_position: 7,
+                removed_at: t0(),
+            })],
+        );
+    let m = member(&s, "n-3");
+    assert_eq!(m.pending_cleanup(), vec![Raft::Openbao]);
+    assert_eq!(m.raft_cleanup_at, None, "the cleanup is no longer done");
+    assert_eq!(m.state, MemberState::Failed);
+    let key = crate::upgrade::raft_peer_returned_key(Raft::Openbao, "n-3");
+    let alarm = &s.upgrades.alarms[&key];
+    assert_eq!(alarm.name, crate::upgrade::RAFT_PEER_RETURNED_ALARM);
+    assert_eq!(alarm.node_id.as_deref(), Some("n-3"));
+    assert_eq!(alarm.cleared_at, None);
+    assert!(alarm.message.contains("openbao") && alarm.message.contains("position 7"));
+    // A retry waits for the removal again.
+    s.when(retry("n-3"))
+        .then_refused(ErrorCode::RaftCleanupPending);
+    // The same return again appends nothing; another raft's is its own.
+    assert_member_unchanged(&decide_ok(&s, returned("n-3", Raft::Openbao, 7)), "n-3");
+
+    s.when_by(CLEANER, removal("n-3", Raft::Openbao))
+        .then_appended(
+            &mut s,
+            vec![
+                DomainEvent::RaftPeerRemoved {
+                    node_id: "n-3".into(),
+                    raft: Raft::Openbao,
+                    already_gone: false,
+                    adapter: ADAPTER.into(),
+                    leader_moved: false,
+                },
+                DomainEvent::RaftCleanupCompleted {
+                    node_id: "n-3".into(),
+                },
+            ],
+        );
+    let m = member(&s, "n-3");
+    assert!(m.pending_cleanup().is_empty());
+    assert!(m.raft_cleanup_at > cleaned_at);
+    assert!(s.upgrades.alarms[&key].cleared_at.is_some());
+}
+
+#[test]
+fn a_decommissioned_member_s_return_is_removed_again_and_stays_decommissioned() {
+    let mut s = cluster_with(MemberState::Decommissioned);
+    let generation = s.membership.generation;
+    run_by(&mut s, CLEANER, returned("n-3", Raft::Ovn, 9));
+    assert_eq!(member(&s, "n-3").pending_cleanup(), vec![Raft::Ovn]);
+    assert_eq!(s.membership.generation, generation, "no peer list changes");
+    s.when_by(CLEANER, removal("n-3", Raft::Ovn)).then_appended(
+        &mut s,
+        vec![
+            DomainEvent::RaftPeerRemoved {
+                node_id: "n-3".into(),
+                raft: Raft::Ovn,
+                already_gone: false,
+                adapter: ADAPTER.into(),
+                leader_moved: false,
+            },
+            DomainEvent::RaftCleanupCompleted {
+                node_id: "n-3".into(),
+            },
+        ],
+    );
+    assert_eq!(member(&s, "n-3").state, MemberState::Decommissioned);
+}
+
+#[test]
+fn only_a_standing_removal_can_be_returned_from() {
+    // A raft the cleanup still owes, or one never removed, records nothing.
+    let s = cluster_with(MemberState::Failed);
+    for raft in Raft::ALL {
+        assert_member_unchanged(&decide_ok(&s, returned("n-3", raft, 5)), "n-3");
+    }
+    for state in [MemberState::Joining, MemberState::Active] {
+        let s = cluster_with(state);
+        for raft in Raft::ALL {
+            assert_member_unchanged(&decide_ok(&s, returned("n-3", raft, 5)), "n-3");
+        }
+    }
+    // After a retried join, what the earlier cleanup removed is gone from
+    // the record: the member is a peer again by right.
+    let mut s = failed_and_cleaned();
+    run_by(&mut s, ADMIN, retry("n-3"));
+    assert_member_unchanged(&decide_ok(&s, returned("n-3", Raft::Patroni, 5)), "n-3");
+    founders()
+        .when(returned("n-9", Raft::Ovn, 5))
+        .then_refused(ErrorCode::NotFound);
+}
+
+#[test]
+fn a_return_is_not_recorded_while_a_live_member_holds_the_address() {
+    // n-3 failed at 192.0.2.13 and was cleaned; n-4 now holds that address
+    // (a failed member's address is free again only once it is
+    // decommissioned, so n-3 is decommissioned here first).
+    let mut s = cluster_with(MemberState::Decommissioned);
+    run_by(&mut s, ADMIN, admit("n-4", "control", "192.0.2.13"));
+    s.when_by(CLEANER, returned("n-3", Raft::Patroni, 5))
+        .then_refused(ErrorCode::MemberExists);
+    assert!(member(&s, "n-3").pending_cleanup().is_empty());
+}

@@ -146,7 +146,9 @@ impl Upgrades {
                              raft members (see the operator guide).",
                             node = e.node_id,
                             raft = e.raft.as_str(),
-                            removed = e.removed_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                            removed = e
+                                .removed_at
+                                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                             position = e.removed_position,
                             at = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                         ),

@@ -152,10 +152,7 @@ impl RaftAdapter for OpenBaoAdapter {
 
     async fn listing(&self) -> Option<Result<Listing, AdapterError>> {
         Some(self.servers().await.map(|servers| Listing {
-            leader: servers
-                .iter()
-                .find(|s| s.leader)
-                .map(|s| s.node_id.clone()),
+            leader: servers.iter().find(|s| s.leader).map(|s| s.node_id.clone()),
             names: servers.into_iter().map(|s| s.node_id).collect(),
         }))
     }
