@@ -37,8 +37,8 @@ use tokio::time::Instant;
 
 pub use adapters::{
     AdapterError, CommandAdapter, Failure, Listing, OpenBaoAdapter, OvnKick, OvnKickAdapter,
-    PatroniSyncobj, PatroniSyncobjAdapter, RaftAdapter, RaftAdapters, RaftPeer, RecordOnly,
-    Removal, DEFAULT_RECHECK, DEFAULT_TIMEOUT, RECORD_ONLY,
+    PatroniSyncobj, PatroniSyncobjAdapter, Progress, RaftAdapter, RaftAdapters, RaftPeer,
+    RecordOnly, Removal, DEFAULT_RECHECK, DEFAULT_TIMEOUT, RECORD_ONLY,
 };
 pub use config::{ConfigError, RaftArgs};
 
@@ -65,8 +65,9 @@ struct Worker {
     raft: Raft,
     adapter: Arc<dyn RaftAdapter>,
     backoff: Backoff,
-    /// When each failing removal may be tried again, and its next delay.
-    retry: HashMap<String, (Instant, Duration)>,
+    /// When each failing removal may be tried again, its next delay, and
+    /// what its tries so far did.
+    retry: HashMap<String, (Instant, Duration, Progress)>,
     /// How often the raft's listing is read for returned peers.
     recheck: Duration,
     /// When it is read next; `None` once the adapter said it reads none.
@@ -181,7 +182,7 @@ impl Worker {
                 continue;
             }
             let key = record.node_id.clone();
-            if let Some((due, _)) = self.retry.get(&key) {
+            if let Some((due, _, _)) = self.retry.get(&key) {
                 if *due > Instant::now() {
                     next = Some(next.map_or(*due, |n| n.min(*due)));
                     continue;
@@ -197,7 +198,8 @@ impl Worker {
                         .raft_removals
                         .with_label_values(&[raft.as_str()])
                         .inc();
-                    self.retry.remove(&key);
+                    let earlier = self.retry.remove(&key).map(|(_, _, done)| done);
+                    let outcome = outcome.after(earlier.unwrap_or_default());
                     record_removal(
                         &self.store,
                         &self.bus,
@@ -213,10 +215,10 @@ impl Worker {
                         .raft_failures
                         .with_label_values(&[raft.as_str(), e.failure.as_str()])
                         .inc();
-                    let delay = self
-                        .retry
-                        .get(&key)
-                        .map_or(self.backoff.first, |(_, d)| self.backoff.after(*d));
+                    let (delay, done) = match self.retry.get(&key) {
+                        Some((_, d, done)) => (self.backoff.after(*d), done.and(e.progress)),
+                        None => (self.backoff.first, e.progress),
+                    };
                     let due = Instant::now() + delay;
                     tracing::warn!(
                         node_id = %record.node_id,
@@ -227,7 +229,7 @@ impl Worker {
                         retry_in_ms = delay.as_millis() as u64,
                         "raft removal failed"
                     );
-                    self.retry.insert(key, (due, delay));
+                    self.retry.insert(key, (due, delay, done));
                     next = Some(next.map_or(due, |n| n.min(due)));
                 }
             }
@@ -237,7 +239,7 @@ impl Worker {
 }
 
 impl Worker {
-    /// Reads the raft's listing, if anything's removal from it is recorded,
+    /// Reads the raft's listing, if any member's removal from it is recorded,
     /// and records each such member it names again (twice, a second apart:
     /// a listing read in the middle of a change does not raise an alarm).
     /// The members are taken from the read models before the listing is
@@ -246,6 +248,10 @@ impl Worker {
         let raft = self.raft;
         self.recheck_due = Some(Instant::now() + self.recheck);
         let removed = removed_from(&self.store, &self.bus, raft).await?;
+        if removed.is_empty() {
+            // Nothing to look for: the raft is not called.
+            return Ok(());
+        }
         let listing = match self.adapter.listing().await {
             None => {
                 tracing::info!(

@@ -187,7 +187,10 @@ exit 0"#,
 /// `-status` lists `self` and the members in `<dir>/syncobj.members`
 /// (the first line is the leader), `-remove ADDR` prints `FAIL REMOVE
 /// ADDR` while `<dir>/syncobj.fail` exists, and otherwise `SUCCESS REMOVE
-/// ADDR` and takes ADDR out; the time of each `-remove` is appended to
+/// ADDR` and takes ADDR out (and then, while `<dir>/syncobj.slow` exists,
+/// takes that file away and hangs for 30 s, as a call that is applied but
+/// answers too late); `-transfer` moves the leadership to the next member
+/// (the first line goes last); the time of each `-remove` is appended to
 /// `<calls>.times`. It exits 0 whatever happened, as the real one
 /// does.
 pub(crate) fn fake_syncobj_admin(dir: &Path, calls: &Path, members: &[&str]) -> PathBuf {
@@ -211,7 +214,12 @@ case "$3" in
     date +%s%N >> '{calls}.times'
     if [ -e '{dir}/syncobj.fail' ]; then echo "FAIL REMOVE $4"; exit 0; fi
     grep -vxF -- "$4" "$state" > "$state.new" || true; mv "$state.new" "$state"
+    if [ -e '{dir}/syncobj.slow' ]; then rm -f '{dir}/syncobj.slow'; sleep 30; fi
     echo "SUCCESS REMOVE $4"
+    ;;
+  -transfer)
+    {{ tail -n +2 "$state"; head -n1 "$state"; }} > "$state.new"; mv "$state.new" "$state"
+    echo "SUCCESS TRANSFER"
     ;;
 esac
 exit 0"#,

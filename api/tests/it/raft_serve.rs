@@ -741,3 +741,95 @@ async fn a_kick_that_was_lost_is_never_recorded_as_a_removal() {
         ["tcp:192.0.2.11:6643"]
     );
 }
+
+/// A removal that takes more than one try is recorded with what its first
+/// tries did. n-3 leads Patroni's raft: the first try moves leadership off
+/// it, then its `-remove` is refused, and the retry finds n-3 following:
+/// `leaderMoved` stays true. n-2's `-remove` is applied but answers past
+/// the timeout (killed), and the retry finds n-2 gone: not `alreadyGone`,
+/// since the service had asked for it.
+#[tokio::test]
+async fn a_removal_retried_keeps_what_its_earlier_tries_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let calls = d.join("syncobj_admin.calls");
+    let failing = d.join("syncobj.fail");
+    let syncobj = fake_syncobj_admin(
+        d,
+        &calls,
+        &["192.0.2.13:2222", "10.0.0.1:2222", "192.0.2.12:2222"],
+    );
+    std::fs::write(&failing, "").unwrap();
+    let server = start(
+        d,
+        &[
+            ("STRATUM_RAFT_PATRONI", "syncobj".to_owned()),
+            (
+                "STRATUM_PATRONI_SYNCOBJ_ADMIN",
+                syncobj.display().to_string(),
+            ),
+            ("STRATUM_PATRONI_RAFT_CONN", "10.0.0.1:2222".to_owned()),
+            ("STRATUM_PATRONI_RAFT_PORT", "2222".to_owned()),
+            ("STRATUM_RAFT_TIMEOUT", "1s".to_owned()),
+            ("STRATUM_RAFT_RETRY_MIN", "200ms".to_owned()),
+            ("STRATUM_RAFT_RETRY_MAX", "400ms".to_owned()),
+        ],
+    )
+    .await;
+    server.announces("patroni", "patroni-syncobj").await;
+    server.admit_three().await;
+    server.progress("n-3", "join/raft-patroni").await;
+    server
+        .member_post(
+            "n-3",
+            "join-failed",
+            json!({"step": "join/services", "error": "x"}),
+        )
+        .await;
+    server
+        .eventually("a refused -remove of n-3, after the transfer", || async {
+            let calls = lines(&calls);
+            (calls.iter().any(|c| c.contains("-transfer"))
+                && calls.iter().any(|c| c.contains("-remove 192.0.2.13:2222")))
+            .then_some(())
+        })
+        .await;
+    assert!(server.member("n-3").await["raftCleanupAt"].is_null());
+    std::fs::remove_file(&failing).unwrap();
+    server.cleaned("n-3").await;
+    let removed = of_type(&server.history("n-3").await, "RaftPeerRemoved")
+        .into_iter()
+        .cloned()
+        .collect::<Vec<_>>();
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert_eq!(removed[0]["payload"]["leaderMoved"], true, "{}", removed[0]);
+    assert_eq!(
+        removed[0]["payload"]["alreadyGone"], false,
+        "{}",
+        removed[0]
+    );
+
+    // Active n-2 is demoted to compute (out of the rafts); its -remove is
+    // applied but answers too late.
+    std::fs::write(d.join("syncobj.slow"), "").unwrap();
+    let (status, body) = server
+        .call(
+            reqwest::Client::new()
+                .patch(server.url(&format!("{MEMBERS}/n-2")))
+                .bearer_auth(ADMIN)
+                .json(&json!({"role": "compute", "force": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    server.cleaned("n-2").await;
+    assert!(
+        !d.join("syncobj.slow").exists(),
+        "the slow answer was given"
+    );
+    let removed = of_type(&server.history("n-2").await, "RaftPeerRemoved")
+        .into_iter()
+        .find(|e| e["payload"]["raft"] == "patroni")
+        .cloned()
+        .unwrap();
+    assert_eq!(removed["payload"]["alreadyGone"], false, "{removed}");
+}

@@ -508,18 +508,16 @@ async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
     server.admit("j-1", &rafts.ip(21)).await;
     reached(&server, "j-1", &RAFTS).await;
     server.member_post("j-1", "join-complete", json!({})).await;
+    // Each transfer returns once it has seen j-1 lead. On two loaded cores
+    // a starved j-1 can still lose that leadership to an election before
+    // the cleanup reads the raft: then it is removed as a follower, and
+    // `leaderMoved` must say what the cleanup found. That it is true for a
+    // peer found leading, whatever the tries, is
+    // `raft_serve::a_removal_retried_keeps_what_its_earlier_tries_did`.
     rafts
         .sh("ovn", "transfer", &["OVN_Northbound", "j-1"])
         .await;
-    assert_eq!(
-        rafts.sh("ovn", "leader", &["OVN_Northbound"]).await.trim(),
-        "j-1"
-    );
     rafts.sh("patroni", "transfer", &["j-1"]).await;
-    assert_eq!(
-        rafts.sh("patroni", "leader", &[]).await.trim(),
-        format!("{}:5010", rafts.ip(21))
-    );
     server
         .member_post("j-1", "decommission", json!({"reason": "rack moved"}))
         .await;
@@ -527,7 +525,15 @@ async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
     assert_eq!(m["state"], "decommissioned", "{m}");
     let removed = removals(&server, "j-1").await;
     let patroni = removal(&removed, "patroni").unwrap();
-    assert_eq!(patroni["payload"]["leaderMoved"], true, "{patroni}");
+    let found_leading = server.log().lines().any(|l| {
+        l.contains("leadership is moved off it first")
+            && l.contains(&format!("{}:5010", rafts.ip(21)))
+    });
+    eprintln!("j-1 found leading Patroni's raft by the cleanup: {found_leading}");
+    assert_eq!(
+        patroni["payload"]["leaderMoved"], found_leading,
+        "{patroni}"
+    );
     assert_eq!(patroni["payload"]["alreadyGone"], false, "{patroni}");
     let leader = rafts.sh("patroni", "leader", &[]).await;
     assert_ne!(leader.trim(), format!("{}:5010", rafts.ip(21)));

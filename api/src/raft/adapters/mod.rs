@@ -79,6 +79,20 @@ impl Removal {
         self == Removal::AlreadyGone
     }
 
+    /// The outcome of a removal's last try, with what its earlier tries
+    /// did: a peer that led when a try moved leadership off it, or that a
+    /// try asked the raft to remove before failing (a timeout, a listing
+    /// not yet changed), is recorded as such, not as found gone or found
+    /// following.
+    pub fn after(self, earlier: Progress) -> Removal {
+        match self {
+            Removal::AlreadyGone if !earlier.removal_asked => self,
+            _ if earlier.leader_moved => Removal::RemovedAfterMovingLeader,
+            Removal::AlreadyGone => Removal::Removed,
+            Removal::Removed | Removal::RemovedAfterMovingLeader => self,
+        }
+    }
+
     pub fn leader_moved(self) -> bool {
         self == Removal::RemovedAfterMovingLeader
     }
@@ -138,12 +152,33 @@ impl Failure {
     }
 }
 
-/// A failed removal: why, and the raft's or tool's whole message.
+/// What a try of a removal did before it ended, carried into the next try
+/// (see [`Removal::after`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// The peer led the raft, and leadership was asked to move off it.
+    pub leader_moved: bool,
+    /// The raft was asked to remove the peer.
+    pub removal_asked: bool,
+}
+
+impl Progress {
+    pub fn and(self, later: Progress) -> Progress {
+        Progress {
+            leader_moved: self.leader_moved || later.leader_moved,
+            removal_asked: self.removal_asked || later.removal_asked,
+        }
+    }
+}
+
+/// A failed removal: why, the raft's or tool's whole message, and what the
+/// try had done before it failed.
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{message}")]
 pub struct AdapterError {
     pub failure: Failure,
     pub message: String,
+    pub progress: Progress,
 }
 
 impl AdapterError {
@@ -151,7 +186,14 @@ impl AdapterError {
         Self {
             failure,
             message: message.into(),
+            progress: Progress::default(),
         }
+    }
+
+    /// The error, with what its try had done.
+    pub fn after(mut self, done: Progress) -> Self {
+        self.progress = self.progress.and(done);
+        self
     }
 }
 

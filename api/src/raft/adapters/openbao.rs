@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use super::{until_gone, AdapterError, Failure, Listing, RaftAdapter, RaftPeer, Removal};
+use super::{until_gone, AdapterError, Failure, Listing, Progress, RaftAdapter, RaftPeer, Removal};
 
 const CONFIGURATION: &str = "/v1/sys/storage/raft/configuration";
 const REMOVE_PEER: &str = "/v1/sys/storage/raft/remove-peer";
@@ -162,11 +162,24 @@ impl RaftAdapter for OpenBaoAdapter {
     }
 
     async fn remove_peer(&self, peer: &RaftPeer) -> Result<Removal, AdapterError> {
+        let mut done = Progress::default();
+        self.remove(peer, &mut done)
+            .await
+            .map_err(|e| e.after(done))
+    }
+}
+
+impl OpenBaoAdapter {
+    async fn remove(&self, peer: &RaftPeer, done: &mut Progress) -> Result<Removal, AdapterError> {
         let before = self.servers().await?;
         let Some(listed) = before.iter().find(|s| s.node_id == peer.node_id) else {
             return Ok(Removal::AlreadyGone);
         };
         let was_leader = listed.leader;
+        // OpenBao's active node steps down once its own removal is
+        // committed: asking for the removal moves the leadership.
+        done.leader_moved |= was_leader;
+        done.removal_asked = true;
         let res = self
             .client
             .post(format!("{}{REMOVE_PEER}", self.addr))

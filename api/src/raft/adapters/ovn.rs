@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::command::run;
-use super::{until_gone, AdapterError, Failure, Listing, RaftAdapter, RaftPeer, Removal};
+use super::{until_gone, AdapterError, Failure, Listing, Progress, RaftAdapter, RaftPeer, Removal};
 
 /// The settings of the OVN adapter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -195,6 +195,15 @@ impl RaftAdapter for OvnKickAdapter {
     }
 
     async fn remove_peer(&self, peer: &RaftPeer) -> Result<Removal, AdapterError> {
+        let mut done = Progress::default();
+        self.remove(peer, &mut done)
+            .await
+            .map_err(|e| e.after(done))
+    }
+}
+
+impl OvnKickAdapter {
+    async fn remove(&self, peer: &RaftPeer, done: &mut Progress) -> Result<Removal, AdapterError> {
         let mut outcome = Removal::AlreadyGone;
         for db in self.dbs(peer) {
             let status = self.status(&db).await?;
@@ -234,6 +243,7 @@ impl RaftAdapter for OvnKickAdapter {
             // The answer only says the change started: on a follower,
             // "sent removal request to leader", even when the leader then
             // drops it. `unknown server`: it left since the listing.
+            done.removal_asked = true;
             if let Err(e) = self
                 .appctl(db.ctl, &["cluster/kick", db.name, &db.server])
                 .await

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::command::run;
-use super::{until_gone, AdapterError, Failure, Listing, RaftAdapter, RaftPeer, Removal};
+use super::{until_gone, AdapterError, Failure, Listing, Progress, RaftAdapter, RaftPeer, Removal};
 
 /// The settings of the Patroni adapter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -204,6 +204,15 @@ impl RaftAdapter for PatroniSyncobjAdapter {
     }
 
     async fn remove_peer(&self, peer: &RaftPeer) -> Result<Removal, AdapterError> {
+        let mut done = Progress::default();
+        self.remove(peer, &mut done)
+            .await
+            .map_err(|e| e.after(done))
+    }
+}
+
+impl PatroniSyncobjAdapter {
+    async fn remove(&self, peer: &RaftPeer, done: &mut Progress) -> Result<Removal, AdapterError> {
         let addr = self.address(peer);
         let before = self.status(&addr).await?;
         if !before.members.contains(&addr) {
@@ -211,6 +220,8 @@ impl RaftAdapter for PatroniSyncobjAdapter {
         }
         let mut outcome = Removal::Removed;
         if before.leader.as_deref() == Some(addr.as_str()) {
+            tracing::info!(peer = %addr, "the peer leads Patroni's raft: leadership is moved off it first");
+            done.leader_moved = true;
             self.move_leader(&addr).await?;
             outcome = Removal::RemovedAfterMovingLeader;
         }
@@ -226,6 +237,7 @@ impl RaftAdapter for PatroniSyncobjAdapter {
                     "the raft has no leader to remove the peer",
                 )
             })?;
+        done.removal_asked = true;
         let said = self.admin(&leader, &["-remove", &addr]).await?;
         if !said.split_whitespace().any(|w| w == "SUCCESS") {
             // FAIL REMOVE: the raft said no, unless the peer left anyway.

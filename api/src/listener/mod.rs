@@ -15,7 +15,6 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::future::Future as _;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -31,14 +30,17 @@ use clap::Args;
 use futures::task::AtomicWaker;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::Notify;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use crate::settings::{duration, ConfigError};
+
+mod watched;
+use watched::Watched;
 
 /// The connection settings of `serve`, each a flag and an environment
 /// variable.
@@ -520,207 +522,5 @@ impl hyper::body::Body for Held {
 
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
-    }
-}
-
-/// A connection's socket, which ends reads past the phase's deadline and
-/// gives the heads HTTP/1.1 itself refuses (never handed to the
-/// application, so without its `x-request-id`) an error body in the
-/// spec's shape.
-struct Watched<S> {
-    io: S,
-    conn: Arc<Conn>,
-    cfg: ListenerConfig,
-    timer: Pin<Box<Sleep>>,
-    /// The answer written instead of the refusal of an unreadable head.
-    refusal: Option<(Vec<u8>, usize)>,
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> Watched<S> {
-    fn new(io: S, conn: Arc<Conn>, cfg: ListenerConfig) -> Self {
-        Self {
-            io,
-            conn,
-            timer: Box::pin(tokio::time::sleep(cfg.idle_timeout)),
-            cfg,
-            refusal: None,
-        }
-    }
-}
-
-/// Whether the bytes about to be written are HTTP/1.1's own refusal of a
-/// head it could not read: a response head without the `x-request-id`
-/// every answer of the application carries.
-fn refuses(first: &[u8]) -> bool {
-    // `100 Continue` is hyper's too, and must pass.
-    if !first.starts_with(b"HTTP/1.") || !matches!(first.get(9), Some(b'4' | b'5')) {
-        return false;
-    }
-    let head = first
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(first, |end| &first[..end]);
-    !head
-        .to_ascii_lowercase()
-        .windows(15)
-        .any(|w| w == b"\r\nx-request-id:")
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> Watched<S> {
-    /// Writes the replacement answer; `Ready` once all of it is written.
-    fn poll_refusal(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let Some((bytes, written)) = &mut self.refusal else {
-            return Poll::Ready(Ok(()));
-        };
-        while *written < bytes.len() {
-            match Pin::new(&mut self.io).poll_write(cx, &bytes[*written..]) {
-                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                Poll::Ready(Ok(n)) => *written += n,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-/// The answer to a head that could not be read, in the spec's error shape.
-fn refusal(head: &[u8]) -> Vec<u8> {
-    use stratum_domain::ErrorCode;
-    let status = head
-        .get(9..12)
-        .and_then(|s| std::str::from_utf8(s).ok())
-        .and_then(|s| s.parse::<u16>().ok())
-        .and_then(|s| axum::http::StatusCode::from_u16(s).ok())
-        .unwrap_or(axum::http::StatusCode::BAD_REQUEST);
-    let (code, message) = match status.as_u16() {
-        414 => (
-            ErrorCode::UriTooLong,
-            "The request line is longer than the server reads; send the parameters in fewer bytes.",
-        ),
-        431 => (
-            ErrorCode::HeadersTooLarge,
-            "The request's headers are larger than the server reads (about 400 KiB, 100 headers).",
-        ),
-        _ => (
-            ErrorCode::InvalidInput,
-            "The request could not be read as HTTP/1.1.",
-        ),
-    };
-    let id = uuid::Uuid::new_v4().to_string();
-    let body = crate::error::ApiError::new(code, message)
-        .body(&id)
-        .to_string();
-    format!(
-        "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nx-request-id: {id}\r\nconnection: close\r\n\r\n{body}",
-        status.as_u16(),
-        status.canonical_reason().unwrap_or(""),
-        body.len()
-    )
-    .into_bytes()
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Watched<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.conn.reader.register(cx.waker());
-        if let Some(deadline) = this.conn.deadline(&this.cfg) {
-            if this.timer.deadline() != deadline {
-                this.timer.as_mut().reset(deadline);
-            }
-            if this.timer.as_mut().poll(cx).is_ready() {
-                let what = match this.conn.phase() {
-                    Phase::Head(_) => {
-                        "the request head did not arrive within the header-read timeout"
-                    }
-                    _ => "the connection was idle past the idle timeout",
-                };
-                return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, what)));
-            }
-        }
-        let before = buf.filled().len();
-        let read = Pin::new(&mut this.io).poll_read(cx, buf);
-        if matches!(read, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.conn.bytes_arrived();
-        }
-        read
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Watched<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        if this.refusal.is_none() && refuses(buf) {
-            this.refusal = Some((refusal(buf), 0));
-        }
-        if this.refusal.is_some() {
-            // HTTP/1.1's own answer is dropped; ours is written instead.
-            return this.poll_refusal(cx).map_ok(|()| buf.len());
-        }
-        Pin::new(&mut this.io).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| b);
-        if this.refusal.is_none() && refuses(first) {
-            this.refusal = Some((refusal(first), 0));
-        }
-        if this.refusal.is_some() {
-            let total = bufs.iter().map(|b| b.len()).sum();
-            return this.poll_refusal(cx).map_ok(|()| total);
-        }
-        Pin::new(&mut this.io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        std::task::ready!(this.poll_refusal(cx))?;
-        Pin::new(&mut this.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        std::task::ready!(this.poll_refusal(cx))?;
-        Pin::new(&mut this.io).poll_shutdown(cx)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::refuses;
-
-    #[test]
-    fn only_heads_without_the_applications_request_id_are_rewritten() {
-        assert!(refuses(
-            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\ndate: x\r\n\r\n"
-        ));
-        assert!(refuses(b"HTTP/1.1 400 Bad Request\r\n\r\n"));
-        // An answer of the application, pipelined or not, passes as it is.
-        assert!(!refuses(
-            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-request-id: 0190\r\n\r\n{}"
-        ));
-        assert!(!refuses(
-            b"HTTP/1.1 400 Bad Request\r\nX-Request-Id: 0190\r\n\r\n"
-        ));
-        assert!(!refuses(b"HTTP/1.1 100 Continue\r\n\r\n"));
-        // A body's bytes are not a head.
-        assert!(!refuses(b"{\"code\": \"HTTP/1.1\"}"));
     }
 }
