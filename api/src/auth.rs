@@ -217,12 +217,17 @@ impl NodeReports {
     /// Only node agents' reports are limited.
     pub fn admit(&self, caller: &Caller, action: Action) -> Result<(), ApiError> {
         use governor::clock::Clock;
+        // Every kind of report a node sends, so no node can fill the log.
         let report = matches!(
             action,
             Action::ReportJoinProgress
                 | Action::ReportJoinFailure
+                | Action::CompleteJoin
+                | Action::RequestJoin
                 | Action::ReportNodeFacts
                 | Action::ReportAppliedGeneration
+                | Action::ReportNodeProgress
+                | Action::ReportBackup
         );
         if !report || !caller.principal.starts_with("node/") {
             return Ok(());
@@ -428,7 +433,7 @@ pub async fn authenticate(
     let result = identify(view, chosen, headers, client, peer).await;
     // A refused secret counts against its address; one too many is a 429.
     // A request without any secret guesses nothing: it is always a 401.
-    let presented = headers.contains_key(header::AUTHORIZATION);
+    let presented = bearer(headers).is_some();
     if let (Err(e), Some(Peer(ip)), true) = (&result, peer, presented) {
         if e.code == stratum_domain::ErrorCode::Unauthenticated {
             if let Some(wait) = chosen.throttle.refused(ip) {
@@ -439,6 +444,18 @@ pub async fn authenticate(
     result
 }
 
+/// The secret of an `Authorization: Bearer <secret>` header; the scheme's
+/// name is case-insensitive (RFC 9110, 11.1).
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let (scheme, secret) = headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .split_once(' ')?;
+    let secret = secret.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !secret.is_empty()).then_some(secret)
+}
+
 async fn identify(
     view: &ReadModels,
     chosen: &ChosenSecrets,
@@ -446,12 +463,7 @@ async fn identify(
     client: Option<&ClientCertificate>,
     peer: Option<Peer>,
 ) -> Result<Caller, ApiError> {
-    let secret = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
+    let secret = bearer(headers);
     let secret = match (secret, client) {
         (Some(secret), _) => secret,
         // A node agent's client certificate, verified against the client
@@ -544,11 +556,65 @@ async fn identify(
     if !token.valid_at(Utc::now()) {
         return Err(refused("expired token"));
     }
+    // A node's token ends with its node, as its certificate does.
+    if let Some(node_id) = token.principal.strip_prefix("node/") {
+        let gone = view
+            .state
+            .membership
+            .members
+            .get(node_id)
+            .is_some_and(|m| !m.state.node_may_authenticate());
+        if gone {
+            return Err(refused("token of a decommissioned node"));
+        }
+    }
     Ok(Caller {
         principal: token.principal.as_str().into(),
         token_id: token.token_id.clone(),
         policies: token.policies.clone(),
     })
+}
+
+/// Why the credential a caller was authenticated with no longer stands in
+/// these read models at `now`, if it does not: its token revoked, expired
+/// or unknown, or its node decommissioned. What an open stream, export or
+/// long-poll checks as the log moves on, so that revocation reaches the
+/// connections already open and not only the next request.
+pub fn credential_ended(
+    view: &ReadModels,
+    caller: &Caller,
+    now: chrono::DateTime<Utc>,
+) -> Option<&'static str> {
+    if let Some(node_id) = caller.principal.strip_prefix("node/") {
+        let gone = view
+            .state
+            .membership
+            .members
+            .get(node_id)
+            .is_some_and(|m| !m.state.node_may_authenticate());
+        if gone {
+            return Some("its node was decommissioned");
+        }
+    }
+    if caller.token_id.starts_with("x509:") {
+        // A certificate ends with its node, above.
+        return None;
+    }
+    match view.state.iam.tokens.get(&caller.token_id) {
+        None => Some("its token is unknown"),
+        Some(t) if t.revoked_at.is_some() => Some("its token was revoked"),
+        Some(t) if !t.valid_at(now) => Some("its token expired"),
+        Some(_) => None,
+    }
+}
+
+/// When the caller's token expires, if it does.
+pub fn credential_expires(view: &ReadModels, caller: &Caller) -> Option<chrono::DateTime<Utc>> {
+    view.state
+        .iam
+        .tokens
+        .get(&caller.token_id)
+        .and_then(|t| t.expires_at)
 }
 
 /// A 401, with why (never the secret) logged and counted.
@@ -568,6 +634,8 @@ fn reason_label(reason: &str) -> &'static str {
         "unknown token" => "unknown_token",
         "revoked token" => "revoked",
         "expired token" => "expired",
+        // Decommissioning a node revokes what stands for it.
+        "token of a decommissioned node" => "revoked",
         _ => "certificate",
     }
 }

@@ -6,7 +6,7 @@
 //! hashes are defined here, once, so the store, the CLI and an offline
 //! verifier of an export compute the very same thing.
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Datelike, TimeZone, Timelike, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -125,6 +125,24 @@ pub fn micros_to_time(micros: i64) -> DateTime<Utc> {
 /// memory equals the same event read back.
 pub fn log_precision(t: DateTime<Utc>) -> DateTime<Utc> {
     micros_to_time(t.timestamp_micros())
+}
+
+/// A time a caller gives (RFC 3339), as the record will keep it: at the
+/// log's precision (microseconds; finer digits are dropped), so the answer
+/// to a write equals every later read of it, on any replica. A leap second
+/// (`23:59:60`, which no replica could read back as itself) and a year
+/// outside 0001 to 9999 (which RFC 3339 cannot write) are refused.
+pub fn request_time(text: &str) -> Result<DateTime<Utc>, &'static str> {
+    let t = DateTime::parse_from_rfc3339(text)
+        .map_err(|_| "must be an RFC 3339 time such as 2026-11-30T12:00:00Z")?;
+    if t.nanosecond() >= 1_000_000_000 {
+        return Err("must not be a leap second (:60)");
+    }
+    let t = t.with_timezone(&Utc);
+    if !(1..=9999).contains(&t.year()) {
+        return Err("must be a time in the years 0001 to 9999");
+    }
+    Ok(log_precision(t))
 }
 
 /// The result of verifying a chain: a log's or an export's.

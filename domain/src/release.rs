@@ -172,11 +172,13 @@ pub fn parse_version(v: &str) -> Option<semver::Version> {
     semver::Version::parse(v).ok()
 }
 
-/// Compares two release versions; versions that do not parse sort by text
-/// (only registered, hence valid, versions reach a comparison).
+/// Compares two release versions by SemVer precedence: build metadata
+/// (`+evil`) has none, so `2026.11.1+evil` is neither newer nor older than
+/// `2026.11.1`. Versions that do not parse compare by text (only
+/// registered, hence valid, versions reach a comparison).
 pub fn compare_versions(a: &str, b: &str) -> Ordering {
     match (parse_version(a), parse_version(b)) {
-        (Some(a), Some(b)) => a.cmp(&b),
+        (Some(a), Some(b)) => a.cmp_precedence(&b),
         _ => a.cmp(b),
     }
 }
@@ -310,7 +312,7 @@ pub fn canonical(manifest: &Value) -> String {
 
 fn is_sha256_digest(d: &str) -> bool {
     d.strip_prefix("sha256:")
-        .is_some_and(|h| h.len() == 64 && h.bytes().all(|c| c.is_ascii_hexdigit()))
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')))
 }
 
 /// Parses and validates a manifest, naming every problem at its field.
@@ -647,5 +649,12 @@ mod tests {
     fn versions_compare_semantically() {
         assert_eq!(compare_versions("1.10.0", "1.9.0"), Ordering::Greater);
         assert_eq!(compare_versions("2.0.0-rc.1", "2.0.0"), Ordering::Less);
+        // Build metadata has no precedence (SemVer 2.0.0, item 10).
+        assert_eq!(
+            compare_versions("2026.11.1+evil", "2026.11.1"),
+            Ordering::Equal
+        );
+        assert!(!is_sha256_digest(&format!("sha256:{}", "A".repeat(64))));
+        assert!(is_sha256_digest(&format!("sha256:{}", "a".repeat(64))));
     }
 }

@@ -109,7 +109,8 @@ impl Command {
     /// upgrade's own reports (node reports, backup, applied generation),
     /// its driver and its cancel, the raft cleanup the service itself
     /// records (a removal, and a removed peer seen back: a stale voter is
-    /// never left waiting for an upgrade), and token revocation. Every other change waits.
+    /// never left waiting for an upgrade), and token issue and revocation.
+    /// Every other change waits.
     pub fn passes_write_freeze(&self) -> bool {
         match self {
             Command::Upgrade(c) => c.passes_write_freeze(),

@@ -134,6 +134,35 @@ fn describe(at: usize, c: char) -> String {
 
 /// Pushes a finding for `field` when `value` holds a character that
 /// changes how text reads.
+/// The most bytes a node's free text may have: an upgrade report's
+/// message, a host step's detail, a backup's bundle.
+pub const MAX_MESSAGE: usize = 4096;
+/// The most bytes a name a node reports may have: a host step, a unit, an
+/// instance, an image or package and its version.
+pub const MAX_NAME: usize = 256;
+/// The most items of a list a node reports: host steps and their units,
+/// instances, images, packages.
+pub const MAX_ITEMS: usize = 1024;
+
+/// [`check_safe`], and at most `max` bytes: what a node sends is bounded,
+/// so no report can fill the log.
+pub fn check_text(f: &mut Findings, field: &str, value: &str, max: usize) -> bool {
+    if value.len() > max {
+        f.push(field, format!("must be at most {max} bytes"));
+        return false;
+    }
+    check_safe(f, field, value)
+}
+
+/// A finding when a list a node reports has more than [`MAX_ITEMS`].
+pub fn check_items<T>(f: &mut Findings, field: &str, items: &[T]) -> bool {
+    if items.len() > MAX_ITEMS {
+        f.push(field, format!("must have at most {MAX_ITEMS} items"));
+        return false;
+    }
+    true
+}
+
 pub fn check_safe(f: &mut Findings, field: &str, value: &str) -> bool {
     match unsafe_char(value) {
         Some((at, c)) => {

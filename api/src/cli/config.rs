@@ -198,7 +198,7 @@ fn render(subcommand: &str) -> Result<String, String> {
                 let value = vals.join(",");
                 let value = if arg.is_hide_env_values_set() {
                     "<redacted>".to_owned()
-                } else if value.contains("://") || value.contains("password") {
+                } else if long == "database-url" || value.contains("://") {
                     // A database (a URL, or libpq's key=value form), backup
                     // target or OpenBao address may carry a password.
                     redact_url(&value)

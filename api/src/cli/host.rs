@@ -207,10 +207,24 @@ pub fn emit((code, out): (i32, String)) -> i32 {
     code
 }
 
-/// Who a token change on the command line is recorded as: the host's user.
-fn host_principal() -> String {
-    let user = std::env::var("USER").unwrap_or_else(|_| "root".to_owned());
-    format!("host/{user}")
+/// Who a change on the command line is recorded as: the host's user, as
+/// `USER` names it (`root` when it is unset and the process runs as
+/// root). A name that is not a principal's (a line break, a slash, empty)
+/// is refused: the record names who did it, and nobody else.
+fn host_principal() -> anyhow::Result<String> {
+    let user = match std::env::var("USER") {
+        Ok(user) => user,
+        Err(std::env::VarError::NotPresent) if rustix::process::geteuid().is_root() => {
+            "root".to_owned()
+        }
+        Err(_) => anyhow::bail!("USER is not set: it names who this change is recorded as"),
+    };
+    if !stratum_domain::iam::valid_principal_name(&user) {
+        anyhow::bail!(
+            "USER must be 1 to 63 letters, digits, '-', '_' or '.' to be recorded as who did it, not {user:?}"
+        );
+    }
+    Ok(format!("host/{user}"))
 }
 
 /// Runs a `stratum token` command; answers the exit code and what to print:
@@ -259,7 +273,7 @@ pub async fn token(cmd: TokenCmd, format: super::output::Format) -> anyhow::Resu
     let (command, secret) = command;
     let reply = execute_on_host(
         &db,
-        crate::command::CommandRequest::new(Command::Iam(command), host_principal()),
+        crate::command::CommandRequest::new(Command::Iam(command), host_principal()?),
     )
     .await?;
     let reply = match reply.committed() {
@@ -292,7 +306,7 @@ pub async fn import_release(
             manifest: stratum_domain::release::SignedManifest::verify(manifest, &keys),
             source: ReleaseSource::Media,
         }),
-        host_principal(),
+        host_principal()?,
     );
     Ok(match execute_on_host(db, req).await?.committed() {
         Ok(c) => (0, c.body),

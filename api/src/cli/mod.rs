@@ -59,7 +59,11 @@ impl LogArgs {
     pub fn install(&self) -> Result<(), String> {
         use std::io::IsTerminal;
         let filter = tracing_subscriber::EnvFilter::try_new(&self.log_level)
-            .map_err(|e| format!("STRATUM_LOG (--log-level) {:?}: {e}", self.log_level))?;
+            .map_err(|e| format!("STRATUM_LOG (--log-level) {:?}: {e}", self.log_level))?
+            // sqlx names a connection setting it does not know with its
+            // value (`key=pass%77ord value=...`): never logged, whatever
+            // the level.
+            .add_directive("sqlx_postgres::options=error".parse().expect("a directive"));
         let builder = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr);
@@ -202,6 +206,11 @@ pub enum ReleasesCmd {
     },
 }
 
+/// A time on the command line, as the record keeps it.
+fn request_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    stratum_domain::log::request_time(text).map_err(str::to_owned)
+}
+
 #[derive(Subcommand, Debug)]
 pub enum TokenCmd {
     /// Creates a token and prints it, with its secret, once.
@@ -213,7 +222,7 @@ pub enum TokenCmd {
         #[arg(long = "policy")]
         policies: Vec<String>,
         /// RFC 3339: when the token stops working.
-        #[arg(long)]
+        #[arg(long, value_parser = request_time)]
         expires_at: Option<chrono::DateTime<chrono::Utc>>,
         #[command(flatten)]
         db: Db,

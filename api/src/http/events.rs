@@ -65,9 +65,9 @@ fn resume_from(
         .get("last-event-id")
         // An empty id is no id (a client that received no event yet).
         .filter(|v| !v.is_empty())
-        .map(|v| v.to_str().map(str::parse::<u64>))
+        .map(|v| v.to_str().map(super::extract::whole_number))
     {
-        Some(Ok(Ok(id))) if i64::try_from(id).is_ok() => id,
+        Some(Ok(Some(id))) => id,
         Some(_) => {
             errors.push(stratum_domain::FieldError::new(
                 "Last-Event-ID",
@@ -86,6 +86,7 @@ fn resume_from(
     security(("bearer" = [])))]
 pub async fn stream(
     State(state): State<AppState>,
+    axum::Extension(caller): axum::Extension<crate::auth::Caller>,
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Sse<impl futures::Stream<Item = Result<SseEvent, Infallible>>>> {
@@ -97,24 +98,46 @@ pub async fn stream(
     let watcher = state.watcher()?;
     struct Tail {
         state: AppState,
+        caller: crate::auth::Caller,
         _watcher: tokio::sync::OwnedSemaphorePermit,
         head: tokio::sync::watch::Receiver<u64>,
         last: u64,
         pending: std::collections::VecDeque<Recorded>,
+        ended: bool,
     }
     let tail = Tail {
         _watcher: watcher,
         head: state.bus.head(),
         state,
+        caller,
         last: from,
         pending: Default::default(),
+        ended: false,
     };
     let events = futures::stream::unfold(tail, |mut t| async move {
         loop {
-            if t.state.shutdown.is_cancelled() {
+            if t.state.shutdown.is_cancelled() || t.ended {
                 // The process is stopping: the client reconnects elsewhere
                 // with Last-Event-ID and misses nothing.
                 return None;
+            }
+            // Nothing more once the credential is gone (revoked, expired,
+            // its node decommissioned): a last event says why, without an
+            // id, so a client that reconnects resumes where it was, and
+            // is refused.
+            let published = t.state.bus.publications().borrow().clone();
+            if let Some(why) =
+                crate::auth::credential_ended(&published, &t.caller, chrono::Utc::now())
+            {
+                t.ended = true;
+                let sse = SseEvent::default().event("end").data(
+                    json!({
+                        "code": "UNAUTHENTICATED",
+                        "message": format!("The stream ends: {why}."),
+                    })
+                    .to_string(),
+                );
+                return Some((Ok(sse), t));
             }
             if let Some(e) = t.pending.pop_front() {
                 t.last = e.position;
@@ -134,9 +157,13 @@ pub async fn stream(
                 Ok(chunk) if !chunk.is_empty() => t.pending.extend(chunk),
                 Ok(_) => {
                     // Commits of this process wake us at once; those of
-                    // other replicas by notification or within a second.
-                    let wake =
-                        tokio::time::timeout(std::time::Duration::from_secs(1), t.head.changed());
+                    // other replicas by notification or within a second,
+                    // which bounds how long a revoked token's stream
+                    // outlives it.
+                    let wake = tokio::time::timeout(
+                        std::time::Duration::from_millis(500),
+                        t.head.changed(),
+                    );
                     tokio::select! {
                         _ = wake => {}
                         _ = t.state.shutdown.cancelled() => return None,
@@ -164,10 +191,15 @@ pub async fn history_page(
     let mut errors = Vec::new();
     let get = query(q, &["limit", "cursor"], &mut errors);
     let pg = page(get("limit"), get("cursor"), &mut errors);
-    let after = match pg.cursor.as_deref().map(str::parse::<u64>) {
+    // Only what the service answered: a stream version, from 1.
+    let after = match pg
+        .cursor
+        .as_deref()
+        .map(|c| super::extract::whole_number(c).filter(|v| *v >= 1))
+    {
         None => 0,
-        Some(Ok(v)) => v,
-        Some(Err(_)) => {
+        Some(Some(v)) => v,
+        Some(None) => {
             errors.push(stratum_domain::FieldError::new(
                 "cursor",
                 "is not a cursor this service answered",
@@ -353,6 +385,7 @@ pub async fn list_events(
     security(("bearer" = [])))]
 pub async fn export(
     State(state): State<AppState>,
+    axum::Extension(caller): axum::Extension<crate::auth::Caller>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<axum::response::Response> {
     use axum::response::IntoResponse;
@@ -384,10 +417,21 @@ pub async fn export(
         };
         Ok::<_, std::io::Error>(bytes::Bytes::from(line))
     });
+    let bus = state.bus.clone();
     let lines = futures::stream::try_unfold(after, move |at| {
         let store = store.clone();
         let _held = &permit;
+        // A long export ends, broken off (never looking complete), once
+        // its credential is gone.
+        let ended = crate::auth::credential_ended(
+            &bus.publications().borrow(),
+            &caller,
+            chrono::Utc::now(),
+        );
         async move {
+            if let Some(why) = ended {
+                return Err(std::io::Error::other(format!("the export ends: {why}")));
+            }
             Ok::<_, std::io::Error>(
                 stratum_store::export_chunk(&*store, at, until)
                     .await

@@ -66,6 +66,12 @@ pub fn routes() -> Vec<Route> {
             get(get_policy),
         ),
         r(
+            Method::GET,
+            "/v1/admin/iam/findings",
+            Action::ListPolicies,
+            get(grant_findings),
+        ),
+        r(
             Method::PUT,
             "/v1/admin/iam/principals/{principal}/policies",
             Action::SetPrincipalPolicies,
@@ -278,6 +284,21 @@ pub async fn list_policies(
         .filter_map(|n| managed_policy_record(n));
     let custom = view.state.iam.policies.values().map(policy_record);
     paged(&q, managed.chain(custom).map(|r| (r.name.clone(), r)))
+}
+
+/// Grants on record that give more than their granter holds now: tokens,
+/// attachments and resource policies made before the grant rule held them,
+/// or by a granter who has since lost what it gave. Each names what the
+/// granter does not hold; revoke or re-grant them.
+#[utoipa::path(get, path = "/v1/admin/iam/findings", tag = "iam",
+    responses((status = 200, description = "Every grant that breaks the rule, tokens first.", body = super::schema::GrantFindings)),
+    security(("bearer" = [])))]
+pub async fn grant_findings(view: View) -> ApiResult<Json<Value>> {
+    let findings = view
+        .state
+        .iam
+        .grant_findings(&view.state, chrono::Utc::now());
+    Ok(Json(serde_json::json!({ "findings": findings })))
 }
 
 #[utoipa::path(get, path = "/v1/admin/iam/policies/{name}", tag = "iam",

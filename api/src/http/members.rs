@@ -558,6 +558,7 @@ pub async fn membership(
     security(("bearer" = [])))]
 pub async fn get_peers(
     State(state): State<AppState>,
+    axum::Extension(caller): axum::Extension<crate::auth::Caller>,
     view: View,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
@@ -572,7 +573,8 @@ pub async fn get_peers(
     finish(errors)?;
     let rm = match (at, after, wait) {
         (None, Some(after), Some(wait)) if view.state.membership.generation <= after => {
-            wait_for_generation(&state, after, std::time::Duration::from_secs(wait)).await?
+            wait_for_generation(&state, &caller, after, std::time::Duration::from_secs(wait))
+                .await?
         }
         _ => view.at(&state.store, at).await?,
     };
@@ -592,6 +594,7 @@ pub async fn get_peers(
 /// this process and every fold of another's raise.
 async fn wait_for_generation(
     state: &AppState,
+    caller: &crate::auth::Caller,
     after: u64,
     wait: std::time::Duration,
 ) -> ApiResult<std::sync::Arc<stratum_projections::ReadModels>> {
@@ -600,11 +603,21 @@ async fn wait_for_generation(
     let mut published = state.bus.publications();
     loop {
         let rm = published.borrow_and_update().clone();
+        // A credential that ends while it waits ends the wait: 401.
+        if let Some(why) = crate::auth::credential_ended(&rm, caller, chrono::Utc::now()) {
+            tracing::info!(reason = why, "a long-poll's credential ended");
+            return Err(ApiError::unauthenticated());
+        }
         if rm.state.membership.generation > after {
             return Ok(rm);
         }
+        // An expiry is no commit: wake for it too.
+        let expires = crate::auth::credential_expires(&rm, caller)
+            .and_then(|t| (t - chrono::Utc::now()).to_std().ok())
+            .map_or(deadline, |d| deadline.min(tokio::time::Instant::now() + d));
         tokio::select! {
-            changed = tokio::time::timeout_at(deadline, published.changed()) => match changed {
+            changed = tokio::time::timeout_at(expires, published.changed()) => match changed {
+                Err(_) if expires < deadline => continue,
                 Ok(Ok(())) => continue,
                 _ => return Ok(rm),
             },

@@ -58,6 +58,7 @@ impl Modify for Bearer {
         super::facts::list_alarms,
         super::iam::create_token, super::iam::list_tokens, super::iam::revoke_token,
         super::iam::create_policy, super::iam::list_policies, super::iam::get_policy,
+        super::iam::grant_findings,
         super::iam::set_principal_policies, super::iam::get_principal_policies,
         super::iam::set_member_policy, super::iam::get_member_policy,
         super::iam::set_upgrade_policy, super::iam::get_upgrade_policy,

@@ -129,6 +129,29 @@ pub struct Verified {
     reason: Option<String>,
 }
 
+/// Grants on record that give more than their granter holds now (see
+/// the grant rule in `docs/architecture.md`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct GrantFindings {
+    findings: Vec<GrantFindingDoc>,
+}
+
+/// One grant that breaks the rule.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantFindingDoc {
+    /// `token`, `attachment` or `resourcePolicy`.
+    kind: String,
+    /// The token's id, the principal, or the resource policy's key
+    /// (`member/<nodeId>`, `upgrade/<id>`).
+    id: String,
+    granted_by: String,
+    /// Policy names, or `action on resource`, the granter does not hold.
+    not_held: Vec<String>,
+}
+
 /// An RFC 6962 consistency proof between two sizes of the log's tree.
 #[derive(ToSchema)]
 #[allow(dead_code)]

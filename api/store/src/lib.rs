@@ -565,59 +565,152 @@ pub async fn export_chunk(
     Ok((last > at).then_some((out, last)))
 }
 
-/// A URL with any password taken out, for logs and errors: the one in its
-/// user part (`user:pass@`) and a `password` query parameter (which
-/// PostgreSQL's URLs take too).
+/// The settings of a database URL or connection string whose values are
+/// shown: they say where and how, never who with which secret. Every other
+/// key's value (`password`, however it is spelt or encoded, and any key
+/// this list does not know) is hidden.
+const SHOWN_KEYS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "sslmode",
+    "sslrootcert",
+    "sslcert",
+    "sslkey",
+    "application_name",
+    "target_session_attrs",
+    "connect_timeout",
+    "statement-cache-capacity",
+    "mode",
+    "cache",
+    "immutable",
+];
+
+/// The one redaction of a database URL (or libpq's `key=value` form, or a
+/// backup target's URL) for every output: logs, errors,
+/// `--print-config`. The password of the user part is hidden; every query
+/// or keyword value but those of [`SHOWN_KEYS`] is hidden, the key
+/// compared as the server reads it (percent-decoded, so `pass%77ord` is
+/// `password`); a fragment is dropped. Where the user part cannot be told
+/// apart from the rest (a `/`, `?` or `#` before the last `@`, as an
+/// unencoded password may hold), nothing past the scheme is shown, and a
+/// connection string that does not read as `key=value` pairs is not shown.
 pub fn redact_url(url: &str) -> String {
-    if !url.contains("://") && url.contains('=') {
-        // libpq's key=value form: the value after password= is hidden
-        // (a quoted one up to its closing quote).
-        return match url.find("password") {
-            Some(at) => {
-                let rest = &url[at + "password".len()..];
-                let value = rest.trim_start().trim_start_matches('=').trim_start();
-                let skip = if let Some(q) = value.strip_prefix('\'') {
-                    // Up to the closing quote; \' and \\ are escapes.
-                    let mut escaped = false;
-                    q.char_indices()
-                        .find(|&(_, c)| {
-                            let closes = c == '\'' && !escaped;
-                            escaped = c == '\\' && !escaped;
-                            closes
-                        })
-                        .map_or(value.len(), |(e, _)| e + 2)
-                } else {
-                    value.find(char::is_whitespace).unwrap_or(value.len())
-                };
-                let end = url.len() - value.len() + skip;
-                format!("{}password=***{}", &url[..at], redact_url(&url[end..]))
-            }
-            None => url.to_owned(),
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return if url.contains('=') {
+            redact_keywords(url)
+        } else {
+            // A path (`stratum.db`) or a name: nothing to hide.
+            url.to_owned()
         };
-    }
-    let (base, query) = match url.split_once('?') {
+    };
+    let rest = rest.split_once('#').map_or(rest, |(r, _)| r);
+    let (user, rest) = match rest.rfind('@') {
+        Some(at) => {
+            let userinfo = &rest[..at];
+            if userinfo.contains(['/', '?', '#']) {
+                return format!("{scheme}://***");
+            }
+            let user = match userinfo.split_once(':') {
+                Some((u, _)) => format!("{u}:***@"),
+                None => format!("{userinfo}@"),
+            };
+            (user, &rest[at + 1..])
+        }
+        None => (String::new(), rest),
+    };
+    let (base, query) = match rest.split_once('?') {
         Some((b, q)) => (b, Some(q)),
-        None => (url, None),
+        None => (rest, None),
     };
-    let mut out = match (base.find("://"), base.rfind('@')) {
-        (Some(s), Some(at)) if at > s => match base[s + 3..at].split_once(':') {
-            Some((user, _)) => format!("{}://{}:***@{}", &base[..s], user, &base[at + 1..]),
-            None => base.to_owned(),
-        },
-        _ => base.to_owned(),
-    };
+    let mut out = format!("{scheme}://{user}{base}");
     if let Some(q) = query {
         let pairs: Vec<String> = q
             .split('&')
             .map(|pair| match pair.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                _ => pair.to_owned(),
+                Some((k, v)) if shown(&percent_decode(k)) => format!("{k}={v}"),
+                Some((k, _)) => format!("{k}=***"),
+                None if shown(&percent_decode(pair)) => pair.to_owned(),
+                None => "***".to_owned(),
             })
             .collect();
         out.push('?');
         out.push_str(&pairs.join("&"));
     }
     out
+}
+
+fn shown(key: &str) -> bool {
+    SHOWN_KEYS.iter().any(|k| k.eq_ignore_ascii_case(key))
+}
+
+/// `%XX` escapes decoded (as a URL's reader decodes a query key); a broken
+/// escape is kept as it is.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// libpq's `key = value` form, each value but those of [`SHOWN_KEYS`]
+/// hidden (a quoted value up to its closing quote, `\'` and `\\` its
+/// escapes); text that does not read as such pairs is not shown at all.
+fn redact_keywords(text: &str) -> String {
+    const UNREADABLE: &str =
+        "(a connection string that does not read as key=value pairs; not shown)";
+    let mut out = Vec::new();
+    let mut rest = text.trim_start();
+    while !rest.is_empty() {
+        let Some(eq) = rest.find('=') else {
+            return UNREADABLE.to_owned();
+        };
+        let key = rest[..eq].trim();
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            return UNREADABLE.to_owned();
+        }
+        let value = rest[eq + 1..].trim_start();
+        let (shown_value, after) = if let Some(q) = value.strip_prefix('\'') {
+            let mut escaped = false;
+            let Some((end, _)) = q.char_indices().find(|&(_, c)| {
+                let closes = c == '\'' && !escaped;
+                escaped = c == '\\' && !escaped;
+                closes
+            }) else {
+                return UNREADABLE.to_owned();
+            };
+            (&value[..end + 2], &q[end + 1..])
+        } else {
+            let end = value.find(char::is_whitespace).unwrap_or(value.len());
+            (&value[..end], &value[end..])
+        };
+        if shown(key) {
+            out.push(format!("{key}={shown_value}"));
+        } else {
+            out.push(format!("{key}=***"));
+        }
+        rest = after.trim_start();
+    }
+    out.join(" ")
 }
 
 pub(crate) const EVENT_COLUMNS: &str = "position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id";
@@ -755,6 +848,45 @@ mod tests {
         assert_eq!(
             redact_url(r"host=h1 password = 'it\'s s3cret' user=app"),
             "host=h1 password=*** user=app"
+        );
+    }
+
+    /// Every way a secret was once seen in an output.
+    #[test]
+    fn no_spelling_of_a_password_is_shown() {
+        let cases = [
+            // sqlx decodes the key and takes it as the password.
+            "postgres://postgres@127.0.0.1/db?pass%77ord=SECRET",
+            "postgres://postgres@127.0.0.1/db?PASSWORD=SECRET",
+            // A key sqlx does not know: its value is nobody's to print.
+            "postgres://postgres@127.0.0.1/db?sslpassword=SECRET",
+            // An unencoded ? or / in the password.
+            "postgres://app:SEC?RET@db/stratum",
+            "postgres://app:SE/CRET@db/stratum",
+            "postgres://app:SE#CRET@db/stratum",
+            "postgres://app:SECRET@db/stratum#SECRET",
+            "host=db pass%77ord=SECRET",
+            "host=db passfile=SECRET dbname=x",
+            "host=db password='SECRET",
+        ];
+        for url in cases {
+            let shown = redact_url(url);
+            assert!(
+                !shown.contains("SECRET") && !shown.contains("CRET") && !shown.contains("SEC"),
+                "{url} -> {shown}"
+            );
+        }
+        assert_eq!(
+            redact_url("postgres://app:SEC?RET@db/stratum"),
+            "postgres://***"
+        );
+        assert_eq!(
+            redact_url("postgres://u@h/db?pass%77ord=x&sslmode=require"),
+            "postgres://u@h/db?pass%77ord=***&sslmode=require"
+        );
+        assert_eq!(
+            redact_url("sqlite://stratum.db?mode=rwc"),
+            "sqlite://stratum.db?mode=rwc"
         );
     }
 }

@@ -119,8 +119,17 @@ impl Target {
         } else {
             keywords_to_url(url)?
         };
-        let bad =
-            |why: String| StoreError::Unavailable(format!("{}: {why}", super::redact_url(&url)));
+        // What a host list's error quotes may be a password's piece when
+        // the user part holds an unencoded `/` or `?`: then it is not quoted.
+        let has_user = url.contains('@');
+        let bad = |why: String| {
+            let why = if has_user {
+                "the host list does not read as host[:port],...; percent-encode '/', '?', '#' and '@' in the user name and password".to_owned()
+            } else {
+                why
+            };
+            StoreError::Unavailable(format!("{}: {why}", super::redact_url(&url)))
+        };
         let (scheme, rest) = url.split_once("://").expect("a URL");
         let end = rest.find(['/', '?']).unwrap_or(rest.len());
         let (authority, tail) = rest.split_at(end);

@@ -27,6 +27,7 @@ mod raft_serve;
 mod real_rafts;
 mod remote_cli;
 mod replicas;
+mod security;
 mod sse;
 mod tls;
 mod transparency;

@@ -7,6 +7,7 @@ use crate::event::DomainEvent;
 use crate::policy::{managed_policy, validate_document};
 use crate::state::{CommandContext, Decision, State, Subject};
 
+use super::grant::Grant;
 use super::*;
 
 fn policy_rejected(issues: Vec<crate::policy::PolicyIssue>) -> Refusal {
@@ -38,42 +39,6 @@ impl Iam {
         }
     }
 
-    /// Nobody grants a policy they do not hold: a caller with
-    /// `AdministratorAccess` grants any, any other caller only its own.
-    fn check_grant(
-        &self,
-        ctx: &CommandContext,
-        action: Action,
-        wanted: &[String],
-    ) -> Result<(), Refusal> {
-        let Some(held) = &ctx.held_policies else {
-            return Ok(());
-        };
-        if held.iter().any(|p| p == ADMINISTRATOR_ACCESS) {
-            return Ok(());
-        }
-        let missing: Vec<&String> = wanted.iter().filter(|w| !held.contains(w)).collect();
-        if missing.is_empty() {
-            return Ok(());
-        }
-        Err(Refusal::new(
-            ErrorCode::AccessDenied,
-            format!(
-                "You can grant only policies you hold; you do not hold {}.",
-                missing
-                    .iter()
-                    .map(|m| m.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )
-        .with_details(serde_json::json!({
-            "action": action.name(),
-            "resource": "stratum:install",
-            "notHeld": missing,
-        })))
-    }
-
     /// Decides an IAM command: each has its own function below.
     pub fn decide(
         &self,
@@ -91,18 +56,26 @@ impl Iam {
                 verifier,
                 policies,
                 expires_at,
-            } => self.issue_token(token_id, principal, verifier, policies, *expires_at, ctx),
+            } => self.issue_token(
+                state,
+                token_id,
+                principal,
+                verifier,
+                policies,
+                *expires_at,
+                ctx,
+            ),
             IamCommand::RevokeToken { token_id } => self.revoke_token(token_id),
             IamCommand::CreatePolicy { name, document } => self.create_policy(name, document),
             IamCommand::SetPrincipalPolicies {
                 principal,
                 policies,
-            } => self.set_principal_policies(principal, policies, ctx),
+            } => self.set_principal_policies(state, principal, policies, ctx),
             IamCommand::SetResourcePolicy {
                 resource_type,
                 id,
                 document,
-            } => self.set_resource_policy(state, *resource_type, id, document),
+            } => self.set_resource_policy(state, *resource_type, id, document, ctx),
         }
     }
 
@@ -132,8 +105,10 @@ impl Iam {
 
     /// A token: a valid principal, a time still to come, policies that exist
     /// and that the caller holds, and an id and secret not taken.
+    #[allow(clippy::too_many_arguments)]
     fn issue_token(
         &self,
+        state: &State,
         token_id: &str,
         principal: &Option<String>,
         verifier: &SecretVerifier,
@@ -150,13 +125,23 @@ impl Iam {
                 );
             }
         }
+        // At the log's precision, as it will be read back.
+        let expires_at = expires_at.map(crate::log::log_precision);
         // A token that would not be valid now is refused.
         if expires_at.is_some() && !token_valid_at(false, expires_at, ctx.now) {
             f.push("expiresAt", "must be in the future");
         }
         self.check_policy_names(&mut f, "policies", policies);
         f.into_result()?;
-        self.check_grant(ctx, Action::CreateToken, policies)?;
+        self.check_grant(
+            state,
+            ctx,
+            Action::CreateToken,
+            Grant::Token {
+                principal: principal.as_deref().unwrap_or_default(),
+                policies,
+            },
+        )?;
         if self.tokens.contains_key(token_id)
             || self.tokens.values().any(|t| t.verifier == *verifier)
         {
@@ -240,6 +225,7 @@ impl Iam {
     /// that the caller holds.
     fn set_principal_policies(
         &self,
+        state: &State,
         principal: &str,
         policies: &Option<Vec<String>>,
         ctx: &CommandContext,
@@ -256,7 +242,15 @@ impl Iam {
         }
         f.into_result()?;
         let policies = policies.clone().unwrap_or_default();
-        self.check_grant(ctx, Action::SetPrincipalPolicies, &policies)?;
+        self.check_grant(
+            state,
+            ctx,
+            Action::SetPrincipalPolicies,
+            Grant::Attachment {
+                principal,
+                policies: &policies,
+            },
+        )?;
         let subject = Subject::Principal(principal.to_owned());
         if self
             .principal_policies
@@ -281,13 +275,22 @@ impl Iam {
         resource_type: ResourceType,
         id: &str,
         document: &Option<serde_json::Value>,
+        ctx: &CommandContext,
     ) -> Result<Decision, Refusal> {
         let mut f = Findings::default();
         let document = f.required("document", document).cloned();
         f.into_result()?;
-        let (exists, what) = match resource_type {
-            ResourceType::Member => (state.membership.members.contains_key(id), "Member"),
-            ResourceType::Upgrade => (state.upgrades.upgrades.contains_key(id), "Upgrade"),
+        let (exists, what, action) = match resource_type {
+            ResourceType::Member => (
+                state.membership.members.contains_key(id),
+                "Member",
+                Action::SetMemberPolicy,
+            ),
+            ResourceType::Upgrade => (
+                state.upgrades.upgrades.contains_key(id),
+                "Upgrade",
+                Action::SetUpgradePolicy,
+            ),
             // Policies attach to members and upgrades only.
             ResourceType::Release | ResourceType::Install => {
                 return Err(Refusal::invalid(vec![crate::error::FieldError::new(
@@ -301,6 +304,16 @@ impl Iam {
         }
         let document = document.unwrap_or_default();
         validate_document(&document, Some(resource_type)).map_err(policy_rejected)?;
+        self.check_grant(
+            state,
+            ctx,
+            action,
+            Grant::ResourcePolicy {
+                resource_type,
+                id,
+                document: &crate::policy::read_recorded(&document),
+            },
+        )?;
         let key = resource_key(resource_type, id);
         let text = crate::release::canonical(&document);
         let subject = Subject::ResourcePolicy(key.clone());

@@ -18,6 +18,9 @@ use crate::policy::{evaluate, managed_policy, read_recorded, PolicyDocument, Ver
 use crate::state::EventCtx;
 
 mod decide;
+mod grant;
+
+pub use grant::{Grant, GrantFinding};
 
 /// The managed policy that allows everything.
 pub const ADMINISTRATOR_ACCESS: &str = "AdministratorAccess";
@@ -617,17 +620,20 @@ pub const PRINCIPAL_PATTERN: &str =
 
 /// `user/<name>`, `node/<nodeId>` or `stratum-installer`.
 pub fn valid_principal(p: &str) -> bool {
-    let named = |rest: &str| {
-        !rest.is_empty()
-            && rest.len() <= 63
-            && rest
-                .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-    };
     p == crate::membership::INSTALLER
-        || p.strip_prefix("user/").is_some_and(named)
+        || p.strip_prefix("user/").is_some_and(valid_principal_name)
         || p.strip_prefix("node/")
             .is_some_and(crate::membership::valid_node_id)
+}
+
+/// A principal's name after its kind (`user/<name>`, and the host's user
+/// in `host/<name>`): 1 to 63 of letters, digits, `-`, `_` and `.`.
+pub fn valid_principal_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 fn hex_bytes<S: serde::Serializer>(b: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {

@@ -23,13 +23,37 @@ fn check_step(f: &mut Findings, step: &Option<String>) -> Option<String> {
     Some(step.clone())
 }
 
+/// An address as the record keeps it: parsed, an IPv4-mapped IPv6 address
+/// as the IPv4 address it is, in its one written form; an address no
+/// peer can be reached at (unspecified, multicast, broadcast) is refused.
+/// Loopback stays allowed, for tests and single-host setups.
 fn check_ip(f: &mut Findings, field: &str, value: &str) -> Option<String> {
-    match value.parse::<IpAddr>() {
+    match value.parse::<IpAddr>().map(|ip| ip.to_canonical()) {
+        Ok(ip) if ip.is_unspecified() || ip.is_multicast() => {
+            f.push(
+                field,
+                "must be a unicast address: not unspecified (0.0.0.0, ::) or multicast",
+            );
+            None
+        }
+        Ok(IpAddr::V4(v4)) if v4.is_broadcast() => {
+            f.push(field, "must be a unicast address, not broadcast");
+            None
+        }
         Ok(ip) => Some(ip.to_string()),
         Err(_) => {
             f.push(field, "must be an IPv4 or IPv6 address");
             None
         }
+    }
+}
+
+/// Whether two recorded addresses are the same address, whatever form an
+/// older event wrote one in.
+fn same_address(a: &str, b: &str) -> bool {
+    match (a.parse::<IpAddr>(), b.parse::<IpAddr>()) {
+        (Ok(a), Ok(b)) => a.to_canonical() == b.to_canonical(),
+        _ => a == b,
     }
 }
 
@@ -110,7 +134,7 @@ impl Membership {
             .values()
             .find(|m| {
                 m.state != MemberState::Decommissioned
-                    && m.mgmt_ip == mgmt_ip
+                    && same_address(&m.mgmt_ip, mgmt_ip)
                     && Some(m.node_id.as_str()) != except
             })
             .map(|m| FieldError::new("mgmtIp", format!("is taken by member {}", m.node_id)))
@@ -417,10 +441,10 @@ impl Membership {
         }
         let generation = f.conclude(*generation)?;
         let m = self.member(node_id)?;
-        if m.state == MemberState::Decommissioned {
+        if !m.state.node_may_authenticate() {
             return Err(Refusal::new(
                 ErrorCode::MemberDecommissioned,
-                format!("Member {node_id} is decommissioned."),
+                format!("Member {node_id} is {}.", m.state.as_str()),
             ));
         }
         if m.applied_generation == generation {
@@ -498,7 +522,7 @@ impl Membership {
         }
         if let Some(holder) = self.members.values().find(|o| {
             o.node_id != m.node_id
-                && o.mgmt_ip == m.mgmt_ip
+                && same_address(&o.mgmt_ip, &m.mgmt_ip)
                 && !matches!(o.state, MemberState::Failed | MemberState::Decommissioned)
         }) {
             return Err(Refusal::new(
@@ -540,8 +564,17 @@ impl Membership {
             .required("mgmtIp", mgmt_ip)
             .and_then(|ip| check_ip(&mut f, "mgmtIp", ip));
         check_labels(&mut f, "labels", labels);
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(facts) {
+        if facts.len() > MAX_JOIN_FACTS {
+            f.push(
+                "facts",
+                format!("must be at most {MAX_JOIN_FACTS} bytes as JSON"),
+            );
+        } else if let Ok(v) = serde_json::from_str::<serde_json::Value>(facts) {
             crate::text::check_json_safe(&mut f, "facts", &v);
+        }
+        if let Some(ip) = &ip {
+            // Approval would refuse it: say so now, to the node asking.
+            f.0.extend(self.address_taken(ip, None));
         }
         let (node_id, ip) = f.conclude(id.zip(ip))?;
         // A node asks to join as itself: a node's token files no

@@ -8,6 +8,7 @@ mod checkpoint_fork;
 mod decommission;
 mod generation;
 mod iam_catalog;
+mod iam_escalation;
 mod iam_evaluation;
 mod iam_managed_policies;
 mod iam_policies;

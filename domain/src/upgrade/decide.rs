@@ -298,7 +298,7 @@ impl Upgrades {
         if bundle.as_deref() == Some("") {
             f.push("bundle", "is required");
         } else if let Some(b) = &bundle {
-            crate::text::check_safe(&mut f, "bundle", b);
+            crate::text::check_text(&mut f, "bundle", b, crate::text::MAX_MESSAGE);
         }
         let encrypted = f.required("encrypted", encrypted).copied();
         let ((location, bundle), encrypted) = f.conclude(location.zip(bundle).zip(encrypted))?;
@@ -574,15 +574,36 @@ impl Upgrades {
                     None
                 })
         });
+        use crate::text::{check_items, check_text, MAX_MESSAGE, MAX_NAME};
         if let Some(m) = r.message {
-            crate::text::check_safe(&mut f, "message", m);
+            check_text(&mut f, "message", m, MAX_MESSAGE);
+        }
+        if let Some(steps) = r.host_steps {
+            check_items(&mut f, "hostSteps", steps);
         }
         for (i, step) in r.host_steps.iter().flatten().enumerate() {
             if step.name.is_empty() {
                 f.push(&format!("hostSteps[{i}].name"), "is required");
             }
-            crate::text::check_safe(&mut f, &format!("hostSteps[{i}].name"), &step.name);
-            crate::text::check_safe(&mut f, &format!("hostSteps[{i}].detail"), &step.detail);
+            check_text(
+                &mut f,
+                &format!("hostSteps[{i}].name"),
+                &step.name,
+                MAX_NAME,
+            );
+            check_text(
+                &mut f,
+                &format!("hostSteps[{i}].detail"),
+                &step.detail,
+                MAX_MESSAGE,
+            );
+            for (field, units) in [
+                ("pendingUnits", &step.pending_units),
+                ("restartedUnits", &step.restarted_units),
+                ("stoppedUnits", &step.stopped_units),
+            ] {
+                check_items(&mut f, &format!("hostSteps[{i}].{field}"), units);
+            }
             for (j, unit) in step
                 .pending_units
                 .iter()
@@ -590,7 +611,12 @@ impl Upgrades {
                 .chain(&step.stopped_units)
                 .enumerate()
             {
-                crate::text::check_safe(&mut f, &format!("hostSteps[{i}].units[{j}]"), unit);
+                check_text(
+                    &mut f,
+                    &format!("hostSteps[{i}].units[{j}]"),
+                    unit,
+                    MAX_NAME,
+                );
             }
             if !HOST_STEP_STATES.contains(&step.state.as_str()) {
                 f.push(
@@ -606,6 +632,14 @@ impl Upgrades {
                 crate::text::check_safe(&mut f, "hostState", h);
             }
         }
+        for (field, list) in [
+            ("instances", r.instances),
+            ("runningInstances", r.running_instances),
+        ] {
+            if let Some(list) = list {
+                check_items(&mut f, field, list);
+            }
+        }
         for (i, name) in r
             .instances
             .iter()
@@ -613,7 +647,7 @@ impl Upgrades {
             .flatten()
             .enumerate()
         {
-            crate::text::check_safe(&mut f, &format!("instances[{i}]"), name);
+            check_text(&mut f, &format!("instances[{i}]"), name, MAX_NAME);
         }
         let (phase, status) = f.conclude(phase.zip(status))?;
         let u = self.upgrade(upgrade_id)?;
@@ -722,6 +756,18 @@ impl Upgrades {
         facts: &NodeFacts,
     ) -> Result<Decision, Refusal> {
         let member = state.membership.member(node_id)?;
+        // A decommissioned node reports nothing more: its facts are of no
+        // node the cluster has.
+        if !member.state.node_may_authenticate() {
+            return Err(Refusal::new(
+                ErrorCode::MemberDecommissioned,
+                format!(
+                    "Member {node_id} is {}; it reports no facts.",
+                    member.state.as_str()
+                ),
+            )
+            .with_details(serde_json::json!({ "state": member.state })));
+        }
         let mut f = Findings::default();
         for (field, list, kind) in [
             (
@@ -735,7 +781,20 @@ impl Upgrades {
                 crate::release::ComponentKind::Package,
             ),
         ] {
+            crate::text::check_items(&mut f, field, list);
             for (i, c) in list.iter().enumerate() {
+                for (part, text) in [
+                    ("name", &c.name),
+                    ("version", &c.version),
+                    ("digest", &c.digest),
+                ] {
+                    if text.len() > crate::text::MAX_NAME {
+                        f.push(
+                            &format!("{field}[{i}].{part}"),
+                            format!("must be at most {} bytes", crate::text::MAX_NAME),
+                        );
+                    }
+                }
                 if c.kind != kind {
                     f.push(
                         &format!("{field}[{i}].kind"),

@@ -164,7 +164,7 @@ fn upgrade_path(cx: &Ctx) -> Verdict {
                 && compare_versions(s, to) == std::cmp::Ordering::Less
         })
         .collect();
-    skipped.sort_by(|a, b| compare_versions(a, b));
+    skipped.sort_by(|a, b| compare_versions(a, b).then_with(|| a.cmp(b)));
     match skipped.first() {
         Some(stop) => fail(format!(
             "{to} requires a stop at {stop}: upgrade from {from} to {stop} first, then to {to}."

@@ -168,10 +168,20 @@ macro_rules! request_body {
     };
 }
 
-/// An RFC 3339 UTC time in a request body.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(transparent)]
+/// An RFC 3339 time in a request body, as the record keeps it (see
+/// [`stratum_domain::log::request_time`]: microseconds, no leap second,
+/// years 0001 to 9999).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timestamp(pub chrono::DateTime<chrono::Utc>);
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        stratum_domain::log::request_time(&text)
+            .map(Timestamp)
+            .map_err(serde::de::Error::custom)
+    }
+}
 
 impl utoipa::PartialSchema for Timestamp {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
@@ -571,7 +581,7 @@ pub fn doc_cursor(pg: &Page, errors: &mut Vec<FieldError>) -> Option<(i64, Strin
     let c = pg.cursor.as_deref()?;
     let parsed = c
         .split_once(':')
-        .and_then(|(k, id)| Some((k.parse::<i64>().ok()?, id.to_owned())));
+        .and_then(|(k, id)| Some((whole_number(k)? as i64, id.to_owned())));
     if parsed.is_none() {
         errors.push(FieldError::new(
             "cursor",
@@ -623,9 +633,9 @@ fn decode_cursor(c: &str) -> Option<String> {
 /// integers, so a larger one must never wrap into a small one).
 pub fn number(name: &str, value: Option<&str>, errors: &mut Vec<FieldError>) -> Option<u64> {
     let v = value?;
-    match v.parse::<u64>() {
-        Ok(n) if i64::try_from(n).is_ok() => Some(n),
-        _ => {
+    match whole_number(v) {
+        Some(n) => Some(n),
+        None => {
             errors.push(FieldError::new(
                 name,
                 "must be a whole number from 0 to 2^63-1 (9223372036854775807)",
@@ -633,6 +643,19 @@ pub fn number(name: &str, value: Option<&str>, errors: &mut Vec<FieldError>) -> 
             None
         }
     }
+}
+
+/// A whole number as this service writes one: ASCII digits, no sign, no
+/// leading zero, at most 2^63-1 (what the databases store). Anything else
+/// (`+5`, `05`, 2^64-1, which `str::parse` would take or wrap) is not one.
+pub fn whole_number(text: &str) -> Option<u64> {
+    let digits_only = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    if !digits_only || (text.len() > 1 && text.starts_with('0')) {
+        return None;
+    }
+    text.parse::<u64>()
+        .ok()
+        .filter(|n| i64::try_from(*n).is_ok())
 }
 
 /// Answers 400 with every collected finding, if there is any.

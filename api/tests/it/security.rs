@@ -1,0 +1,417 @@
+//! The security pass, through the built binary on both backends: each way
+//! an attacker found around the rules is tried again as they tried it, and
+//! gets the refusal or the safe behaviour.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use stratum_store::testing::{postgres, TestDb};
+
+use crate::binary::*;
+
+/// The backends a test runs on: SQLite in `dir`, and a fresh PostgreSQL
+/// database where one answers (a failure where it is required).
+async fn backends(dir: &Path) -> Vec<(Vec<(&'static str, String)>, Option<TestDb>)> {
+    let mut out = vec![(
+        vec![(
+            "STRATUM_DATABASE_URL",
+            format!("sqlite://{}", dir.join("stratum.db").display()),
+        )],
+        None,
+    )];
+    if let Some(db) = postgres().await {
+        out.push((vec![("STRATUM_DATABASE_URL", db.url.clone())], Some(db)));
+    }
+    out
+}
+
+/// A request with `token`: the status and the body as JSON.
+async fn as_token(
+    server: &Server,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut req = server
+        .http
+        .request(method, server.url(path))
+        .bearer_auth(token);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+/// A custom policy allowing `actions` on everything.
+async fn policy(server: &Server, name: &str, actions: &[&str]) {
+    let (status, body) = server
+        .post(
+            "/v1/admin/iam/policies",
+            json!({"name": name, "document": {"statements": [{"effect": "Allow", "actions": actions, "resources": ["*"]}]}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+}
+
+#[tokio::test]
+async fn no_way_around_grant_only_what_you_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    for (env, _db) in backends(dir.path()).await {
+        let server = start(dir.path(), &env).await;
+        // ops-lead has AdministratorAccess attached; eve may only create
+        // tokens.
+        let (status, body) = server
+            .call(
+                server
+                    .http
+                    .put(server.url("/v1/admin/iam/principals/user%2Fops-lead/policies"))
+                    .json(&json!({"policies": ["AdministratorAccess"]})),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        policy(&server, "TokensOnly", &["iam:CreateToken"]).await;
+        let eve = server.token_for("user/eve", "TokensOnly").await;
+
+        // A token of ops-lead would carry its AdministratorAccess.
+        let (status, body) = as_token(
+            &server,
+            &eve,
+            reqwest::Method::POST,
+            "/v1/admin/iam/tokens",
+            Some(json!({"principal": "user/ops-lead"})),
+        )
+        .await;
+        assert_eq!(status, 403, "{body}");
+        assert_eq!(body["code"], "ACCESS_DENIED", "{body}");
+        assert_eq!(
+            body["details"]["notHeld"],
+            json!(["AdministratorAccess"]),
+            "{body}"
+        );
+        // Its own token, with what it holds, is made.
+        let (status, body) = as_token(
+            &server,
+            &eve,
+            reqwest::Method::POST,
+            "/v1/admin/iam/tokens",
+            Some(json!({"principal": "user/eve", "policies": ["TokensOnly"]})),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+
+        // A resource policy that gives everyone everything on n-1.
+        server.admit("n-1", "192.0.2.11").await;
+        policy(&server, "MemberPolicyOnly", &["cluster:SetMemberPolicy"]).await;
+        let setter = server.token_for("user/mallory", "MemberPolicyOnly").await;
+        let (status, body) = as_token(
+            &server,
+            &setter,
+            reqwest::Method::PUT,
+            "/v1/admin/cluster/members/n-1/policy",
+            Some(json!({"document": {"statements": [{"effect": "Allow", "principals": ["*"], "actions": ["*"], "resources": ["*"]}]}})),
+        )
+        .await;
+        assert_eq!(status, 403, "{body}");
+        let reader = server.token_for("user/rita", "ReadOnly").await;
+        let (status, _) = as_token(
+            &server,
+            &reader,
+            reqwest::Method::PATCH,
+            "/v1/admin/cluster/members/n-1",
+            Some(json!({"labels": {"topology.rack": "r9"}})),
+        )
+        .await;
+        assert_eq!(status, 403, "ReadOnly still cannot change n-1");
+    }
+}
+
+#[tokio::test]
+async fn revocation_ends_an_open_stream_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    for (env, _db) in backends(dir.path()).await {
+        let server = start(dir.path(), &env).await;
+        let (status, t) = server
+            .post(
+                "/v1/admin/iam/tokens",
+                json!({"principal": "user/audit", "policies": ["Auditor"]}),
+            )
+            .await;
+        assert_eq!(status, 201, "{t}");
+        let (secret, id) = (t["token"].as_str().unwrap(), t["id"].as_str().unwrap());
+        let mut res = reqwest::Client::new()
+            .get(server.url("/v1/admin/events/stream"))
+            .bearer_auth(secret)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        // The stream delivers what is in the log; then the token is revoked.
+        let first = tokio::time::timeout(Duration::from_secs(5), res.chunk())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(first.is_some());
+        let (status, body) = server
+            .post(&format!("/v1/admin/iam/tokens/{id}/revoke"), json!({}))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let revoked_at = tokio::time::Instant::now();
+        let mut rest = String::new();
+        loop {
+            match tokio::time::timeout(Duration::from_secs(3), res.chunk()).await {
+                Ok(Ok(Some(c))) => rest.push_str(&String::from_utf8_lossy(&c)),
+                Ok(Ok(None)) | Ok(Err(_)) => break,
+                Err(_) => panic!("the stream went on after its token was revoked: {rest}"),
+            }
+        }
+        let took = revoked_at.elapsed();
+        assert!(took < Duration::from_secs(1), "closed in {took:?}");
+        assert!(rest.contains("event: end"), "{rest}");
+        assert!(rest.contains("revoked"), "{rest}");
+        assert!(
+            !rest.contains("\"type\":\"TokenRevoked\""),
+            "nothing after the revocation is delivered: {rest}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_decommissioned_node_s_token_and_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    for (env, _db) in backends(dir.path()).await {
+        let server = start(dir.path(), &env).await;
+        server.admit_three().await;
+        server.member_post("n-3", "join-complete", json!({})).await;
+        let node = server.token_for("node/n-3", "NodeAgent").await;
+        let facts = |extra: Value| {
+            let mut f = json!({"images": [], "packages": []});
+            f.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            f
+        };
+        // A report kept to its caps; an identical repeat records nothing.
+        let (status, body) = as_token(
+            &server,
+            &node,
+            reqwest::Method::POST,
+            "/v1/admin/cluster/members/n-3/facts",
+            Some(facts(json!({"ready": true}))),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let (_, before) = server.get("/v1/admin/events?limit=1000").await;
+        let (status, _) = as_token(
+            &server,
+            &node,
+            reqwest::Method::POST,
+            "/v1/admin/cluster/members/n-3/facts",
+            Some(facts(json!({"ready": true}))),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let (_, after) = server.get("/v1/admin/events?limit=1000").await;
+        assert_eq!(
+            before["events"].as_array().unwrap().len(),
+            after["events"].as_array().unwrap().len(),
+            "an identical report is no event"
+        );
+        let big = "x".repeat(100_000);
+        let (status, body) = as_token(
+            &server,
+            &node,
+            reqwest::Method::POST,
+            "/v1/admin/cluster/members/n-3/facts",
+            Some(facts(
+                json!({"images": [{"kind": "image", "name": big, "version": "1"}]}),
+            )),
+        )
+        .await;
+        assert!(status == 400 || status == 413, "{status} {body}");
+
+        // Decommissioned: its token stands for nothing.
+        server
+            .member_post(
+                "n-3",
+                "decommission",
+                json!({"reason": "retired", "force": true}),
+            )
+            .await;
+        for path in [
+            "/v1/admin/cluster/peers",
+            "/v1/admin/cluster/transport-admission/n-1",
+        ] {
+            let (status, body) = as_token(&server, &node, reqwest::Method::GET, path, None).await;
+            assert_eq!(status, 401, "{path}: {body}");
+        }
+        let (status, _) = as_token(
+            &server,
+            &node,
+            reqwest::Method::POST,
+            "/v1/admin/cluster/members/n-3/facts",
+            Some(facts(json!({"ready": false}))),
+        )
+        .await;
+        assert_eq!(status, 401);
+        // An operator's write about it is a conflict.
+        let (status, body) = server
+            .post(
+                "/v1/admin/cluster/members/n-3/facts",
+                facts(json!({"ready": false})),
+            )
+            .await;
+        assert_eq!(status, 409, "{body}");
+    }
+}
+
+#[tokio::test]
+async fn edges_answer_what_the_record_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let env: Vec<(&str, String)> = Vec::new();
+    let mut server = start(dir.path(), &env).await;
+    server.admit("n-1", "192.0.2.11").await;
+
+    // Addresses are addresses.
+    for ip in ["::ffff:192.0.2.11", "0.0.0.0", "224.0.0.1", "::"] {
+        let (status, body) = server
+            .post(
+                MEMBERS,
+                json!({"nodeId": "n-2", "role": "compute", "mgmtIp": ip, "labels": {"topology.rack": "r1"}}),
+            )
+            .await;
+        assert_eq!(status, 400, "{ip}: {body}");
+    }
+
+    // Cursors: only what the service answered.
+    use base64::Engine;
+    for cursor in [
+        "9223372036854775808",
+        "18446744073709551615",
+        "+5",
+        "05",
+        "0",
+    ] {
+        let c = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(cursor);
+        let (status, body) = server
+            .get(&format!("{MEMBERS}/n-1/history?cursor={c}"))
+            .await;
+        assert_eq!(status, 400, "{cursor}: {body}");
+    }
+
+    // The Bearer scheme is case-insensitive.
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let res = server
+            .http
+            .get(server.url(MEMBERS))
+            .header("Authorization", format!("{scheme} {ADMIN}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{scheme}");
+    }
+
+    // A write's answer is what a restart reads.
+    let mut answers = Vec::new();
+    for expires in [
+        "2030-06-30T23:59:59.123456789Z",
+        "2031-01-01T16:40:00.000000001Z",
+    ] {
+        let (status, t) = server
+            .post(
+                "/v1/admin/iam/tokens",
+                json!({"principal": "user/ann", "policies": ["ReadOnly"], "expiresAt": expires}),
+            )
+            .await;
+        assert_eq!(status, 201, "{t}");
+        answers.push((t["id"].as_str().unwrap().to_owned(), t["expiresAt"].clone()));
+    }
+    for bad in ["2030-06-30T23:59:60Z", "+10000-01-01T00:00:00Z"] {
+        let (status, body) = server
+            .post(
+                "/v1/admin/iam/tokens",
+                json!({"principal": "user/ann", "policies": ["ReadOnly"], "expiresAt": bad}),
+            )
+            .await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    server.terminate();
+    let _ = server.child.wait().await;
+    server = start(dir.path(), &env).await;
+    let (_, tokens) = server.get("/v1/admin/iam/tokens").await;
+    for (id, answered) in answers {
+        let read = tokens["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id.as_str())
+            .unwrap_or_else(|| panic!("{id} in {tokens}"))["expiresAt"]
+            .clone();
+        assert_eq!(read, answered, "{id}: the answer is the record");
+    }
+
+    // The host's user is a principal, or nothing is recorded.
+    for user in ["root\nuser/admin", "", "a/b"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+            .args([
+                "token",
+                "create",
+                "--principal",
+                "user/x",
+                "--policy",
+                "ReadOnly",
+            ])
+            .env("USER", user)
+            .env(
+                "STRATUM_DATABASE_URL",
+                format!("sqlite://{}", dir.path().join("stratum.db").display()),
+            )
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "USER={user:?}: {out:?}");
+    }
+}
+
+#[tokio::test]
+async fn no_database_password_in_any_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let pg = std::env::var("STRATUM_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let base = pg
+        .rsplit_once('/')
+        .map_or(pg.as_str(), |(b, _)| b)
+        .to_owned();
+    for url in [
+        format!("{base}/nope_db?pass%77ord=SECRETVALUE"),
+        format!("{base}/nope_db?sslpassword=SECRETVALUE"),
+        "postgres://app:SECRET?VALUE@127.0.0.1:1/db".to_owned(),
+    ] {
+        let out = serve_command(dir.path(), port, &[("STRATUM_DATABASE_URL", url.clone())])
+            .arg("--print-config")
+            .output()
+            .await
+            .unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!all.contains("SECRET"), "--print-config of {url}: {all}");
+        let mut cmd = serve_command(dir.path(), port, &[("STRATUM_DATABASE_URL", url.clone())]);
+        let out = tokio::time::timeout(Duration::from_secs(30), cmd.output())
+            .await
+            .expect("serve gives up on a database it cannot open")
+            .unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{url}: {all}");
+        assert!(!all.contains("SECRET"), "serve with {url}: {all}");
+    }
+}
