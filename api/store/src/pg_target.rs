@@ -121,9 +121,11 @@ impl Target {
         };
         // What a host list's error quotes may be a password's piece when
         // the user part holds an unencoded `/` or `?`: then it is not quoted.
-        let has_user = url.contains('@');
+        let has_password = url
+            .split_once("://")
+            .is_some_and(|(_, r)| r.rfind('@').is_some_and(|at| r[..at].contains(':')));
         let bad = |why: String| {
-            let why = if has_user {
+            let why = if has_password {
                 "the host list does not read as host[:port],...; percent-encode '/', '?', '#' and '@' in the user name and password".to_owned()
             } else {
                 why

@@ -275,16 +275,37 @@ async fn edges_answer_what_the_record_keeps() {
     let mut server = start(dir.path(), &env).await;
     server.admit("n-1", "192.0.2.11").await;
 
-    // Addresses are addresses.
-    for ip in ["::ffff:192.0.2.11", "0.0.0.0", "224.0.0.1", "::"] {
-        let (status, body) = server
-            .post(
-                MEMBERS,
-                json!({"nodeId": "n-2", "role": "compute", "mgmtIp": ip, "labels": {"topology.rack": "r1"}}),
-            )
-            .await;
+    // Addresses are addresses: an IPv4-mapped one is the address it maps,
+    // taken as the plain one is; no peer is reached at an unspecified or
+    // multicast address.
+    let admit = |ip: &'static str| {
+        let server = &server;
+        async move {
+            server
+                .post(
+                    MEMBERS,
+                    json!({"nodeId": "n-2", "role": "compute", "mgmtIp": ip, "labels": {"topology.rack": "r1"}}),
+                )
+                .await
+        }
+    };
+    let (plain, _) = admit("192.0.2.11").await;
+    let (mapped, body) = admit("::ffff:192.0.2.11").await;
+    assert_eq!((plain, mapped), (409, 409), "{body}");
+    assert_eq!(body["fieldErrors"][0]["field"], "mgmtIp", "{body}");
+    for ip in ["0.0.0.0", "224.0.0.1", "::", "255.255.255.255"] {
+        let (status, body) = admit(ip).await;
         assert_eq!(status, 400, "{ip}: {body}");
     }
+    let (status, body) = server
+        .call(
+            server
+                .http
+                .patch(server.url(&format!("{MEMBERS}/n-1")))
+                .json(&json!({"mgmtIp": "0.0.0.0"})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
 
     // Cursors: only what the service answered.
     use base64::Engine;

@@ -441,10 +441,10 @@ impl Membership {
         }
         let generation = f.conclude(*generation)?;
         let m = self.member(node_id)?;
-        if !m.state.node_may_authenticate() {
+        if m.state == MemberState::Decommissioned {
             return Err(Refusal::new(
                 ErrorCode::MemberDecommissioned,
-                format!("Member {node_id} is {}.", m.state.as_str()),
+                format!("Member {node_id} is decommissioned."),
             ));
         }
         if m.applied_generation == generation {
@@ -571,10 +571,6 @@ impl Membership {
             );
         } else if let Ok(v) = serde_json::from_str::<serde_json::Value>(facts) {
             crate::text::check_json_safe(&mut f, "facts", &v);
-        }
-        if let Some(ip) = &ip {
-            // Approval would refuse it: say so now, to the node asking.
-            f.0.extend(self.address_taken(ip, None));
         }
         let (node_id, ip) = f.conclude(id.zip(ip))?;
         // A node asks to join as itself: a node's token files no

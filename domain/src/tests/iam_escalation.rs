@@ -41,6 +41,11 @@ fn only(action: Action) -> String {
 
 fn world(action: Action) -> State {
     let mut s = with_member_n1();
+    // The administrator, as the bootstrap makes it.
+    run(
+        &mut s,
+        issue("tok-admin", ADMIN, 200, &["AdministratorAccess"], None),
+    );
     run(
         &mut s,
         set_principal_policies(OPS_LEAD, &["AdministratorAccess"]),
@@ -120,7 +125,7 @@ fn moves(round: usize) -> Vec<(Action, Option<&'static str>, IamCommand)> {
 }
 
 /// What an identity may do, on the resources of the world.
-fn power(s: &State, who: &Identity) -> BTreeSet<(Action, &'static str)> {
+fn power(s: &State, who: &Identity) -> BTreeSet<(&'static str, &'static str)> {
     let mut p = BTreeSet::new();
     for action in Action::ALL {
         for resource in RESOURCES {
@@ -137,7 +142,7 @@ fn power(s: &State, who: &Identity) -> BTreeSet<(Action, &'static str)> {
                 )
                 .is_ok()
             {
-                p.insert((action, resource));
+                p.insert((action.name(), resource));
             }
         }
     }
