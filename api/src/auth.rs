@@ -472,13 +472,7 @@ async fn identify(
             // A certificate outlives its node: once the node's
             // decommission is accepted (its removal from the rafts may
             // still be running), it authenticates nothing.
-            let gone = view
-                .state
-                .membership
-                .members
-                .get(&node.node_id)
-                .is_some_and(|m| !m.state.node_may_authenticate());
-            if gone {
+            if node_gone(view, &node.node_id) {
                 return Err(refused("certificate of a decommissioned node"));
             }
             tracing::debug!(node = %node.node_id, certificate = %node.fingerprint, "client certificate");
@@ -557,22 +551,29 @@ async fn identify(
         return Err(refused("expired token"));
     }
     // A node's token ends with its node, as its certificate does.
-    if let Some(node_id) = token.principal.strip_prefix("node/") {
-        let gone = view
-            .state
-            .membership
-            .members
-            .get(node_id)
-            .is_some_and(|m| !m.state.node_may_authenticate());
-        if gone {
-            return Err(refused("token of a decommissioned node"));
-        }
+    if token
+        .principal
+        .strip_prefix("node/")
+        .is_some_and(|n| node_gone(view, n))
+    {
+        return Err(refused("token of a decommissioned node"));
     }
     Ok(Caller {
         principal: token.principal.as_str().into(),
         token_id: token.token_id.clone(),
         policies: token.policies.clone(),
     })
+}
+
+/// Whether a node's credentials (its certificate, its tokens) stand for
+/// nothing more: once its decommission is accepted (its removal from the
+/// rafts may still be running).
+fn node_gone(view: &ReadModels, node_id: &str) -> bool {
+    view.state
+        .membership
+        .members
+        .get(node_id)
+        .is_some_and(|m| !m.state.node_may_authenticate())
 }
 
 /// Why the credential a caller was authenticated with no longer stands in
@@ -585,16 +586,12 @@ pub fn credential_ended(
     caller: &Caller,
     now: chrono::DateTime<Utc>,
 ) -> Option<&'static str> {
-    if let Some(node_id) = caller.principal.strip_prefix("node/") {
-        let gone = view
-            .state
-            .membership
-            .members
-            .get(node_id)
-            .is_some_and(|m| !m.state.node_may_authenticate());
-        if gone {
-            return Some("its node was decommissioned");
-        }
+    if caller
+        .principal
+        .strip_prefix("node/")
+        .is_some_and(|n| node_gone(view, n))
+    {
+        return Some("its node was decommissioned");
     }
     if caller.token_id.starts_with("x509:") {
         // A certificate ends with its node, above.

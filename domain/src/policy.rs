@@ -78,6 +78,12 @@ pub const OTHER_SERVICES_ACTIONS: [&str; 6] = [
     "storage:DeleteVolume",
 ];
 
+/// Whether a pattern matches more than the one text it spells: it holds a
+/// wildcard (`*` or `?`) of the matching [`evaluate`] does.
+pub fn is_pattern(p: &str) -> bool {
+    p.contains(['*', '?'])
+}
+
 fn matches(pattern: &str, text: &str) -> bool {
     WildMatch::new(pattern).matches(text)
 }

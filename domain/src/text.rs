@@ -132,8 +132,6 @@ fn describe(at: usize, c: char) -> String {
     )
 }
 
-/// Pushes a finding for `field` when `value` holds a character that
-/// changes how text reads.
 /// The most bytes a node's free text may have: an upgrade report's
 /// message, a host step's detail, a backup's bundle.
 pub const MAX_MESSAGE: usize = 4096;
@@ -163,6 +161,8 @@ pub fn check_items<T>(f: &mut Findings, field: &str, items: &[T]) -> bool {
     true
 }
 
+/// Pushes a finding for `field` when `value` holds a character that
+/// changes how text reads.
 pub fn check_safe(f: &mut Findings, field: &str, value: &str) -> bool {
     match unsafe_char(value) {
         Some((at, c)) => {

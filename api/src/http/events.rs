@@ -124,8 +124,17 @@ pub async fn stream(
             // Nothing more once the credential is gone (revoked, expired,
             // its node decommissioned): a last event says why, without an
             // id, so a client that reconnects resumes where it was, and
-            // is refused.
-            let published = t.state.bus.publications().borrow().clone();
+            // is refused. The credential is judged on read models that
+            // include the next event to send: the event that revokes it is
+            // never delivered on its own stream, nor anything after it.
+            let upto = t.pending.front().map_or(0, |e| e.position);
+            let published = match t.state.bus.reached(upto).await {
+                Ok(rm) => rm,
+                Err(err) => {
+                    tracing::warn!(error = %err, "event stream cannot judge its credential; ending it");
+                    return None;
+                }
+            };
             if let Some(why) =
                 crate::auth::credential_ended(&published, &t.caller, chrono::Utc::now())
             {
@@ -418,25 +427,34 @@ pub async fn export(
         Ok::<_, std::io::Error>(bytes::Bytes::from(line))
     });
     let bus = state.bus.clone();
-    let lines = futures::stream::try_unfold(after, move |at| {
+    // The state: where the export stands, and whether it was ended.
+    let lines = futures::stream::try_unfold((after, false), move |(at, ended)| {
         let store = store.clone();
         let _held = &permit;
-        // A long export ends, broken off (never looking complete), once
-        // its credential is gone.
-        let ended = crate::auth::credential_ended(
+        // A long export ends once its credential is gone: with a last line
+        // that says why, then broken off, so it never looks complete.
+        let why = crate::auth::credential_ended(
             &bus.publications().borrow(),
             &caller,
             chrono::Utc::now(),
         );
         async move {
-            if let Some(why) = ended {
-                return Err(std::io::Error::other(format!("the export ends: {why}")));
+            if ended {
+                return Err(std::io::Error::other(
+                    "the export ended: its credential is gone",
+                ));
+            }
+            if let Some(why) = why {
+                let line = json!({"error": {"code": "UNAUTHENTICATED", "message": format!("The export ends: {why}.")}});
+                let mut text = line.to_string();
+                text.push('\n');
+                return Ok(Some((bytes::Bytes::from(text), (at, true))));
             }
             Ok::<_, std::io::Error>(
                 stratum_store::export_chunk(&*store, at, until)
                     .await
                     .map_err(std::io::Error::other)?
-                    .map(|(lines, last)| (bytes::Bytes::from(lines), last)),
+                    .map(|(lines, last)| (bytes::Bytes::from(lines), (last, false))),
             )
         }
     });

@@ -74,7 +74,15 @@ struct Worker {
     recheck_due: Option<Instant>,
     /// Who the last listing said leads: another leader is an election.
     leader_seen: Option<Option<String>>,
+    /// Members recorded as returned, and until when (and for how long
+    /// next) another return of theirs is not recorded: a node that keeps
+    /// rejoining does not fill the log.
+    hold_down: HashMap<String, (Instant, Duration)>,
 }
+
+/// The longest a returned member waits before another return of it is
+/// recorded.
+const MAX_HOLD_DOWN: Duration = Duration::from_secs(3600);
 
 /// How soon the listing is read again after an election was seen: a peer
 /// that returns does so around one.
@@ -126,6 +134,7 @@ impl RaftCleanup {
                         recheck: self.adapters.recheck,
                         recheck_due: Some(Instant::now()),
                         leader_seen: None,
+                        hold_down: HashMap::new(),
                     }
                     .run(),
                 );
@@ -243,11 +252,20 @@ impl Worker {
     /// and records each such member it names again (twice, a second apart:
     /// a listing read in the middle of a change does not raise an alarm).
     /// The members are taken from the read models before the listing is
-    /// read, so a removal recorded meanwhile is never taken for a return.
+    /// read, and a return is recorded only against a removal they held
+    /// then, so a removal recorded meanwhile (by another replica that took
+    /// the cleanup over) is never taken for a return.
     async fn recheck(&mut self) -> Result<(), StoreError> {
         let raft = self.raft;
         self.recheck_due = Some(Instant::now() + self.recheck);
-        let removed = removed_from(&self.store, &self.bus, raft).await?;
+        let now = Instant::now();
+        self.hold_down.retain(|_, (until, d)| *until + *d > now);
+        let (seen_at, mut removed) = removed_from(&self.store, &self.bus, raft).await?;
+        removed.retain(|p| {
+            self.hold_down
+                .get(&p.node_id)
+                .is_none_or(|(until, _)| *until <= now)
+        });
         if removed.is_empty() {
             // Nothing to look for: the raft is not called.
             return Ok(());
@@ -294,45 +312,57 @@ impl Worker {
             None => return Ok(()),
         }
         for peer in named {
-            record_return(&self.store, &self.bus, &peer, raft).await?;
+            if record_return(&self.store, &self.bus, &peer, raft, seen_at).await? {
+                let d = self
+                    .hold_down
+                    .get(&peer.node_id)
+                    .map_or(self.recheck, |(_, d)| (*d * 2).min(MAX_HOLD_DOWN));
+                self.hold_down
+                    .insert(peer.node_id.clone(), (Instant::now() + d, d));
+            }
         }
         Ok(())
     }
 }
 
-/// The members whose removal from `raft` is recorded and stands, as the
-/// raft names them.
+/// The position of the read models, and the members whose removal from
+/// `raft` is recorded there and stands, as the raft names them; those
+/// the domain would not record a return of (another live member holds
+/// the address) are left out, so they cost no listing.
 async fn removed_from(
     store: &Arc<dyn EventStore>,
     bus: &CommandBus,
     raft: Raft,
-) -> Result<Vec<RaftPeer>, StoreError> {
+) -> Result<(u64, Vec<RaftPeer>), StoreError> {
     let head = store.head().await?.position;
     let rm = bus
         .reached(head)
         .await
         .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-    Ok(rm
-        .state
-        .membership
+    let m = &rm.state.membership;
+    let removed = m
         .members
         .values()
-        .filter(|m| m.rafts_removed.contains(&raft))
-        .map(|m| RaftPeer {
-            node_id: m.node_id.clone(),
-            address: m.mgmt_ip.clone(),
+        .filter(|x| x.rafts_removed.contains(&raft) && m.address_holder(x).is_none())
+        .map(|x| RaftPeer {
+            node_id: x.node_id.clone(),
+            address: x.mgmt_ip.clone(),
         })
-        .collect())
+        .collect();
+    Ok((rm.state.position, removed))
 }
 
 /// Records that `raft` names `peer` again, naming the removal it undoes
-/// (the newest of that raft in the member's stream) as its cause.
+/// (the newest of that raft in the member's stream, which must be at or
+/// before `seen_at`, the position the listing was compared against) as
+/// its cause. Answers whether a return was recorded.
 async fn record_return(
     store: &Arc<dyn EventStore>,
     bus: &CommandBus,
     peer: &RaftPeer,
     raft: Raft,
-) -> Result<(), StoreError> {
+    seen_at: u64,
+) -> Result<bool, StoreError> {
     let stream = store.read_stream(&member_stream(&peer.node_id)).await?;
     let Some(removal) = stream.iter().rev().find(|e| {
         matches!(
@@ -340,8 +370,12 @@ async fn record_return(
             Ok(DomainEvent::RaftPeerRemoved { raft: r, .. }) if r == raft
         )
     }) else {
-        return Ok(());
+        return Ok(false);
     };
+    if removal.position > seen_at {
+        // Removed again since the listing was compared: not this return.
+        return Ok(false);
+    }
     let mut req = CommandRequest::new(
         Command::Member(MemberCommand::RecordRaftPeerReturn {
             node_id: peer.node_id.clone(),
@@ -354,7 +388,7 @@ async fn record_return(
     req.meta.causation = Some(removal.position);
     match bus.execute(req).await {
         // Nothing appended: the return was recorded already.
-        Ok(Outcome::Committed(c)) if c.position.is_none() => Ok(()),
+        Ok(Outcome::Committed(c)) if c.position.is_none() => Ok(false),
         Ok(Outcome::Committed(_)) => {
             crate::metrics::global()
                 .raft_returns
@@ -366,11 +400,11 @@ async fn record_return(
                 removed_position = removal.position,
                 "a removed peer is back in the raft; it is removed again"
             );
-            Ok(())
+            Ok(true)
         }
         Ok(Outcome::Refused(r)) => {
             tracing::warn!(node_id = %peer.node_id, raft = raft.as_str(), code = r.code.as_str(), message = %r.message, "return not recorded");
-            Ok(())
+            Ok(false)
         }
         Err(e) => Err(StoreError::Unavailable(e.to_string())),
     }

@@ -601,12 +601,16 @@ pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return if url.contains('=') {
             redact_keywords(url)
+        } else if url.contains(['@', ':']) {
+            // Not a URL, and it may hold a user part: not shown.
+            "(a database address that does not read as a URL; not shown)".to_owned()
         } else {
             // A path (`stratum.db`) or a name: nothing to hide.
             url.to_owned()
         };
     };
-    let rest = rest.split_once('#').map_or(rest, |(r, _)| r);
+    // The user part runs to the last `@`, wherever a `#` stands: a
+    // fragment cut first would leave a password's head.
     let (user, rest) = match rest.rfind('@') {
         Some(at) => {
             let userinfo = &rest[..at];
@@ -621,6 +625,7 @@ pub fn redact_url(url: &str) -> String {
         }
         None => (String::new(), rest),
     };
+    let rest = rest.split_once('#').map_or(rest, |(r, _)| r);
     let (base, query) = match rest.split_once('?') {
         Some((b, q)) => (b, Some(q)),
         None => (rest, None),
@@ -869,10 +874,13 @@ mod tests {
             "host=db passfile=SECRET dbname=x",
             "host=db password='SECRET",
         ];
+        let cases = cases
+            .into_iter()
+            .chain(["postgres:/app:SECRET@db", "postgres:app:SECRET@h"]);
         for url in cases {
             let shown = redact_url(url);
             assert!(
-                !shown.contains("SECRET") && !shown.contains("CRET") && !shown.contains("SEC"),
+                !shown.contains("SE") && !shown.contains("CRET"),
                 "{url} -> {shown}"
             );
         }

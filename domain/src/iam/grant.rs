@@ -138,7 +138,7 @@ impl Iam {
             } => {
                 let carried: Vec<&String> =
                     policies.iter().chain(self.attached(principal)).collect();
-                self.names_held(caller, principal, held, &carried, &mut need);
+                self.names_held(caller, principal, held, &carried, &carried, &mut need);
                 if principal != &caller {
                     // What resource policies give the principal, the token
                     // carries too.
@@ -160,7 +160,17 @@ impl Iam {
             } => {
                 let changed: Vec<&String> =
                     policies.iter().chain(self.attached(principal)).collect();
-                self.names_held(caller, principal, held, &changed, &mut need);
+                let set: Vec<&String> = policies.iter().collect();
+                self.names_held(caller, principal, held, &changed, &set, &mut need);
+                // Taking a policy that denies away lifts its Deny: an
+                // administrator's to do.
+                for gone in self.attached(principal) {
+                    if self.denies(gone) && !policies.contains(gone) {
+                        need(format!(
+                            "{ADMINISTRATOR_ACCESS} (taking {gone} away lifts what it denies)"
+                        ));
+                    }
+                }
             }
             Grant::ResourcePolicy {
                 resource_type,
@@ -183,7 +193,7 @@ impl Iam {
                         })
                     }));
                 for st in granted {
-                    if st.principals.iter().any(|p| p.contains('*')) {
+                    if st.principals.iter().any(|p| crate::policy::is_pattern(p)) {
                         need(format!(
                             "{ADMINISTRATOR_ACCESS} (a statement for every principal: {})",
                             st.principals.join(", ")
@@ -197,15 +207,17 @@ impl Iam {
         missing
     }
 
-    /// Every policy name granted must be held; a node-scoped one granted to
-    /// another principal only by an administrator; and every held policy
-    /// that denies goes with the grant.
+    /// Every policy name `granted` (or taken away) must be held; a
+    /// node-scoped one granted to another principal only by an
+    /// administrator; and every held policy that denies goes on with what
+    /// the principal ends up holding (`after`).
     fn names_held(
         &self,
         caller: &str,
         principal: &str,
         held: &[String],
         granted: &[&String],
+        after: &[&String],
         need: &mut impl FnMut(String),
     ) {
         for name in granted {
@@ -218,7 +230,7 @@ impl Iam {
             }
         }
         for name in held {
-            if self.denies(name) && !granted.contains(&name) {
+            if self.denies(name) && !after.contains(&name) {
                 need(format!("{name} (it denies; a grant carries it on)"));
             }
         }
@@ -238,12 +250,29 @@ impl Iam {
         need: &mut impl FnMut(String),
     ) {
         let resources = object_resources(state, resource_type, id);
+        // The object's own policy does not vouch for its own grants: its
+        // Allows are left out, but its Denies hold against the setter.
+        let denies = PolicyDocument {
+            statements: self
+                .resource_policies
+                .get(&resource_key(resource_type, id))
+                .map(|p| {
+                    p.document
+                        .statements
+                        .iter()
+                        .filter(|s| s.effect == Effect::Deny)
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
         for pattern in &st.actions {
             for action in actions_matching(pattern).filter(|a| a.resource_type() == resource_type) {
                 for resource in &resources {
-                    // The object's own policy is left out: a resource
-                    // policy does not vouch for its own grants.
-                    let docs = held.iter().filter_map(|n| self.document(n));
+                    let docs = held
+                        .iter()
+                        .filter_map(|n| self.document(n))
+                        .chain(std::iter::once(&denies));
                     let allowed =
                         matches!(evaluate(docs, caller, action, resource), Verdict::Allowed);
                     if !allowed {
@@ -352,13 +381,16 @@ impl Iam {
                 continue;
             }
             let held = self.holds_now(&a.set_by, now);
-            // What the attachment gives, against an empty one before it.
-            let not_held: Vec<String> = a
-                .policies
-                .iter()
-                .filter(|p| !held.contains(p) && !self.administers(&held))
-                .cloned()
-                .collect();
+            // What the attachment gives, judged as the grant it was.
+            let mut not_held = Vec::new();
+            if !self.administers(&held) {
+                let set: Vec<&String> = a.policies.iter().collect();
+                self.names_held(&a.set_by, principal, &held, &set, &set, &mut |w| {
+                    if !not_held.contains(&w) {
+                        not_held.push(w)
+                    }
+                });
+            }
             if !not_held.is_empty() {
                 out.push(GrantFinding {
                     kind: "attachment",
@@ -376,10 +408,9 @@ impl Iam {
                 continue;
             }
             let held = self.holds_now(&p.set_by, now);
-            let mut without = self.clone();
-            // Judged as if set anew: the old document's Denies are not its.
-            without.resource_policies.remove(key);
-            let not_held = without.not_held(
+            // Judged as the grant it was: set over itself, it takes no Deny
+            // away, and its own Denies hold against its setter.
+            let not_held = self.not_held(
                 state,
                 &p.set_by,
                 &held,

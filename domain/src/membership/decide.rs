@@ -48,6 +48,18 @@ fn check_ip(f: &mut Findings, field: &str, value: &str) -> Option<String> {
     }
 }
 
+impl Membership {
+    /// Another member, neither failed nor decommissioned, that holds
+    /// `m`'s address: a raft listing addresses cannot tell it from `m`.
+    pub fn address_holder(&self, m: &Member) -> Option<&Member> {
+        self.members.values().find(|o| {
+            o.node_id != m.node_id
+                && same_address(&o.mgmt_ip, &m.mgmt_ip)
+                && !matches!(o.state, MemberState::Failed | MemberState::Decommissioned)
+        })
+    }
+}
+
 /// Whether two recorded addresses are the same address, whatever form an
 /// older event wrote one in.
 fn same_address(a: &str, b: &str) -> bool {
@@ -520,11 +532,7 @@ impl Membership {
         if !m.rafts_removed.contains(&raft) {
             return Ok(unchanged(node_id));
         }
-        if let Some(holder) = self.members.values().find(|o| {
-            o.node_id != m.node_id
-                && same_address(&o.mgmt_ip, &m.mgmt_ip)
-                && !matches!(o.state, MemberState::Failed | MemberState::Decommissioned)
-        }) {
+        if let Some(holder) = self.address_holder(m) {
             return Err(Refusal::new(
                 ErrorCode::MemberExists,
                 format!(

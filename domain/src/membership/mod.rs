@@ -27,7 +27,8 @@ pub const RACK_LABEL: &str = "topology.rack";
 pub const MAX_ERROR_LINE: usize = 2048;
 /// The most bytes a reason may have.
 pub const MAX_REASON: usize = 2048;
-/// The most bytes a join request's facts may have, as JSON.
+/// The most bytes a node's facts may have, as JSON (a join request's
+/// and a facts report's).
 pub const MAX_JOIN_FACTS: usize = 64 * 1024;
 /// Traffic classes a binding may name.
 pub const BINDING_CLASSES: [&str; 2] = ["storage", "overlay"];

@@ -810,6 +810,17 @@ impl Upgrades {
             }
         }
         if let Ok(v) = serde_json::to_value(facts) {
+            // Bounded as a whole too, as a join request's facts are.
+            let size = v.to_string().len();
+            if size > crate::membership::MAX_JOIN_FACTS {
+                f.push(
+                    "facts",
+                    format!(
+                        "must be at most {} bytes as JSON, not {size}",
+                        crate::membership::MAX_JOIN_FACTS
+                    ),
+                );
+            }
             crate::text::check_json_safe(&mut f, "facts", &v);
         }
         f.into_result()?;
