@@ -61,16 +61,24 @@ pub fn hash_hex(_: RefOr<Schema>) -> RefOr<Schema> {
         .into()
 }
 
-/// An IPv4 or IPv6 address.
+/// An IPv4 or IPv6 address a peer can be reached at: not unspecified
+/// (`0.0.0.0`, `::`), multicast or broadcast, which the domain refuses.
 pub fn ip(_: RefOr<Schema>) -> RefOr<Schema> {
-    let v = |f| {
+    let v = |f, not: &str| {
         ObjectBuilder::new()
             .schema_type(Type::String)
             .format(Some(SchemaFormat::KnownFormat(f)))
+            .pattern(Some(not))
     };
     OneOfBuilder::new()
-        .item(v(KnownFormat::Ipv4))
-        .item(v(KnownFormat::Ipv6))
+        .item(v(
+            KnownFormat::Ipv4,
+            r"^(?!0+\.0+\.0+\.0+$)(?!0*2(2[4-9]|3[0-9])\.)(?!0*255\.0*255\.0*255\.0*255$)",
+        ))
+        .item(v(
+            KnownFormat::Ipv6,
+            r"^(?![0:]+$)(?![fF]{2}[0-9a-fA-F]{0,2}:)",
+        ))
         .examples([serde_json::json!("192.0.2.12")])
         .into()
 }
