@@ -334,11 +334,7 @@ async fn removed_from(
     bus: &CommandBus,
     raft: Raft,
 ) -> Result<(u64, Vec<RaftPeer>), StoreError> {
-    let head = store.head().await?.position;
-    let rm = bus
-        .reached(head)
-        .await
-        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+    let rm = as_it_stands(store, bus).await?;
     let m = &rm.state.membership;
     let removed = m
         .members
@@ -410,6 +406,18 @@ async fn record_return(
     }
 }
 
+/// The read models once they include the log as it stands in the store
+/// (whoever appended to it).
+async fn as_it_stands(
+    store: &Arc<dyn EventStore>,
+    bus: &CommandBus,
+) -> Result<Arc<stratum_projections::ReadModels>, StoreError> {
+    let head = store.head().await?.position;
+    bus.reached(head)
+        .await
+        .map_err(|e| StoreError::Unavailable(e.to_string()))
+}
+
 /// Every member with rafts still to clean: failed and removing members,
 /// and demoted voters; from the read models once they include the log as
 /// it stands.
@@ -417,11 +425,7 @@ async fn pending(
     store: &Arc<dyn EventStore>,
     bus: &CommandBus,
 ) -> Result<Vec<MemberRecord>, StoreError> {
-    let head = store.head().await?.position;
-    let rm = bus
-        .reached(head)
-        .await
-        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+    let rm = as_it_stands(store, bus).await?;
     let m = &rm.state.membership;
     Ok(m.members
         .values()
