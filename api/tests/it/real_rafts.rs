@@ -56,6 +56,18 @@ async fn sh_in(dir: &Path, raft: &str, cmd: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Whether a raft's listing (as the scripts' `members` prints it) names
+/// the member `id` at `ip`, in any raft's form.
+fn names_peer(listing: &str, id: &str, ip: &str) -> bool {
+    listing.lines().any(|l| {
+        let l = l.trim();
+        l == id
+            || l.ends_with(&format!("tcp:{ip}:6643"))
+            || l.ends_with(&format!("tcp:{ip}:6644"))
+            || l == format!("{ip}:5010")
+    })
+}
+
 /// While a test runs: every time a `RaftPeerRemoved` appears in the log,
 /// that raft's own listing is read at once, and must not name the peer.
 /// If it does, the raft took the peer back after the removal (a node
@@ -97,13 +109,7 @@ fn watch_removals(
                     .to_owned();
                 let listing = sh_in(&dir, &raft, "members", &[]).await;
                 let ip = hosts.get(&id).cloned().unwrap_or_default();
-                let named = listing.lines().any(|l| {
-                    let l = l.trim();
-                    l == id
-                        || l.ends_with(&format!("tcp:{ip}:6643"))
-                        || l.ends_with(&format!("tcp:{ip}:6644"))
-                        || l == format!("{ip}:5010")
-                });
+                let named = names_peer(&listing, &id, &ip);
                 if named {
                     let at = e["position"].as_u64().unwrap_or_default();
                     let deadline = Instant::now() + Duration::from_secs(30);
@@ -130,13 +136,7 @@ fn watch_removals(
                                         && r["position"].as_u64().unwrap_or_default() > at
                                 });
                         let again = sh_in(&dir, &raft, "members", &[]).await;
-                        let still = again.lines().any(|l| {
-                            let l = l.trim();
-                            l == id
-                                || l.ends_with(&format!("tcp:{ip}:6643"))
-                                || l.ends_with(&format!("tcp:{ip}:6644"))
-                                || l == format!("{ip}:5010")
-                        });
+                        let still = names_peer(&again, &id, &ip);
                         if noticed || !still {
                             eprintln!(
                                 "{id} was listed by {raft} right after its removal at {at}: {}",
