@@ -9,6 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use stratum_store::testing::{postgres, TestDb};
 use tokio::process::{Child, Command};
 use tokio::time::{sleep, Instant};
 
@@ -552,4 +553,20 @@ impl Server {
         })
         .await
     }
+}
+
+/// The backends a test runs on: SQLite in `dir`, and a fresh PostgreSQL
+/// database where one answers (a failure where it is required).
+pub(crate) async fn backends(dir: &Path) -> Vec<(Vec<(&'static str, String)>, Option<TestDb>)> {
+    let mut out = vec![(
+        vec![(
+            "STRATUM_DATABASE_URL",
+            format!("sqlite://{}", dir.join("stratum.db").display()),
+        )],
+        None,
+    )];
+    if let Some(db) = postgres().await {
+        out.push((vec![("STRATUM_DATABASE_URL", db.url.clone())], Some(db)));
+    }
+    out
 }

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod answers;
 mod binary;
 mod cli;
 mod config_file;
@@ -11,6 +12,7 @@ mod contract;
 mod disk_full;
 mod edges;
 mod errors;
+mod escalation;
 mod failover;
 mod fresh_reads;
 mod guides;

@@ -2,29 +2,11 @@
 //! an attacker found around the rules is tried again as they tried it, and
 //! gets the refusal or the safe behaviour.
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use stratum_store::testing::{postgres, TestDb};
 
 use crate::binary::*;
-
-/// The backends a test runs on: SQLite in `dir`, and a fresh PostgreSQL
-/// database where one answers (a failure where it is required).
-async fn backends(dir: &Path) -> Vec<(Vec<(&'static str, String)>, Option<TestDb>)> {
-    let mut out = vec![(
-        vec![(
-            "STRATUM_DATABASE_URL",
-            format!("sqlite://{}", dir.join("stratum.db").display()),
-        )],
-        None,
-    )];
-    if let Some(db) = postgres().await {
-        out.push((vec![("STRATUM_DATABASE_URL", db.url.clone())], Some(db)));
-    }
-    out
-}
 
 /// A request with `token`: the status and the body as JSON.
 async fn as_token(
@@ -271,128 +253,126 @@ async fn a_decommissioned_node_s_token_and_its_input() {
 #[tokio::test]
 async fn edges_answer_what_the_record_keeps() {
     let dir = tempfile::tempdir().unwrap();
-    let env: Vec<(&str, String)> = Vec::new();
-    let mut server = start(dir.path(), &env).await;
-    server.admit("n-1", "192.0.2.11").await;
+    for (env, _db) in backends(dir.path()).await {
+        let mut server = start(dir.path(), &env).await;
+        server.admit("n-1", "192.0.2.11").await;
 
-    // Addresses are addresses: an IPv4-mapped one is the address it maps,
-    // taken as the plain one is; no peer is reached at an unspecified or
-    // multicast address.
-    let admit = |ip: &'static str| {
-        let server = &server;
-        async move {
-            server
-                .post(
-                    MEMBERS,
-                    json!({"nodeId": "n-2", "role": "compute", "mgmtIp": ip, "labels": {"topology.rack": "r1"}}),
-                )
-                .await
+        // Addresses are addresses: an IPv4-mapped one is the address it maps,
+        // taken as the plain one is; no peer is reached at an unspecified or
+        // multicast address.
+        let admit = |ip: &'static str| {
+            let server = &server;
+            async move {
+                server
+                    .post(
+                        MEMBERS,
+                        json!({"nodeId": "n-2", "role": "compute", "mgmtIp": ip, "labels": {"topology.rack": "r1"}}),
+                    )
+                    .await
+            }
+        };
+        let (plain, _) = admit("192.0.2.11").await;
+        let (mapped, body) = admit("::ffff:192.0.2.11").await;
+        assert_eq!((plain, mapped), (409, 409), "{body}");
+        assert_eq!(body["fieldErrors"][0]["field"], "mgmtIp", "{body}");
+        for ip in ["0.0.0.0", "224.0.0.1", "::", "255.255.255.255"] {
+            let (status, body) = admit(ip).await;
+            assert_eq!(status, 400, "{ip}: {body}");
         }
-    };
-    let (plain, _) = admit("192.0.2.11").await;
-    let (mapped, body) = admit("::ffff:192.0.2.11").await;
-    assert_eq!((plain, mapped), (409, 409), "{body}");
-    assert_eq!(body["fieldErrors"][0]["field"], "mgmtIp", "{body}");
-    for ip in ["0.0.0.0", "224.0.0.1", "::", "255.255.255.255"] {
-        let (status, body) = admit(ip).await;
-        assert_eq!(status, 400, "{ip}: {body}");
-    }
-    let (status, body) = server
-        .call(
-            server
+        let (status, body) = server
+            .call(
+                server
+                    .http
+                    .patch(server.url(&format!("{MEMBERS}/n-1")))
+                    .json(&json!({"mgmtIp": "0.0.0.0"})),
+            )
+            .await;
+        assert_eq!(status, 400, "{body}");
+
+        // Cursors: only what the service answered.
+        use base64::Engine;
+        for cursor in [
+            "9223372036854775808",
+            "18446744073709551615",
+            "+5",
+            "05",
+            "0",
+        ] {
+            let c = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(cursor);
+            let (status, body) = server
+                .get(&format!("{MEMBERS}/n-1/history?cursor={c}"))
+                .await;
+            assert_eq!(status, 400, "{cursor}: {body}");
+        }
+
+        // The Bearer scheme is case-insensitive.
+        for scheme in ["bearer", "BEARER", "Bearer"] {
+            let res = server
                 .http
-                .patch(server.url(&format!("{MEMBERS}/n-1")))
-                .json(&json!({"mgmtIp": "0.0.0.0"})),
-        )
-        .await;
-    assert_eq!(status, 400, "{body}");
+                .get(server.url(MEMBERS))
+                .header("Authorization", format!("{scheme} {ADMIN}"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200, "{scheme}");
+        }
 
-    // Cursors: only what the service answered.
-    use base64::Engine;
-    for cursor in [
-        "9223372036854775808",
-        "18446744073709551615",
-        "+5",
-        "05",
-        "0",
-    ] {
-        let c = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(cursor);
-        let (status, body) = server
-            .get(&format!("{MEMBERS}/n-1/history?cursor={c}"))
-            .await;
-        assert_eq!(status, 400, "{cursor}: {body}");
-    }
+        // A write's answer is what a restart reads.
+        let mut answers = Vec::new();
+        for expires in [
+            "2030-06-30T23:59:59.123456789Z",
+            "2031-01-01T16:40:00.000000001Z",
+        ] {
+            let (status, t) = server
+                .post(
+                    "/v1/admin/iam/tokens",
+                    json!({"principal": "user/ann", "policies": ["ReadOnly"], "expiresAt": expires}),
+                )
+                .await;
+            assert_eq!(status, 201, "{t}");
+            answers.push((t["id"].as_str().unwrap().to_owned(), t["expiresAt"].clone()));
+        }
+        for bad in ["2030-06-30T23:59:60Z", "+10000-01-01T00:00:00Z"] {
+            let (status, body) = server
+                .post(
+                    "/v1/admin/iam/tokens",
+                    json!({"principal": "user/ann", "policies": ["ReadOnly"], "expiresAt": bad}),
+                )
+                .await;
+            assert_eq!(status, 400, "{bad}: {body}");
+        }
+        server.terminate();
+        let _ = server.child.wait().await;
+        server = start(dir.path(), &env).await;
+        let (_, tokens) = server.get("/v1/admin/iam/tokens").await;
+        for (id, answered) in answers {
+            let read = tokens["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["id"] == id.as_str())
+                .unwrap_or_else(|| panic!("{id} in {tokens}"))["expiresAt"]
+                .clone();
+            assert_eq!(read, answered, "{id}: the answer is the record");
+        }
 
-    // The Bearer scheme is case-insensitive.
-    for scheme in ["bearer", "BEARER", "Bearer"] {
-        let res = server
-            .http
-            .get(server.url(MEMBERS))
-            .header("Authorization", format!("{scheme} {ADMIN}"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status(), 200, "{scheme}");
-    }
-
-    // A write's answer is what a restart reads.
-    let mut answers = Vec::new();
-    for expires in [
-        "2030-06-30T23:59:59.123456789Z",
-        "2031-01-01T16:40:00.000000001Z",
-    ] {
-        let (status, t) = server
-            .post(
-                "/v1/admin/iam/tokens",
-                json!({"principal": "user/ann", "policies": ["ReadOnly"], "expiresAt": expires}),
-            )
-            .await;
-        assert_eq!(status, 201, "{t}");
-        answers.push((t["id"].as_str().unwrap().to_owned(), t["expiresAt"].clone()));
-    }
-    for bad in ["2030-06-30T23:59:60Z", "+10000-01-01T00:00:00Z"] {
-        let (status, body) = server
-            .post(
-                "/v1/admin/iam/tokens",
-                json!({"principal": "user/ann", "policies": ["ReadOnly"], "expiresAt": bad}),
-            )
-            .await;
-        assert_eq!(status, 400, "{bad}: {body}");
-    }
-    server.terminate();
-    let _ = server.child.wait().await;
-    server = start(dir.path(), &env).await;
-    let (_, tokens) = server.get("/v1/admin/iam/tokens").await;
-    for (id, answered) in answers {
-        let read = tokens["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["id"] == id.as_str())
-            .unwrap_or_else(|| panic!("{id} in {tokens}"))["expiresAt"]
-            .clone();
-        assert_eq!(read, answered, "{id}: the answer is the record");
-    }
-
-    // The host's user is a principal, or nothing is recorded.
-    for user in ["root\nuser/admin", "", "a/b"] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
-            .args([
-                "token",
-                "create",
-                "--principal",
-                "user/x",
-                "--policy",
-                "ReadOnly",
-            ])
-            .env("USER", user)
-            .env(
-                "STRATUM_DATABASE_URL",
-                format!("sqlite://{}", dir.path().join("stratum.db").display()),
-            )
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "USER={user:?}: {out:?}");
+        // The host's user is a principal, or nothing is recorded.
+        for user in ["root\nuser/admin", "", "a/b"] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
+                .args([
+                    "token",
+                    "create",
+                    "--principal",
+                    "user/x",
+                    "--policy",
+                    "ReadOnly",
+                ])
+                .env("USER", user)
+                .envs(env.iter().cloned())
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "USER={user:?}: {out:?}");
+        }
     }
 }
 
@@ -434,5 +414,70 @@ async fn no_database_password_in_any_output() {
         );
         assert!(!out.status.success(), "{url}: {all}");
         assert!(!all.contains("SECRET"), "serve with {url}: {all}");
+    }
+}
+
+#[tokio::test]
+async fn build_metadata_makes_no_release_newer_and_digests_are_lower_case() {
+    let dir = tempfile::tempdir().unwrap();
+    for (mut env, _db) in backends(dir.path()).await {
+        env.push((
+            "STRATUM_RELEASE_KEYS",
+            stratum_domain::testing::release_keys_spec(),
+        ));
+        let server = start(dir.path(), &env).await;
+        server.admit("n-1", "192.0.2.11").await;
+        server.member_post("n-1", "join-complete", json!({})).await;
+        server.caught_up(&["n-1"]).await;
+        server
+            .register_releases(&["2026.11.1", "2026.11.1+evil"])
+            .await;
+        server.set_running_release("2026.11.1").await;
+
+        // A digest is lower-case hex, as the registries print it.
+        let mut m = stratum_domain::testing::manifest("2026.11.2", "13.1", None);
+        let digest = m["components"][0]["digest"].as_str().unwrap().to_owned();
+        m["components"][0]["digest"] = json!(format!(
+            "sha256:{}",
+            digest.trim_start_matches("sha256:").to_uppercase()
+        ));
+        stratum_domain::release::sign(
+            &mut m,
+            stratum_domain::testing::RELEASE_KEY_ID,
+            &stratum_domain::testing::release_key(),
+        );
+        let (status, body) = server.post("/v1/admin/releases", m).await;
+        assert_eq!(status, 400, "{body}");
+
+        // Build metadata has no precedence: `+evil` is the running release.
+        let (status, u) = server
+            .post(
+                "/v1/admin/upgrades",
+                json!({"targetRelease": "2026.11.1+evil"}),
+            )
+            .await;
+        assert_eq!(status, 201, "{u}");
+        let id = u["id"].as_str().unwrap().to_owned();
+        let failed = server
+            .eventually("the upgrade's prechecks", || async {
+                let (_, u) = server.get(&format!("/v1/admin/upgrades/{id}")).await;
+                (u["state"] == "failed").then_some(u)
+            })
+            .await;
+        let version = failed["plan"]["prechecks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "version")
+            .unwrap_or_else(|| panic!("a version precheck: {failed}"))
+            .clone();
+        assert_eq!(version["status"], "fail", "{failed}");
+        assert!(
+            version["message"]
+                .as_str()
+                .unwrap()
+                .contains("is not newer than the running release 2026.11.1"),
+            "{version}"
+        );
     }
 }

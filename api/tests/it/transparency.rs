@@ -647,6 +647,23 @@ async fn a_restored_older_database_raises_the_fork_alarm_and_nothing_is_signed_u
     let (status, cleared) = s.post("/v1/admin/log/fork/acknowledge", body).await;
     assert_eq!(status, 200, "{cleared}");
     assert!(cleared["clearedAt"].is_string(), "{cleared}");
+    // The answer is the record: a restart reads the alarm as answered
+    // (`answers::every_write_answers_what_a_restart_reads` leaves this
+    // route to here).
+    s.terminate();
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let s = start(dir.path(), &env).await;
+    let (_, alarms) = s.get("/v1/admin/alarms").await;
+    let read = alarms["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "log-checkpoint-fork")
+        .unwrap_or_else(|| panic!("the cleared alarm in {alarms}"));
+    for (field, answered) in cleared.as_object().unwrap() {
+        assert_eq!(&read[field], answered, "{field} after a restart: {read}");
+    }
     let (_, acks) = s
         .get("/v1/admin/events?type=CheckpointForkAcknowledged")
         .await;

@@ -514,6 +514,106 @@ async fn a_node_agent_reporting_in_a_loop_is_answered_429() {
     }
 }
 
+/// Every kind of report a node sends is limited per node and kind (issue
+/// 39: one node cannot fill the log or the disk by any of them), whatever
+/// each report is answered; an operator sending the same is not.
+#[tokio::test]
+async fn every_kind_of_node_report_is_limited_per_node_and_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    for (env, _db) in backends(dir.path()).await {
+        let server = start(dir.path(), &env).await;
+        server.admit("n-1", "192.0.2.11").await;
+        let (status, body) = server
+            .post(
+                "/v1/admin/iam/policies",
+                json!({"name": "BackupReporter", "document": {"statements": [{"effect": "Allow", "actions": ["upgrade:ReportBackup"], "resources": ["*"]}]}}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let (status, t) = server
+            .post(
+                "/v1/admin/iam/tokens",
+                json!({"principal": "node/n-1", "policies": ["NodeAgent", "BackupReporter"]}),
+            )
+            .await;
+        assert_eq!(status, 201, "{t}");
+        let node = t["token"].as_str().unwrap().to_owned();
+        let upgrade = "/v1/admin/upgrades/upg-0000000000";
+        let kinds = [
+            (
+                format!("{MEMBERS}/n-1/join-failed"),
+                json!({"step": "join/raft-openbao", "error": "timed out"}),
+            ),
+            (format!("{MEMBERS}/n-1/join-complete"), json!({})),
+            (
+                "/v1/admin/cluster/join-requests".to_owned(),
+                json!({"nodeId": "n-1", "mgmtIp": "192.0.2.11"}),
+            ),
+            (
+                format!("{MEMBERS}/n-1/facts"),
+                json!({"images": [], "packages": [], "ready": true}),
+            ),
+            (
+                format!("{MEMBERS}/n-1/applied-generation"),
+                json!({"generation": 1}),
+            ),
+            (
+                format!("{upgrade}/nodes/n-1/report"),
+                json!({"phase": "fetch", "state": "done"}),
+            ),
+            (
+                format!("{upgrade}/backup"),
+                json!({"location": "node", "bundle": "/b.tar", "encrypted": true}),
+            ),
+        ];
+        for (path, body) in &kinds {
+            let mut answered = std::collections::BTreeSet::new();
+            let mut limited = None;
+            for i in 0..60 {
+                let res = server
+                    .http
+                    .post(server.url(path))
+                    .bearer_auth(&node)
+                    .json(body)
+                    .send()
+                    .await
+                    .unwrap();
+                let status = res.status().as_u16();
+                if status == 429 {
+                    let retry = res.headers()["retry-after"].to_str().unwrap().to_owned();
+                    let body: Value = res.json().await.unwrap();
+                    assert_eq!(body["code"], "RATE_LIMITED", "{path}: {body}");
+                    limited = Some((i, retry));
+                    break;
+                }
+                assert!(
+                    ![401, 403].contains(&status),
+                    "{path}: the node may send it ({status})"
+                );
+                answered.insert(status);
+            }
+            let (at, retry) = limited.unwrap_or_else(|| panic!("{path}: a loop is limited"));
+            assert!(
+                at >= 20,
+                "{path}: an agent's own pace is never limited: limited at {at} ({answered:?})"
+            );
+            assert!(retry.parse::<u64>().unwrap() >= 1, "{path}");
+            // Another kind, or an operator, is not limited by it.
+            let (status, _) = server.post(path, body.clone()).await;
+            assert_ne!(status, 429, "{path}: an operator");
+        }
+        let res = server
+            .http
+            .post(server.url(&format!("{MEMBERS}/n-1/join-progress")))
+            .bearer_auth(&node)
+            .json(&json!({"step": "join/raft-ovn"}))
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(res.status(), 429, "another kind");
+    }
+}
+
 #[tokio::test]
 async fn secrets_are_not_cached_the_docs_are_fenced_and_the_cli_says_what_it_reads() {
     let dir = tempfile::tempdir().unwrap();
