@@ -214,6 +214,22 @@ async fn a_decommissioned_node_s_token_and_its_input() {
         )
         .await;
         assert!(status == 400 || status == 413, "{status} {body}");
+        // An upgrade report's message is capped before any upgrade is
+        // looked up (the flood was 100 reports of 500,000 bytes each).
+        let (_, before) = server.get("/v1/admin/events?limit=1000").await;
+        for size in [4097, 500_000] {
+            let (status, body) = as_token(
+                &server,
+                &node,
+                reqwest::Method::POST,
+                "/v1/admin/upgrades/upg-0000000000/nodes/n-3/report",
+                Some(json!({"phase": "roll", "state": "running", "message": "C".repeat(size)})),
+            )
+            .await;
+            assert!(status == 400 || status == 413, "{size}: {status} {body}");
+        }
+        let (_, after) = server.get("/v1/admin/events?limit=1000").await;
+        assert_eq!(before["events"], after["events"], "nothing recorded");
 
         // Decommissioned: its token stands for nothing.
         server
