@@ -381,29 +381,34 @@ pub async fn report_backup(
 #[derive(Clone, Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HostStepBody {
-    #[schema(min_length = 1)]
+    #[schema(min_length = 1, max_length = 256)]
     pub name: String,
     /// pending, running, done, failed or skipped.
     #[schema(pattern = "^(pending|running|done|failed|skipped)$")]
     pub state: String,
     #[serde(default)]
     pub reboot_mode: String,
-    /// What the step found or did.
+    /// What the step found or did (at most 4,096 bytes).
     #[serde(default)]
+    #[schema(max_length = 4096)]
     pub detail: String,
     /// Units the restart step still has to restart.
     #[serde(default)]
+    #[schema(max_items = 1024)]
     pub pending_units: Vec<String>,
     /// Units the restart step restarted onto their pin, or switch-sysext
     /// restarted.
     #[serde(default)]
+    #[schema(max_items = 1024)]
     pub restarted_units: Vec<String>,
     /// Units the restore step stopped; the step that renders the release's
     /// pins starts them again.
     #[serde(default)]
+    #[schema(max_items = 1024)]
     pub stopped_units: Vec<String>,
     /// The system extensions the switch-sysext step switched.
     #[serde(default)]
+    #[schema(max_items = 1024)]
     pub switched_sysexts: Vec<String>,
 }
 

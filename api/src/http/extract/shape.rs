@@ -40,17 +40,24 @@ pub fn short_line(_: RefOr<Schema>) -> RefOr<Schema> {
     text(Some(&stratum_domain::text::safe_text_pattern()), 1, 64).into()
 }
 
-/// A text, possibly empty, safe to show.
+/// A text, possibly empty, safe to show, of at most 4,096 bytes.
 pub fn safe_text(_: RefOr<Schema>) -> RefOr<Schema> {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .pattern(Some(stratum_domain::text::safe_text_pattern()))
-        .into()
+    text(
+        Some(&stratum_domain::text::safe_text_pattern()),
+        0,
+        stratum_domain::text::MAX_MESSAGE,
+    )
+    .into()
 }
 
 /// A non-empty text, safe to show.
 pub fn non_empty(_: RefOr<Schema>) -> RefOr<Schema> {
-    text(Some(&stratum_domain::text::safe_text_pattern()), 1, 4096).into()
+    text(
+        Some(&stratum_domain::text::safe_text_pattern()),
+        1,
+        stratum_domain::text::MAX_MESSAGE,
+    )
+    .into()
 }
 
 /// A SHA-256 as the API shows it: 64 lowercase hex digits.
