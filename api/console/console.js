@@ -454,6 +454,28 @@ defineView("alarms",
     )) : [el("tr", null, el("td", { colspan: 7, class: "empty" }, "no alarms"))]));
   });
 
+// --- replicas
+
+defineView("replicas",
+  () => fetchAll("/v1/admin/replicas", {}),
+  (replicas) => {
+    replicas = replicas || [];
+    const digests = new Set(replicas.filter((r) => r.state === "live").map((r) => r.settingsDigest));
+    $("replicas-count").textContent = replicas.length
+      ? `${replicas.filter((r) => r.state === "live").length} live of ${replicas.length}`
+        + (digests.size > 1 ? `; ${digests.size} different settings among the live` : "") : "";
+    $("replicas-body").replaceChildren(...(replicas.length ? replicas.map((r) => el("tr", { "data-replica": r.id },
+      el("td", null, el("strong", null, r.id), r.this ? " (this one)" : ""),
+      el("td", null, badge(r.state)),
+      el("td", null, text(r.host)),
+      el("td", null, text(r.listen)),
+      el("td", null, text(`${r.version} ${r.commit}`)),
+      el("td", { title: JSON.stringify(r.settings) }, text(r.settingsDigest.slice(0, 12))),
+      el("td", null, time(r.startedAt)),
+      el("td", null, time(r.heartbeatAt)),
+    )) : [el("tr", null, el("td", { colspan: 8, class: "empty" }, "no replicas"))]));
+  });
+
 // --- audit
 
 const EVENT_TYPES = [

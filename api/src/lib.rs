@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod backoff;
+pub mod build;
 pub mod checkpoint;
 pub mod cli;
 pub mod command;
@@ -13,6 +14,7 @@ pub mod listener;
 pub mod metrics;
 pub mod raft;
 pub mod reads;
+pub mod replicas;
 pub mod service;
 pub mod settings;
 #[cfg(feature = "testing")]

@@ -42,6 +42,7 @@ pub struct Metrics {
     pub alarms: IntGauge,
     pub watchers: IntGauge,
     pub pool: IntGaugeVec,
+    pub replicas: IntGaugeVec,
     /// `http_requests` and `http_duration` resolved per label set.
     requests: RequestSeries,
 }
@@ -121,10 +122,12 @@ impl Metrics {
         let build = gauges(
             &r,
             "stratum_build_info",
-            "The running build: always 1, with its version.",
-            &["version"],
+            "The running build: always 1, with its version and the commit it was built from.",
+            &["version", "commit"],
         );
-        build.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        build
+            .with_label_values(&[crate::build::VERSION, &crate::build::commit()])
+            .set(1);
         Self {
             http_requests: counter(
                 &r,
@@ -222,6 +225,12 @@ impl Metrics {
                 &r,
                 "stratum_db_pool_connections",
                 "Database pool connections, in use and idle.",
+                &["state"],
+            ),
+            replicas: gauges(
+                &r,
+                "stratum_replicas",
+                "Replicas registered on this database, by state (live, silent, stopped).",
                 &["state"],
             ),
             requests: RequestSeries::default(),

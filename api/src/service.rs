@@ -56,6 +56,8 @@ pub struct Shared {
     pub reads: Arc<crate::reads::Freshness>,
     /// The peer lists, rendered once per position.
     pub peers: Arc<crate::reads::PeersMemo>,
+    /// This replica as it registered itself (`crate::replicas`).
+    pub replica: Arc<stratum_store::ReplicaRow>,
     /// The log's signed checkpoints.
     pub checkpoints: Arc<crate::checkpoint::Checkpoints>,
 }
@@ -95,6 +97,8 @@ pub struct ServiceConfig {
     pub log_key: Option<crate::checkpoint::LogKey>,
     /// `STRATUM_LOG_PUBLIC`: `GET /v1/log/...` without a token.
     pub log_public: bool,
+    /// The address the API is served on, as the replica registry shows it.
+    pub listen: String,
 }
 
 /// A started service and its background tasks (aborted on drop).
@@ -103,6 +107,20 @@ pub struct Service {
     /// A bootstrap token this start generated, to be shown once.
     pub generated_token: Option<String>,
     tasks: Vec<JoinHandle<()>>,
+}
+
+impl Service {
+    /// Says in the registry that this replica stopped (as it stops).
+    pub async fn deregister(&self) {
+        if let Err(e) = self
+            .state
+            .store
+            .replica_stopped(&self.state.replica.id)
+            .await
+        {
+            tracing::warn!(error = %e, "could not record this replica's stop");
+        }
+    }
 }
 
 impl Drop for Service {
@@ -132,6 +150,13 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
     )
     .map_err(|e| StoreError::Schema(e.to_string()))?;
     let checkpoints = Arc::new(checkpoints);
+    let managers = crate::replicas::Managers {
+        adapters: &cfg.adapters,
+        upgrade: &cfg.upgrade,
+        log_key: cfg.log_key.as_ref(),
+    };
+    let replica = crate::replicas::describe(&managers, &cfg.listen, stratum_store::schema_range());
+    crate::replicas::register(&*store, &replica).await?;
     let state = AppState(Arc::new(Shared {
         store: store.clone(),
         bus: bus.clone(),
@@ -145,9 +170,15 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         reads: Arc::new(crate::reads::Freshness::new(store.clone())),
         peers: Default::default(),
         checkpoints: checkpoints.clone(),
+        replica: Arc::new(replica.clone()),
     }));
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];
+    tasks.push(tokio::spawn(crate::replicas::heartbeat(
+        store.clone(),
+        replica,
+        state.shutdown.clone(),
+    )));
     tasks.push(tokio::spawn(checkpoints.run()));
     tasks.push(tokio::spawn(
         RaftCleanup::new(

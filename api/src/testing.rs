@@ -285,4 +285,24 @@ impl store::EventStore for CountingStore {
         self.count("subscribe");
         self.inner.subscribe().await
     }
+
+    async fn register_replica(&self, row: &store::ReplicaRow) -> store::StoreResult<()> {
+        self.count("register_replica");
+        self.inner.register_replica(row).await
+    }
+
+    async fn replica_heartbeat(&self, id: &str) -> store::StoreResult<bool> {
+        self.count("replica_heartbeat");
+        self.inner.replica_heartbeat(id).await
+    }
+
+    async fn replica_stopped(&self, id: &str) -> store::StoreResult<()> {
+        self.count("replica_stopped");
+        self.inner.replica_stopped(id).await
+    }
+
+    async fn replicas(&self) -> store::StoreResult<store::Replicas> {
+        self.count("replicas");
+        self.inner.replicas().await
+    }
 }

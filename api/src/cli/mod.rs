@@ -127,6 +127,12 @@ pub enum Cmd {
         #[command(subcommand)]
         command: ReleasesCmd,
     },
+    /// The replicas on the server's database: each `stratum serve`, its
+    /// build, formats, settings and heartbeat (needs `--server`).
+    Replicas {
+        #[command(subcommand)]
+        command: remote::ReplicasCmd,
+    },
     /// The alarms (needs `--server`).
     Alarms {
         /// Only the alarms not cleared.

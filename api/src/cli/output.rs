@@ -31,6 +31,7 @@ pub enum Shape {
     Releases,
     Tokens,
     Alarms,
+    Replicas,
     Events,
     Peers,
     /// One record: a field a row.
@@ -86,6 +87,17 @@ const ALARMS: &[(&str, &str)] = &[
     ("RAISED", "raisedAt"),
     ("CLEARED", "clearedAt"),
     ("MESSAGE", "message"),
+];
+const REPLICAS: &[(&str, &str)] = &[
+    ("ID", "id"),
+    ("STATE", "state"),
+    ("HOST", "host"),
+    ("LISTEN", "listen"),
+    ("VERSION", "version"),
+    ("COMMIT", "commit"),
+    ("SETTINGS", "settingsDigest"),
+    ("HEARTBEAT", "heartbeatAt"),
+    ("THIS", "this"),
 ];
 const EVENTS: &[(&str, &str)] = &[
     ("POSITION", "position"),
@@ -233,6 +245,7 @@ pub fn render(v: &Value, shape: Shape, format: Format) -> String {
                 Shape::Releases => list(items, RELEASES),
                 Shape::Tokens => list(items, TOKENS),
                 Shape::Alarms => list(items, ALARMS),
+                Shape::Replicas => list(items, REPLICAS),
                 Shape::Events => list(&events(items), EVENTS),
                 Shape::Upgrade => {
                     let mut out = fields(v, &["nodes", "plan", "warnings"]);

@@ -145,7 +145,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
     listener_cfg.max_connections = listener::connection_limit(listener_cfg.max_connections);
     limits.max_watchers =
         listener::watcher_limit(limits.max_watchers, listener_cfg.max_connections);
-    let cfg = ServiceConfig { limits, ..cfg };
+    let cfg = ServiceConfig {
+        limits,
+        listen: listen.to_string(),
+        ..cfg
+    };
     let store = super::host::open(db).await?;
     let svc = service::start(store, cfg).await?;
     if let Some(token) = &svc.generated_token {
@@ -192,6 +196,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
     if !listener::serve(socket, app, listener_cfg, tls, stopping).await {
         tracing::warn!(grace = ?grace, "requests still open after the grace period; stopping anyway");
     }
+    svc.deregister().await;
     tracing::info!("stopped");
     Ok(0)
 }

@@ -76,6 +76,16 @@ pub async fn render(state: &AppState) -> String {
             .set(i64::from(size.saturating_sub(idle)));
         g.pool.with_label_values(&["idle"]).set(i64::from(idle));
     }
+    if let Ok(all) = state.store.replicas().await {
+        for s in crate::replicas::ReplicaState::ALL {
+            let n = all
+                .rows
+                .iter()
+                .filter(|r| crate::replicas::ReplicaState::of(r, all.now) == s)
+                .count();
+            g.replicas.with_label_values(&[s.as_str()]).set(n as i64);
+        }
+    }
     g.encode()
 }
 

@@ -14,6 +14,7 @@ pub mod members;
 pub mod metrics;
 pub mod openapi;
 pub mod releases;
+pub mod replicas;
 pub mod schema;
 pub mod system;
 pub mod upgrades;
@@ -110,6 +111,7 @@ pub fn routes() -> Vec<Route> {
     all.extend(releases::routes());
     all.extend(facts::routes());
     all.extend(iam::routes());
+    all.extend(replicas::routes());
     all
 }
 

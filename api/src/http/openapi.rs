@@ -62,6 +62,7 @@ impl Modify for Bearer {
         super::iam::set_principal_policies, super::iam::get_principal_policies,
         super::iam::set_member_policy, super::iam::get_member_policy,
         super::iam::set_upgrade_policy, super::iam::get_upgrade_policy,
+        super::replicas::list_replicas,
     ),
     components(schemas(ErrorBody, FieldErrorDoc)),
     modifiers(&Bearer),

@@ -9,6 +9,7 @@
 mod pg_target;
 mod postgres;
 mod read;
+pub mod replicas;
 mod sql;
 mod sqlite;
 #[cfg(feature = "testing")]
@@ -25,6 +26,7 @@ use stratum_projections::Changes;
 
 pub use pg_target::{SessionAttrs, Target};
 pub use postgres::PgStore;
+pub use replicas::{ReplicaRow, Replicas};
 pub use sqlite::SqliteStore;
 pub use verify::{verify_chain, Verification};
 
@@ -285,6 +287,21 @@ pub trait EventStore: Send + Sync + 'static {
     /// PostgreSQL); `None` where the backend announces nothing, and watchers
     /// fall back to polling.
     async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<u64>>>;
+
+    /// Registers a replica (replacing a row of the same id), its start and
+    /// heartbeat set to the database's time.
+    async fn register_replica(&self, row: &ReplicaRow) -> StoreResult<()>;
+
+    /// A replica's heartbeat, in the database's time; `false` when its row
+    /// is gone (it registers again). Rows stopped or silent for longer
+    /// than [`replicas::KEPT_FOR_MICROS`] are removed.
+    async fn replica_heartbeat(&self, id: &str) -> StoreResult<bool>;
+
+    /// A replica stopped (as it stops, or as an operator says).
+    async fn replica_stopped(&self, id: &str) -> StoreResult<()>;
+
+    /// Every registered replica, by start, and the database's time.
+    async fn replicas(&self) -> StoreResult<Replicas>;
 }
 
 /// What folding an event into the read models reads of it, borrowed from
@@ -513,6 +530,23 @@ pub async fn connect_as(url: &str, access: Access) -> StoreResult<Arc<dyn EventS
         )))
     }
 }
+
+/// The schema versions (`_sqlx_migrations`) this build runs on: the oldest
+/// it serves beside the build that migrated to it, and the newest it
+/// migrates to. The same numbers on both backends.
+pub fn schema_range() -> (i64, i64) {
+    let newest = sqlx::migrate!("../../migrations/sqlite")
+        .iter()
+        .map(|m| m.version)
+        .max()
+        .unwrap_or(0);
+    (OLDEST_SCHEMA.min(newest), newest)
+}
+
+/// The oldest schema this build serves on: it added no migration a build
+/// of that schema cannot live with (what it adds is an expand step, see
+/// [`replicas`]).
+pub const OLDEST_SCHEMA: i64 = 6;
 
 /// Holds the schema version a database is at (`None`: no stratum schema
 /// yet) to the one this build's migrations end at, before anything reads or

@@ -23,11 +23,13 @@ use super::sql::{self, CHUNK};
 
 /// The reads both backends share, on this one.
 type R = Reads<sqlx::Postgres>;
+type Registry = crate::replicas::Registry<sqlx::Postgres>;
 use super::tree::{tree_of, TreeCache, TreeWrite};
 use super::{
     check_follows, head_from_row, Access, EventStore, Head, IdempotencyRecord, Leadership,
     ReplayChunk, SignedCheckpoint, StoreResult, StoredReadModels, WriteTx,
 };
+use crate::replicas::POSTGRES_NOW;
 use stratum_domain::tree::TreeRow;
 
 /// The channel every commit notifies with its last position.
@@ -245,6 +247,7 @@ impl PgStore {
         super::check_schema(found, &migrator, access)?;
         if access == Access::ReadWrite {
             migrator.run(&pool).await?;
+            crate::replicas::expand_postgres(&pool).await?;
         }
         let writer = Arc::new(Mutex::new(None));
         if let Some(chosen) = chosen {
@@ -500,6 +503,22 @@ impl EventStore for PgStore {
             }
         });
         Ok(Some(rx))
+    }
+
+    async fn register_replica(&self, row: &crate::ReplicaRow) -> StoreResult<()> {
+        Registry::register(&self.pool, POSTGRES_NOW, row).await
+    }
+
+    async fn replica_heartbeat(&self, id: &str) -> StoreResult<bool> {
+        Registry::heartbeat(&self.pool, POSTGRES_NOW, id).await
+    }
+
+    async fn replica_stopped(&self, id: &str) -> StoreResult<()> {
+        Registry::stopped(&self.pool, POSTGRES_NOW, id).await
+    }
+
+    async fn replicas(&self) -> StoreResult<crate::Replicas> {
+        Registry::all(&self.pool, POSTGRES_NOW).await
     }
 
     async fn put_snapshot(&self, position: u64, state: &[u8]) -> StoreResult<()> {

@@ -23,12 +23,14 @@ use super::sql::{self, CHUNK};
 
 /// The reads both backends share, on this one.
 type R = Reads<sqlx::Sqlite>;
+type Registry = crate::replicas::Registry<sqlx::Sqlite>;
 use super::tree::{tree_of, TreeCache, TreeWrite};
 use super::{
     check_follows, head_from_row, Access, ChunkBuilder, EventStore, Head, IdempotencyRecord,
     Leadership, Numbers, ReplayChunk, SignedCheckpoint, StoreError, StoreResult, StoredReadModels,
     WriteTx,
 };
+use crate::replicas::SQLITE_NOW;
 use stratum_domain::tree::TreeRow;
 
 /// `SQLITE_READONLY_DIRECTORY`: a journal or shared-memory file would be
@@ -114,6 +116,7 @@ impl SqliteStore {
         super::check_schema(found, &migrator, access)?;
         if !read_only {
             migrator.run(&mut writer).await?;
+            crate::replicas::expand_sqlite(&mut writer).await?;
         }
         let read = SqlitePoolOptions::new()
             .max_connections(4)
@@ -261,6 +264,22 @@ impl EventStore for SqliteStore {
 
     async fn subscribe(&self) -> StoreResult<Option<tokio::sync::mpsc::UnboundedReceiver<u64>>> {
         Ok(None)
+    }
+
+    async fn register_replica(&self, row: &crate::ReplicaRow) -> StoreResult<()> {
+        Registry::register(&self.read, SQLITE_NOW, row).await
+    }
+
+    async fn replica_heartbeat(&self, id: &str) -> StoreResult<bool> {
+        Registry::heartbeat(&self.read, SQLITE_NOW, id).await
+    }
+
+    async fn replica_stopped(&self, id: &str) -> StoreResult<()> {
+        Registry::stopped(&self.read, SQLITE_NOW, id).await
+    }
+
+    async fn replicas(&self) -> StoreResult<crate::Replicas> {
+        Registry::all(&self.read, SQLITE_NOW).await
     }
 
     async fn put_snapshot(&self, position: u64, state: &[u8]) -> StoreResult<()> {

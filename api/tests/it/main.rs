@@ -27,6 +27,7 @@ mod pipelining;
 mod raft;
 mod raft_serve;
 mod real_rafts;
+mod registry;
 mod remote_cli;
 mod replicas;
 mod security;

@@ -69,6 +69,7 @@ actions! {
     UpdateMember,
     ReportNodeFacts,
     ListAlarms,
+    ListReplicas,
     ReportAppliedGeneration,
     ListMembers,
     GetMember,
@@ -121,6 +122,7 @@ impl Action {
             Action::UpdateMember => "cluster:UpdateMember",
             Action::ReportNodeFacts => "cluster:ReportNodeFacts",
             Action::ListAlarms => "cluster:ListAlarms",
+            Action::ListReplicas => "cluster:ListReplicas",
             Action::ReportAppliedGeneration => "cluster:ReportAppliedGeneration",
             Action::ListMembers => "cluster:ListMembers",
             Action::GetMember => "cluster:GetMember",
@@ -190,6 +192,7 @@ impl Action {
             | Action::ListJoinRequests
             | Action::RejectNodeJoin
             | Action::ListAlarms
+            | Action::ListReplicas
             | Action::ListMembers
             | Action::GetMembership
             | Action::GetPeers

@@ -254,6 +254,17 @@ pub const STORED_VERSIONS: &[(&str, u16)] = &[
     ("UpgradeStateChanged", 1),
 ];
 
+/// Each stored event type and the newest version [`decode`] reads of it
+/// (it reads every older one too), by type name.
+pub fn newest_versions() -> std::collections::BTreeMap<&'static str, u16> {
+    let mut out = std::collections::BTreeMap::new();
+    for (t, v) in STORED_VERSIONS {
+        let newest = out.entry(*t).or_insert(*v);
+        *newest = (*newest).max(*v);
+    }
+    out
+}
+
 /// The version `encode` writes of an event's type: the newest.
 /// Every event type is named, with no catch-all: a new one does not
 /// compile until it is given its version.

@@ -52,6 +52,13 @@ pub struct RemoteArgs {
 }
 
 #[derive(Subcommand, Debug)]
+pub enum ReplicasCmd {
+    /// Lists every replica registered on the database: live, silent (no
+    /// heartbeat for 15 s) or stopped.
+    List,
+}
+
+#[derive(Subcommand, Debug)]
 pub enum MembersCmd {
     /// Lists the members, filtered.
     List {
@@ -216,6 +223,12 @@ async fn exchange(c: &Client, command: Cmd) -> Result<i32> {
             }
             ReleasesCmd::Import { .. } => unreachable!("a host command"),
         },
+        Cmd::Replicas {
+            command: ReplicasCmd::List,
+        } => (
+            c.all("/v1/admin/replicas", Vec::new()).await?,
+            Shape::Replicas,
+        ),
         Cmd::Alarms { active, as_of } => (
             c.all(
                 "/v1/admin/alarms",

@@ -1,0 +1,200 @@
+//! This replica in the registry (`stratum_replicas`, an expand step of the
+//! store): what it is, its heartbeat, and the registry as the API, the CLI
+//! and the metrics show it.
+//!
+//! A replica says what it is so that replicas of two builds on one
+//! database (an upgrade of stratum itself) can be told apart: its build
+//! (version and commit), the stored event versions it reads and the ones
+//! it writes, the schema versions it runs on, and its process managers'
+//! settings (without secrets) and their digest. Its heartbeat is written
+//! in the database's time, so a host's clock does not make it look silent.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use stratum_store::{EventStore, ReplicaRow, Replicas, StoreError};
+use tokio_util::sync::CancellationToken;
+
+use crate::checkpoint::LogKey;
+use crate::raft::RaftAdapters;
+use stratum_domain::upgrade::UpgradeConfig;
+
+/// What a replica's process managers act on.
+pub struct Managers<'a> {
+    pub adapters: &'a RaftAdapters,
+    pub upgrade: &'a UpgradeConfig,
+    pub log_key: Option<&'a LogKey>,
+}
+
+/// How often a replica says it is alive.
+pub const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// A replica not heard from for this long is silent: three heartbeats.
+pub const SILENT_AFTER: Duration = Duration::from_secs(15);
+
+/// What the process managers act on, as this replica is configured:
+/// each raft's adapter and what it calls, how often the rafts are read
+/// again, the upgrade driver's settling and backup target, and the
+/// checkpoint signer's key name and origin. Never a secret: adapters say
+/// what they call without credentials, the backup target is redacted.
+pub fn manager_settings(cfg: &Managers<'_>) -> Value {
+    let mut raft = serde_json::Map::new();
+    for r in stratum_domain::membership::Raft::ALL {
+        let a = cfg.adapters.get(r);
+        raft.insert(
+            r.as_str().to_owned(),
+            json!({"adapter": a.name(), "calls": a.target()}),
+        );
+    }
+    raft.insert(
+        "recheck".into(),
+        json!(humantime::format_duration(cfg.adapters.recheck).to_string()),
+    );
+    let backup = cfg.upgrade.backup_target.as_ref().map(|t| {
+        json!({
+            "target": stratum_store::redact_url(&t.url),
+            "recipient": t.recipient,
+        })
+    });
+    json!({
+        "raft": raft,
+        "upgrade": {"settleSeconds": cfg.upgrade.settle_seconds, "backup": backup},
+        "signer": cfg.log_key.map(|k| json!({"key": k.name, "origin": k.origin})),
+    })
+}
+
+/// The row this replica registers: `id` new at every start.
+pub fn describe(cfg: &Managers<'_>, listen: &str, schema: (i64, i64)) -> ReplicaRow {
+    let settings = stratum_domain::release::canonical(&manager_settings(cfg));
+    let versions = serde_json::to_string(&stratum_domain::stored::newest_versions())
+        .expect("a map of names to numbers");
+    ReplicaRow {
+        id: uuid::Uuid::now_v7().to_string(),
+        host: host_name(),
+        listen: listen.to_owned(),
+        version: crate::build::VERSION.to_owned(),
+        commit: crate::build::commit(),
+        // Until a build can hold back a changed format (finalization), it
+        // writes the newest version of each type it reads.
+        reads: versions.clone(),
+        writes: versions,
+        schema_min: schema.0,
+        schema_max: schema.1,
+        settings_digest: hex::encode(Sha256::digest(settings.as_bytes())),
+        settings,
+        started_at: 0,
+        heartbeat_at: 0,
+        stopped_at: None,
+    }
+}
+
+/// The host's name, as the kernel has it.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Beats every [`HEARTBEAT`] until `stop`, registering again if its row
+/// was removed; a failed beat is logged and tried again at the next.
+pub async fn heartbeat(store: Arc<dyn EventStore>, row: ReplicaRow, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(HEARTBEAT) => {}
+            () = stop.cancelled() => return,
+        }
+        let beat = match store.replica_heartbeat(&row.id).await {
+            Ok(true) => Ok(()),
+            Ok(false) => store.register_replica(&row).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = beat {
+            tracing::warn!(error = %e, "the replica's heartbeat was not written; trying again");
+        }
+    }
+}
+
+/// Whether a replica is serving, silent or stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplicaState {
+    Live,
+    Silent,
+    Stopped,
+}
+
+impl ReplicaState {
+    pub const ALL: [ReplicaState; 3] = [
+        ReplicaState::Live,
+        ReplicaState::Silent,
+        ReplicaState::Stopped,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplicaState::Live => "live",
+            ReplicaState::Silent => "silent",
+            ReplicaState::Stopped => "stopped",
+        }
+    }
+
+    pub fn of(row: &ReplicaRow, now: i64) -> Self {
+        if row.stopped_at.is_some() {
+            ReplicaState::Stopped
+        } else if now - row.heartbeat_at > SILENT_AFTER.as_micros() as i64 {
+            ReplicaState::Silent
+        } else {
+            ReplicaState::Live
+        }
+    }
+}
+
+/// The registry as the API shows it: each replica with its state, and
+/// whether it is the one answering (`this`).
+pub fn records(all: &Replicas, this: &str) -> Vec<Value> {
+    let time = |micros: i64| {
+        stratum_domain::log::micros_to_time(micros)
+            .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+    };
+    let parsed = |text: &str| serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
+    all.rows
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "host": r.host,
+                "listen": r.listen,
+                "version": r.version,
+                "commit": r.commit,
+                "reads": parsed(&r.reads),
+                "writes": parsed(&r.writes),
+                "schema": {"min": r.schema_min, "max": r.schema_max},
+                "settings": parsed(&r.settings),
+                "settingsDigest": r.settings_digest,
+                "startedAt": time(r.started_at),
+                "heartbeatAt": time(r.heartbeat_at),
+                "stoppedAt": r.stopped_at.map(time),
+                "state": ReplicaState::of(r, all.now),
+                "this": r.id == this,
+            })
+        })
+        .collect()
+}
+
+/// Registers this replica (at start).
+pub async fn register(store: &dyn EventStore, row: &ReplicaRow) -> Result<(), StoreError> {
+    store.register_replica(row).await?;
+    tracing::info!(
+        replica = %row.id,
+        version = %row.version,
+        commit = %row.commit,
+        settings = %row.settings_digest,
+        "registered as a replica"
+    );
+    Ok(())
+}
