@@ -20,7 +20,13 @@ const OPS_LEAD: &str = "user/ops-lead";
 const OTHER: &str = "user/eve2";
 const NODE: &str = "node/n-1";
 const PRINCIPALS: [&str; 4] = [EVE, OPS_LEAD, OTHER, NODE];
-const UPGRADE: &str = "upg-0000000000";
+/// The id the sample paths give an upgrade, replaced by the world's.
+const SAMPLE_UPGRADE: &str = "upg-0000000000";
+
+/// The actions that create or set something but give no one power (a
+/// release, an upgrade): every `Create*`/`Set*` action is one of these or
+/// of [`GRANTS`], so a new one must be placed.
+const NOT_GRANTS: [&str; 2] = ["cluster:SetRunningRelease", "upgrade:CreateUpgrade"];
 
 /// The actions that change who holds what.
 const GRANTS: [&str; 5] = [
@@ -45,14 +51,15 @@ async fn send(server: &Server, token: &str, method: &str, path: &str, body: Valu
     (status, res.json().await.unwrap_or(Value::Null))
 }
 
-/// The gated routes `token` gets past the gate of.
-async fn power(server: &Server, token: &str) -> BTreeSet<String> {
+/// The gated routes `token` gets past the gate of (`upgrade`: the world's
+/// upgrade, which the upgrade routes name).
+async fn power(server: &Server, token: &str, upgrade: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for r in stratum_api::http::routes() {
         if r.action.is_none() || r.watch == stratum_api::http::Watch::Stream {
             continue;
         }
-        let path = sample_path(r.path);
+        let path = sample_path(r.path).replace(SAMPLE_UPGRADE, upgrade);
         // A body no route takes: past the gate, it is refused (400), or,
         // on a route that reads no body, done (which only an identity
         // that gained the power can do, and that fails below).
@@ -72,7 +79,7 @@ async fn power(server: &Server, token: &str) -> BTreeSet<String> {
 }
 
 /// Every move of the catalogue: (method, path, body).
-fn moves() -> Vec<(&'static str, String, Value)> {
+fn moves(upgrade: &str) -> Vec<(&'static str, String, Value)> {
     let lists: [&[&str]; 6] = [
         &[],
         &["AdministratorAccess"],
@@ -117,7 +124,7 @@ fn moves() -> Vec<(&'static str, String, Value)> {
         ));
         out.push((
             "PUT",
-            format!("/v1/admin/upgrades/{UPGRADE}/policy"),
+            format!("/v1/admin/upgrades/{upgrade}/policy"),
             json!({ "document": document }),
         ));
     }
@@ -126,14 +133,32 @@ fn moves() -> Vec<(&'static str, String, Value)> {
 
 #[tokio::test]
 async fn no_single_grant_action_reaches_more_than_it_starts_with() {
+    for a in stratum_domain::iam::Action::ALL {
+        let name = a.name();
+        let verb = name.split(':').nth(1).unwrap_or_default();
+        if verb.starts_with("Create") || verb.starts_with("Set") {
+            assert!(
+                GRANTS.contains(&name) || NOT_GRANTS.contains(&name),
+                "{name}: does it change who holds what? place it in GRANTS or NOT_GRANTS"
+            );
+        }
+    }
     for action in GRANTS {
         // A fresh world for each action, on each backend.
         let dir = tempfile::tempdir().unwrap();
-        for (env, _db) in backends(dir.path()).await {
+        for (mut env, _db) in backends(dir.path()).await {
+            env.push((
+                "STRATUM_RELEASE_KEYS",
+                stratum_domain::testing::release_keys_spec(),
+            ));
             let server = start(dir.path(), &env).await;
             // The world: ops-lead administers, n-1 is a member, eve holds
             // one grant action.
             server.admit("n-1", "192.0.2.11").await;
+            // An upgrade, so that its resource policy is a move that lands.
+            server.register_releases(&["1.0.0", "1.1.0"]).await;
+            server.set_running_release("1.0.0").await;
+            let upgrade = server.plan_upgrade("1.1.0").await;
             let (status, body) = server
                 .call(
                     server
@@ -152,16 +177,18 @@ async fn no_single_grant_action_reaches_more_than_it_starts_with() {
                 .await;
             assert_eq!(status, 201, "{body}");
             let eve = server.token_for(EVE, &only).await;
-            let before = power(&server, &eve).await;
+            let before = power(&server, &eve, &upgrade).await;
             assert!(!before.is_empty(), "{action}: eve can do what she holds");
 
             let mut held = vec![eve];
             let mut tried = 0;
             for _round in 0..3 {
                 for token in held.clone() {
-                    for (method, path, body) in moves() {
+                    for (method, path, body) in moves(&upgrade) {
                         tried += 1;
                         let (status, answer) = send(&server, &token, method, &path, body).await;
+                        // Every move reaches its grant check: the objects exist.
+                        assert_ne!(status, 404, "{method} {path}: {answer}");
                         if status == 201 && path == "/v1/admin/iam/tokens" {
                             held.push(answer["token"].as_str().unwrap().to_owned());
                         }
@@ -169,7 +196,7 @@ async fn no_single_grant_action_reaches_more_than_it_starts_with() {
                 }
             }
             for (i, token) in held.iter().enumerate() {
-                let after = power(&server, token).await;
+                let after = power(&server, token, &upgrade).await;
                 let gained: Vec<&String> = after.difference(&before).collect();
                 assert!(
                     gained.is_empty(),

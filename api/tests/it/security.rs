@@ -304,6 +304,19 @@ async fn edges_answer_what_the_record_keeps() {
             )
             .await;
         assert_eq!(status, 400, "{body}");
+        // Changing another member's address to the mapped form of n-1's is
+        // the duplicate it is (a PATCH's refusals are field errors, 400).
+        server.admit("n-9", "192.0.2.19").await;
+        let (status, body) = server
+            .call(
+                server
+                    .http
+                    .patch(server.url(&format!("{MEMBERS}/n-9")))
+                    .json(&json!({"mgmtIp": "::ffff:192.0.2.11"})),
+            )
+            .await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["fieldErrors"][0]["field"], "mgmtIp", "{body}");
 
         // Cursors: only what the service answered.
         use base64::Engine;
