@@ -198,6 +198,14 @@ impl From<StoreError> for ApiError {
                     "The connection to the database broke while this write was being committed: it may have been stored. Retry with the same Idempotency-Key to get its answer if it was; without one, read before writing again.",
                 )
             }
+            StoreError::Behind(_) => {
+                tracing::info!(error = %e, "a read waits for derived data to catch up");
+                Self::new(
+                    ErrorCode::Unavailable,
+                    "The log's tree is catching up with events another build of stratum appended; retry in a second.",
+                )
+                .with_details(json!({ "retryAfterSeconds": 1 }))
+            }
             StoreError::Corrupt(_) | StoreError::Schema(_) => ApiError::internal(e),
         }
     }

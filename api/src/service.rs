@@ -174,6 +174,7 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
     }));
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];
+    tasks.push(tokio::spawn(keep_tree(store.clone())));
     tasks.push(tokio::spawn(crate::replicas::heartbeat(
         store.clone(),
         replica,
@@ -258,6 +259,29 @@ async fn bootstrap(state: &AppState, given: Option<String>) -> Result<Option<Str
 
 /// Raises the bus's head when other processes commit: from the backend's
 /// announcements where it has them, and by polling.
+/// Keeps the log's tree caught up with events another build of stratum
+/// appended without keeping it (a replica of an earlier build beside this
+/// one during an upgrade): checked at every new head, once a second, so
+/// the tree is whole soon after the other build stops, without a write or
+/// a restart of this one.
+async fn keep_tree(store: Arc<dyn EventStore>) {
+    let mut checked = None;
+    let mut tick = tokio::time::interval(POLL);
+    loop {
+        tick.tick().await;
+        let Ok(head) = store.head().await else {
+            continue;
+        };
+        if checked == Some(head) {
+            continue;
+        }
+        match stratum_store::tree::catch_up(&*store).await {
+            Ok(_) => checked = Some(head),
+            Err(e) => tracing::warn!(error = %e, "the log's tree did not catch up; trying again"),
+        }
+    }
+}
+
 async fn watch_head(store: Arc<dyn EventStore>, bus: CommandBus) {
     let mut announced = match store.subscribe().await {
         Ok(rx) => rx,

@@ -30,6 +30,7 @@ pub async fn events(command: EventsCmd) -> anyhow::Result<i32> {
             db,
         } => {
             let what = if file.is_some() { "export" } else { "log" };
+            let mut tree_behind = None;
             let verification = match file {
                 Some(path) => {
                     let key = key
@@ -39,7 +40,12 @@ pub async fn events(command: EventsCmd) -> anyhow::Result<i32> {
                     verify_file(&path, expect_head, key.as_ref(), checkpoint.as_deref())?
                 }
                 None => {
-                    verify_chain(&*open_existing(&db, Access::ReadOnly).await?, expect_head).await?
+                    let store = open_existing(&db, Access::ReadOnly).await?;
+                    let v = verify_chain(&*store, expect_head).await?;
+                    if let Verification::Intact { position, .. } = v {
+                        tree_behind = stratum_store::tree::behind(&*store, position).await?;
+                    }
+                    v
                 }
             };
             match verification {
@@ -55,6 +61,14 @@ pub async fn events(command: EventsCmd) -> anyhow::Result<i32> {
                         "verified: {position} events, head {position}:{}",
                         hex::encode(hash)
                     );
+                    if let Some(from) = tree_behind {
+                        // Derived data, not the log: said apart from a break.
+                        eprintln!(
+                            "note: the log's tree kept beside it covers the events before position {from}; \
+                             those from {from} on were appended by a build that does not keep it, and a \
+                             running replica of this build fills it in (the chain above is whole)"
+                        );
+                    }
                     Ok(0)
                 }
                 Verification::Broken { position, reason } => {
@@ -133,6 +147,13 @@ pub async fn replay(
                 "read models and the log's tree match a replay of {} events",
                 rm.state.position
             );
+            if let Some(from) = stratum_store::tree::behind(&*store, head).await? {
+                eprintln!(
+                    "note: the log's tree covers the events before position {from}; those from \
+                     {from} on were appended by a build that does not keep it, and a running \
+                     replica of this build fills it in"
+                );
+            }
             Ok(0)
         } else {
             for d in &drift {

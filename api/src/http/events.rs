@@ -471,7 +471,8 @@ pub async fn export(
 pub async fn verify(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     Ok(Json(match verify_chain(&*state.store, None).await? {
         Verification::Intact { position, hash } => {
-            json!({ "verified": true, "position": position, "hash": hex::encode(hash) })
+            let behind = stratum_store::tree::behind(&*state.store, position).await?;
+            json!({ "verified": true, "position": position, "hash": hex::encode(hash), "treeBehindFrom": behind })
         }
         Verification::Broken { position, reason } => {
             json!({ "verified": false, "position": position, "reason": reason })

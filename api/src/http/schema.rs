@@ -120,6 +120,7 @@ pub struct History {
 /// verify.
 #[derive(ToSchema)]
 #[allow(dead_code)]
+#[serde(rename_all = "camelCase")]
 pub struct Verified {
     verified: bool,
     position: u64,
@@ -127,6 +128,11 @@ pub struct Verified {
     hash: Option<String>,
     /// What does not verify, when not.
     reason: Option<String>,
+    /// When verified: the first position whose rows of the log's tree are
+    /// not kept yet (events another build of stratum appended without
+    /// them, which a replica of this build fills); null when the tree
+    /// covers the log. Derived data, not a break of the log.
+    tree_behind_from: Option<u64>,
 }
 
 /// Grants on record that give more than their granter holds now (see

@@ -45,6 +45,11 @@ pub enum StoreError {
     /// What the database holds is not what stratum wrote.
     #[error("corrupt store: {0}")]
     Corrupt(String),
+    /// Data derived from the log (the tree's rows) does not cover it yet:
+    /// another build appended events without it, and a write of this
+    /// build fills it. Not corruption: the log itself is whole.
+    #[error("the log's derived data is catching up: {0}")]
+    Behind(String),
     /// The database cannot grow: its disk (or its size limit) is full.
     #[error("the database is full: {0}")]
     Full(String),

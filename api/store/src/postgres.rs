@@ -399,8 +399,20 @@ impl EventStore for PgStore {
         let mut tree = TreeWrite::begin(&self.tree, tx.head);
         if tree.needs_load() {
             // Under the write lock, through the pool: what it reads is
-            // committed and no other write can move it.
-            tree.load(super::tree::frontier(self, tx.head.position).await);
+            // committed and no other write can move it. Rows of events
+            // another build appended are built here and kept in this write.
+            match super::tree::frontier_repairing(self, tx.head.position).await {
+                Ok((f, repaired)) => {
+                    for chunk in repaired.chunks(CHUNK) {
+                        sql::insert_tree_rows(chunk)
+                            .build()
+                            .execute(tx.conn())
+                            .await?;
+                    }
+                    tree.load(Ok(f));
+                }
+                Err(e) => tree.load(Err(e)),
+            }
         }
         tx.tree = Some(tree);
         Ok(Box::new(tx))

@@ -168,13 +168,40 @@ impl EventStore for SqliteStore {
             .map_err(StoreError::from)
             .and_then(|r| head_from_row(&r));
         let mut tree = head.as_ref().ok().map(|h| TreeWrite::begin(&self.tree, *h));
+        let mut repaired = Vec::new();
         if let (Ok(h), Some(t)) = (&head, tree.as_mut()) {
             if t.needs_load() {
                 // Through the read pool: under the write lock what it reads
-                // is committed, and no other write can move it.
-                t.load(super::tree::frontier(self, h.position).await);
+                // is committed, and no other write can move it. Rows of
+                // events another build appended are built here and kept
+                // in this write.
+                t.load(
+                    super::tree::frontier_repairing(self, h.position)
+                        .await
+                        .map(|(f, rows)| {
+                            repaired = rows;
+                            f
+                        }),
+                );
             }
         }
+        let head = match (head, repaired.is_empty()) {
+            (Ok(h), false) => {
+                let mut kept = Ok(h);
+                for chunk in repaired.chunks(CHUNK) {
+                    if let Err(e) = sql::insert_tree_rows(chunk)
+                        .build()
+                        .execute(&mut *conn)
+                        .await
+                    {
+                        kept = Err(e.into());
+                        break;
+                    }
+                }
+                kept
+            }
+            (head, _) => head,
+        };
         let head = match head {
             Ok(h) => h,
             Err(e) => {

@@ -114,10 +114,18 @@ pub async fn level_hashes(
         store.tree_rows(level, start, end).await?
     };
     if hashes.len() as u64 != end - start {
-        return Err(StoreError::Corrupt(format!(
+        let what = format!(
             "tile level {level} holds {} of the hashes {start}..{end}",
             hashes.len()
-        )));
+        );
+        // The log's own entries short is a broken log; kept rows short is
+        // derived data not caught up (another build appended the events
+        // without them), which a write of this build fills.
+        return Err(if level == 0 {
+            StoreError::Corrupt(what)
+        } else {
+            StoreError::Behind(what)
+        });
     }
     Ok(hashes)
 }
@@ -220,9 +228,76 @@ pub async fn frontier(store: &dyn EventStore, size: u64) -> StoreResult<Frontier
     Frontier::from_levels(size, levels).map_err(StoreError::Corrupt)
 }
 
-/// Builds every tree row from the log's entries, `READ_CHUNK` at a time.
-async fn rows_from_log(store: &dyn EventStore, size: u64) -> StoreResult<Vec<TreeRow>> {
-    let mut f = Frontier::default();
+/// The tree's right edge at `size`, and the rows the log needs that are
+/// not kept: those of events another build appended without keeping the
+/// tree (a replica of an earlier build beside this one during an upgrade).
+/// They are built from the log's entries, from the edge where the kept
+/// rows end; the caller writes them in its transaction.
+pub async fn frontier_repairing(
+    store: &dyn EventStore,
+    size: u64,
+) -> StoreResult<(Frontier, Vec<TreeRow>)> {
+    match frontier(store, size).await {
+        Ok(f) => return Ok((f, Vec::new())),
+        Err(StoreError::Behind(_)) => {}
+        Err(e) => return Err(e),
+    }
+    // Rows are kept as a prefix of each level; where the first level's
+    // end is, every row below it is kept.
+    let kept = kept_rows(store, 1, tree::level_len(size, 1)).await?;
+    let mut from = (kept * TILE_WIDTH).min(size);
+    let mut f = match frontier(store, from).await {
+        Ok(f) => f,
+        Err(StoreError::Behind(_)) => {
+            from = 0;
+            Frontier::default()
+        }
+        Err(e) => return Err(e),
+    };
+    let rows = push_entries(store, &mut f, size).await?;
+    // Only the missing ones: a row kept already is the same (`check_rows`
+    // says so where it is not).
+    let mut missing = Vec::new();
+    for r in rows {
+        if store
+            .tree_rows(r.level, r.index, r.index + 1)
+            .await?
+            .is_empty()
+        {
+            missing.push(r);
+        }
+    }
+    tracing::info!(
+        from,
+        size,
+        rows = missing.len(),
+        "the log's tree caught up: rows of events another build appended"
+    );
+    Ok((f, missing))
+}
+
+/// How many rows of `level` are kept, of at most `max`: the end of the
+/// kept prefix, found by halving.
+async fn kept_rows(store: &dyn EventStore, level: u8, max: u64) -> StoreResult<u64> {
+    let (mut lo, mut hi) = (0u64, max);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if store.tree_rows(level, mid - 1, mid).await?.is_empty() {
+            hi = mid - 1;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(lo)
+}
+
+/// Pushes the log's entries from the edge's size up to `size` onto it,
+/// `READ_CHUNK` at a time; the rows they complete.
+async fn push_entries(
+    store: &dyn EventStore,
+    f: &mut Frontier,
+    size: u64,
+) -> StoreResult<Vec<TreeRow>> {
     let mut rows = Vec::new();
     while f.size() < size {
         let end = (f.size() + u64::from(super::READ_CHUNK)).min(size);
@@ -240,6 +315,11 @@ async fn rows_from_log(store: &dyn EventStore, size: u64) -> StoreResult<Vec<Tre
     Ok(rows)
 }
 
+/// Builds every tree row from the log's entries, `READ_CHUNK` at a time.
+async fn rows_from_log(store: &dyn EventStore, size: u64) -> StoreResult<Vec<TreeRow>> {
+    push_entries(store, &mut Frontier::default(), size).await
+}
+
 /// Whether the newest kept row of every level is the root of the 256
 /// hashes below it, and no row lies beyond the log.
 async fn newest_rows_hold(store: &dyn EventStore, size: u64) -> StoreResult<bool> {
@@ -255,7 +335,7 @@ async fn newest_rows_hold(store: &dyn EventStore, size: u64) -> StoreResult<bool
         let below = match level_hashes(store, level - 1, (n - 1) * TILE_WIDTH, n * TILE_WIDTH).await
         {
             Ok(b) => b,
-            Err(StoreError::Corrupt(_)) => return Ok(false),
+            Err(StoreError::Corrupt(_) | StoreError::Behind(_)) => return Ok(false),
             Err(e) => return Err(e),
         };
         if newest.first().copied() != tree::row_over(&below) {
@@ -280,6 +360,37 @@ pub async fn ensure(store: &dyn EventStore) -> StoreResult<Option<usize>> {
     rebuild(store).await.map(Some)
 }
 
+/// The first position whose tree rows are not kept yet (events another
+/// build appended without keeping the tree), `None` when the rows cover
+/// the log of `size` events: what `events verify` says beside a verified
+/// chain, and what [`catch_up`] fills.
+pub async fn behind(store: &dyn EventStore, size: u64) -> StoreResult<Option<u64>> {
+    let mut first = None;
+    for level in 1..=Frontier::levels_of(size) {
+        let n = tree::level_len(size, level);
+        if n == 0 || !store.tree_rows(level, n - 1, n).await?.is_empty() {
+            continue;
+        }
+        let kept = kept_rows(store, level, n).await?;
+        let at = kept * TILE_WIDTH.pow(u32::from(level)) + 1;
+        first = Some(first.map_or(at, |f: u64| f.min(at)));
+    }
+    Ok(first)
+}
+
+/// Catches the tree up with the log when it is behind: a write that
+/// appends nothing, whose start builds the missing rows under the log's
+/// lock (see [`frontier_repairing`]). Whether it was behind.
+pub async fn catch_up(store: &dyn EventStore) -> StoreResult<bool> {
+    let head = store.head().await?;
+    if behind(store, head.position).await?.is_none() {
+        return Ok(false);
+    }
+    let tx = store.begin_write().await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
 /// Builds every tree row again from the log's entries, under the write
 /// lock; how many rows it keeps.
 pub async fn rebuild(store: &dyn EventStore) -> StoreResult<usize> {
@@ -298,12 +409,23 @@ pub async fn check_rows(
     size: u64,
 ) -> StoreResult<Result<(), (u64, String)>> {
     let rows = rows_from_log(store, size).await?;
-    for level in 1..=Frontier::levels_of(size).max(1) {
+    'levels: for level in 1..=Frontier::levels_of(size).max(1) {
         let want: Vec<&TreeRow> = rows.iter().filter(|r| r.level == level).collect();
         let mut at = 0u64;
         for chunk in want.chunks(super::READ_CHUNK as usize) {
             let kept = store.tree_rows(level, at, at + chunk.len() as u64).await?;
             for (i, r) in chunk.iter().enumerate() {
+                // The rows end here and none is kept beyond: the tree is
+                // behind the log (another build appended without it, see
+                // `behind`), which is no break of the log.
+                if kept.get(i).is_none()
+                    && store
+                        .tree_rows(level, r.index, tree::level_len(size, level))
+                        .await?
+                        .is_empty()
+                {
+                    continue 'levels;
+                }
                 if kept.get(i) != Some(&r.hash) {
                     let leaves = TILE_WIDTH.pow(u32::from(level));
                     return Ok(Err((r.index * leaves + 1, format!(

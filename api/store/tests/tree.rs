@@ -207,3 +207,65 @@ async fn a_write_after_another_process_replaced_the_tail_reads_the_edge_again() 
         assert_eq!(root(&*a, 260).await.unwrap(), f.root(), "{b}");
     }
 }
+
+/// Events another build appended without keeping the tree (issue 32): the
+/// rows they complete are missing at the end of each level. That is no
+/// break of the log: `verify_chain` says intact and `behind` names the
+/// first position not covered; a proof over it is `Behind` (a 503), never
+/// `Corrupt`; `catch_up` (or any write) builds them under the log's lock,
+/// and appends go on. A row missing in the middle stays a break.
+#[tokio::test]
+async fn rows_another_build_did_not_keep_are_caught_up_not_called_tampering() {
+    use stratum_store::tree::{behind, catch_up, check_rows};
+    use stratum_store::StoreError;
+    for db in each_backend().await {
+        let b = db.backend;
+        let s: Arc<dyn EventStore> = connect(&db.url).await.unwrap();
+        append(&*s, 0, 700).await;
+        let (f, rows) = expected(&*s, 700).await;
+        let proof = consistency(&*s, 10, 700).await.unwrap();
+        assert_eq!(behind(&*s, 700).await.unwrap(), None, "{b}");
+
+        // The rows of positions 257..=700 were never kept.
+        tamper(&db, "DELETE FROM log_tree WHERE level = 1 AND idx >= 1").await;
+        let s: Arc<dyn EventStore> = connect(&db.url).await.unwrap();
+        assert_eq!(behind(&*s, 700).await.unwrap(), Some(257), "{b}");
+        assert!(
+            matches!(
+                verify_chain(&*s, None).await.unwrap(),
+                Verification::Intact { position: 700, .. }
+            ),
+            "{b}: the chain is whole"
+        );
+        assert_eq!(check_rows(&*s, 700).await.unwrap(), Ok(()), "{b}");
+        match consistency(&*s, 10, 700).await {
+            Err(StoreError::Behind(why)) => assert!(why.contains("tile level 1"), "{b}: {why}"),
+            other => panic!("{b}: {other:?}"),
+        }
+
+        // Caught up: the same rows, the same proof, and appends go on.
+        assert!(catch_up(&*s).await.unwrap(), "{b}");
+        assert_eq!(behind(&*s, 700).await.unwrap(), None, "{b}");
+        assert!(!catch_up(&*s).await.unwrap(), "{b}: nothing left");
+        assert_eq!(consistency(&*s, 10, 700).await.unwrap(), proof, "{b}");
+        assert_eq!(root(&*s, 700).await.unwrap(), f.root(), "{b}");
+        assert_eq!(rows.len(), 2, "{b}: two rows at level 1");
+        append(&*s, 700, 100).await;
+        let (f, _) = expected(&*s, 800).await;
+        assert_eq!(root(&*s, 800).await.unwrap(), f.root(), "{b}");
+
+        // A write catches up by itself: rows missing again, then an append.
+        tamper(&db, "DELETE FROM log_tree WHERE level = 1 AND idx >= 2").await;
+        let s: Arc<dyn EventStore> = connect(&db.url).await.unwrap();
+        append(&*s, 800, 10).await;
+        assert_eq!(behind(&*s, 810).await.unwrap(), None, "{b}");
+        assert_eq!(check_rows(&*s, 810).await.unwrap(), Ok(()), "{b}");
+
+        // A row missing in the middle is not a build behind: a break.
+        tamper(&db, "DELETE FROM log_tree WHERE level = 1 AND idx = 0").await;
+        match verify_chain(&*s, None).await.unwrap() {
+            Verification::Broken { position, .. } => assert_eq!(position, 1, "{b}"),
+            v => panic!("{b}: {v:?}"),
+        }
+    }
+}
