@@ -9,6 +9,7 @@ mod config_file;
 mod connections;
 mod console;
 mod contract;
+mod derived;
 mod disk_full;
 mod edges;
 mod errors;
