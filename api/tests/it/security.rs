@@ -510,3 +510,56 @@ async fn build_metadata_makes_no_release_newer_and_digests_are_lower_case() {
         );
     }
 }
+
+#[tokio::test]
+async fn grants_that_now_give_more_than_their_granter_holds_are_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    for (env, _db) in backends(dir.path()).await {
+        let server = start(dir.path(), &env).await;
+        // lead administers through a token, and makes x a ClusterOperator.
+        let (status, t) = server
+            .post(
+                "/v1/admin/iam/tokens",
+                json!({"principal": "user/lead", "policies": ["AdministratorAccess"]}),
+            )
+            .await;
+        assert_eq!(status, 201, "{t}");
+        let (lead, lead_id) = (
+            t["token"].as_str().unwrap().to_owned(),
+            t["id"].as_str().unwrap().to_owned(),
+        );
+        let (status, x) = as_token(
+            &server,
+            &lead,
+            reqwest::Method::POST,
+            "/v1/admin/iam/tokens",
+            Some(json!({"principal": "user/x", "policies": ["ClusterOperator"]})),
+        )
+        .await;
+        assert_eq!(status, 201, "{x}");
+        let (_, findings) = server.get("/v1/admin/iam/findings").await;
+        assert_eq!(
+            findings["findings"],
+            json!([]),
+            "granted by an administrator"
+        );
+
+        // lead no longer holds it: x's token gives more than its granter.
+        let (status, body) = server
+            .post(&format!("/v1/admin/iam/tokens/{lead_id}/revoke"), json!({}))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let (status, findings) = server.get("/v1/admin/iam/findings").await;
+        assert_eq!(status, 200, "{findings}");
+        let found = &findings["findings"];
+        assert_eq!(found.as_array().map(Vec::len), Some(1), "{findings}");
+        assert_eq!(found[0]["kind"], "token", "{findings}");
+        assert_eq!(found[0]["id"], x["id"], "{findings}");
+        assert_eq!(found[0]["grantedBy"], "user/lead", "{findings}");
+        assert_eq!(
+            found[0]["notHeld"],
+            json!(["ClusterOperator"]),
+            "{findings}"
+        );
+    }
+}
