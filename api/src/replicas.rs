@@ -196,5 +196,30 @@ pub async fn register(store: &dyn EventStore, row: &ReplicaRow) -> Result<(), St
         settings = %row.settings_digest,
         "registered as a replica"
     );
+    // Replicas that would act differently: said at start, where the
+    // operator who started this one looks.
+    for other in others_differing(&store.replicas().await?, row) {
+        tracing::warn!(
+            replica = %other.id,
+            host = %other.host,
+            listen = %other.listen,
+            settings = %other.settings_digest,
+            "a live replica's process-manager settings differ from this one's \
+             (`stratum replicas list` shows both): give every replica the same settings"
+        );
+    }
     Ok(())
+}
+
+/// The live replicas other than `me` whose process-manager settings are
+/// not `me`'s.
+pub fn others_differing<'a>(all: &'a Replicas, me: &ReplicaRow) -> Vec<&'a ReplicaRow> {
+    all.rows
+        .iter()
+        .filter(|r| {
+            r.id != me.id
+                && ReplicaState::of(r, all.now) == ReplicaState::Live
+                && r.settings_digest != me.settings_digest
+        })
+        .collect()
 }

@@ -105,6 +105,11 @@ async fn each_replica_says_what_it_is_and_the_registry_shows_live_silent_and_sto
         assert_eq!(theirs["this"], false);
         assert_eq!(theirs["settings"]["raft"]["recheck"], "20s");
         assert_ne!(theirs["settingsDigest"], mine["settingsDigest"]);
+        assert!(
+            c.log().contains("settings differ from this one's") && c.log().contains(&second),
+            "the second names the first at its start: {}",
+            c.log()
+        );
         assert_eq!(
             metric(&metrics, "stratum_replicas{state=\"live\"}").await,
             2
