@@ -162,6 +162,48 @@ async fn revocation_ends_an_open_stream_within_a_second() {
 }
 
 #[tokio::test]
+async fn expiry_ends_an_open_stream_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    for (env, _db) in backends(dir.path()).await {
+        let server = start(dir.path(), &env).await;
+        let expires = chrono::Utc::now() + chrono::Duration::seconds(3);
+        let (status, t) = server
+            .post(
+                "/v1/admin/iam/tokens",
+                json!({"principal": "user/audit", "policies": ["Auditor"],
+                       "expiresAt": expires.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)}),
+            )
+            .await;
+        assert_eq!(status, 201, "{t}");
+        let mut res = reqwest::Client::new()
+            .get(server.url("/v1/admin/events/stream"))
+            .bearer_auth(t["token"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        // Nothing is written: only the clock ends the stream.
+        let mut all = String::new();
+        loop {
+            match tokio::time::timeout(Duration::from_secs(6), res.chunk()).await {
+                Ok(Ok(Some(c))) => all.push_str(&String::from_utf8_lossy(&c)),
+                Ok(Ok(None)) | Ok(Err(_)) => break,
+                Err(_) => panic!("the stream went on after its token expired: {all}"),
+            }
+        }
+        let late = chrono::Utc::now() - expires;
+        // A quiet stream looks at its credential every half second; the
+        // bound leaves a loaded machine a second more than that.
+        assert!(
+            late >= chrono::Duration::zero() && late < chrono::Duration::seconds(2),
+            "closed {late:?} after the expiry"
+        );
+        assert!(all.contains("event: end"), "{all}");
+        assert!(all.contains("its token expired"), "{all}");
+    }
+}
+
+#[tokio::test]
 async fn a_decommissioned_node_s_token_and_its_input() {
     let dir = tempfile::tempdir().unwrap();
     for (env, _db) in backends(dir.path()).await {
