@@ -540,13 +540,19 @@ pub async fn connect_as(url: &str, access: Access) -> StoreResult<Arc<dyn EventS
 /// it serves beside the build that migrated to it, and the newest it
 /// migrates to. The same numbers on both backends.
 pub fn schema_range() -> (i64, i64) {
-    let newest = sqlx::migrate!("../../migrations/sqlite")
+    let newest = SQLITE_MIGRATIONS
         .iter()
         .map(|m| m.version)
         .max()
         .unwrap_or(0);
     (OLDEST_SCHEMA.min(newest), newest)
 }
+
+/// Each backend's migrations, embedded once.
+pub(crate) static SQLITE_MIGRATIONS: sqlx::migrate::Migrator =
+    sqlx::migrate!("../../migrations/sqlite");
+pub(crate) static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator =
+    sqlx::migrate!("../../migrations/postgres");
 
 /// The oldest schema this build serves on: it added no migration a build
 /// of that schema cannot live with (what it adds is an expand step, see

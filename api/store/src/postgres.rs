@@ -232,7 +232,7 @@ impl PgStore {
                 });
         }
         let pool = pool.connect_with(opts.clone()).await?;
-        let migrator = sqlx::migrate!("../../migrations/postgres");
+        let migrator = &super::POSTGRES_MIGRATIONS;
         let found: Option<i64> = match sqlx::query_scalar::<_, Option<i64>>(
             "SELECT MAX(version) FROM _sqlx_migrations WHERE success",
         )
@@ -244,7 +244,7 @@ impl PgStore {
             Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P01") => None,
             Err(e) => return Err(e.into()),
         };
-        super::check_schema(found, &migrator, access)?;
+        super::check_schema(found, migrator, access)?;
         if access == Access::ReadWrite {
             migrator.run(&pool).await?;
             crate::replicas::expand_postgres(&pool).await?;

@@ -112,8 +112,8 @@ impl SqliteStore {
             }
             other => other?,
         };
-        let migrator = sqlx::migrate!("../../migrations/sqlite");
-        super::check_schema(found, &migrator, access)?;
+        let migrator = &super::SQLITE_MIGRATIONS;
+        super::check_schema(found, migrator, access)?;
         if !read_only {
             migrator.run(&mut writer).await?;
             crate::replicas::expand_sqlite(&mut writer).await?;
@@ -185,23 +185,6 @@ impl EventStore for SqliteStore {
                 );
             }
         }
-        let head = match (head, repaired.is_empty()) {
-            (Ok(h), false) => {
-                let mut kept = Ok(h);
-                for chunk in repaired.chunks(CHUNK) {
-                    if let Err(e) = sql::insert_tree_rows(chunk)
-                        .build()
-                        .execute(&mut *conn)
-                        .await
-                    {
-                        kept = Err(e.into());
-                        break;
-                    }
-                }
-                kept
-            }
-            (head, _) => head,
-        };
         let head = match head {
             Ok(h) => h,
             Err(e) => {
@@ -210,14 +193,23 @@ impl EventStore for SqliteStore {
                 return Err(e);
             }
         };
-        Ok(Box::new(SqliteTx {
+        let mut tx = SqliteTx {
             conn,
             in_tx: self.in_tx.clone(),
             head,
             head_moved: false,
             cluster: None,
             tree,
-        }))
+        };
+        // A failed insert drops the write with its transaction open: the
+        // next write's start rolls it back (`in_tx`).
+        for chunk in repaired.chunks(CHUNK) {
+            sql::insert_tree_rows(chunk)
+                .build()
+                .execute(&mut *tx.conn)
+                .await?;
+        }
+        Ok(Box::new(tx))
     }
 
     async fn head(&self) -> StoreResult<Head> {

@@ -254,19 +254,18 @@ pub async fn frontier_repairing(
         }
         Err(e) => return Err(e),
     };
-    let rows = push_entries(store, &mut f, size).await?;
-    // Only the missing ones: a row kept already is the same (`check_rows`
-    // says so where it is not).
-    let mut missing = Vec::new();
-    for r in rows {
-        if store
-            .tree_rows(r.level, r.index, r.index + 1)
-            .await?
-            .is_empty()
-        {
-            missing.push(r);
-        }
+    let mut rows = push_entries(store, &mut f, size).await?;
+    // Only the missing ones, past each level's kept prefix: a row kept
+    // already is the same (`check_rows` says so where it is not).
+    let mut kept = std::collections::BTreeMap::new();
+    for level in 1..=Frontier::levels_of(size) {
+        kept.insert(
+            level,
+            kept_rows(store, level, tree::level_len(size, level)).await?,
+        );
     }
+    rows.retain(|r| r.index >= kept.get(&r.level).copied().unwrap_or(0));
+    let missing = rows;
     tracing::info!(
         from,
         size,
