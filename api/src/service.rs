@@ -174,7 +174,7 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
     }));
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];
-    tasks.push(tokio::spawn(keep_tree(store.clone())));
+    tasks.push(tokio::spawn(keep_tree(store.clone(), bus.clone())));
     tasks.push(tokio::spawn(crate::replicas::heartbeat(
         store.clone(),
         replica,
@@ -261,23 +261,17 @@ async fn bootstrap(state: &AppState, given: Option<String>) -> Result<Option<Str
 /// announcements where it has them, and by polling.
 /// Keeps the log's tree caught up with events another build of stratum
 /// appended without keeping it (a replica of an earlier build beside this
-/// one during an upgrade): checked at every new head, once a second, so
-/// the tree is whole soon after the other build stops, without a write or
-/// a restart of this one.
-async fn keep_tree(store: Arc<dyn EventStore>) {
-    let mut checked = None;
-    let mut tick = tokio::time::interval(POLL);
+/// one during an upgrade): checked at every head this process folds in,
+/// so the tree is whole soon after the other build stops, without a write
+/// or a restart of this one. A failed catch-up is tried again at the next.
+async fn keep_tree(store: Arc<dyn EventStore>, bus: CommandBus) {
+    let mut head = bus.head();
     loop {
-        tick.tick().await;
-        let Ok(head) = store.head().await else {
-            continue;
-        };
-        if checked == Some(head) {
-            continue;
+        if let Err(e) = stratum_store::tree::catch_up(&*store).await {
+            tracing::warn!(error = %e, "the log's tree did not catch up; trying again");
         }
-        match stratum_store::tree::catch_up(&*store).await {
-            Ok(_) => checked = Some(head),
-            Err(e) => tracing::warn!(error = %e, "the log's tree did not catch up; trying again"),
+        if head.changed().await.is_err() {
+            return;
         }
     }
 }

@@ -63,11 +63,7 @@ pub async fn events(command: EventsCmd) -> anyhow::Result<i32> {
                     );
                     if let Some(from) = tree_behind {
                         // Derived data, not the log: said apart from a break.
-                        eprintln!(
-                            "note: the log's tree kept beside it covers the events before position {from}; \
-                             those from {from} on were appended by a build that does not keep it, and a \
-                             running replica of this build fills it in (the chain above is whole)"
-                        );
+                        eprintln!("{}", tree_behind_note(from));
                     }
                     Ok(0)
                 }
@@ -148,11 +144,7 @@ pub async fn replay(
                 rm.state.position
             );
             if let Some(from) = stratum_store::tree::behind(&*store, head).await? {
-                eprintln!(
-                    "note: the log's tree covers the events before position {from}; those from \
-                     {from} on were appended by a build that does not keep it, and a running \
-                     replica of this build fills it in"
-                );
+                eprintln!("{}", tree_behind_note(from));
             }
             Ok(0)
         } else {
@@ -597,4 +589,14 @@ pub async fn export(
         }
     }
     Ok(())
+}
+
+/// What `events verify` and `replay --check` say of a tree behind the log
+/// (`stratum_store::tree::behind`): derived data, not a break.
+fn tree_behind_note(from: u64) -> String {
+    format!(
+        "note: the log's tree kept beside it covers the events before position {from}; \
+         those from {from} on were appended by a build that does not keep it, and a \
+         running replica of this build fills it in (the log itself is whole)"
+    )
 }
