@@ -150,6 +150,29 @@ async fn the_console_shows_members_and_the_audit_trail_in_headless_chromium() {
     );
     assert!(std::fs::read(&audit).unwrap().starts_with(b"\x89PNG"));
 
+    // The replicas view names this replica, as the registry has it.
+    let (_, replicas) = server.get("/v1/admin/replicas").await;
+    let me = replicas["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["this"] == true)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let dom = headless(
+        &browser,
+        profile.path(),
+        &["--dump-dom"],
+        &server.url(&format!("/console/#token={ADMIN}&view=replicas")),
+    );
+    let row = dom
+        .split("<tr")
+        .find(|row| row.contains(&format!("data-replica=\"{me}\"")))
+        .unwrap_or_else(|| panic!("no row for replica {me}:\n{dom}"));
+    assert!(row.contains("(this one)") && row.contains("live"), "{row}");
+
     // Without a token the console asks for one and reads nothing.
     let fresh = tempfile::tempdir().unwrap();
     let dom = headless(
