@@ -262,6 +262,9 @@ function memberNotes(m) {
     notes.push(["decommissioned: ", iso(m.decommissionReason), m.decommissionedBy ? [" (by ", iso(m.decommissionedBy), ")"] : null]);
   }
   if (m.raftCleanupPending && m.raftCleanupPending.length) notes.push(`raft cleanup pending: ${m.raftCleanupPending.join(", ")}`);
+  if (m.raftsRecordedOnly && m.raftsRecordedOnly.length) {
+    notes.push(`removal recorded only, no raft called (record-only adapter): ${m.raftsRecordedOnly.join(", ")}`);
+  }
   return notes.flatMap((n, i) => (i ? ["; ", n] : [n]));
 }
 
@@ -457,20 +460,33 @@ defineView("alarms",
 // --- replicas
 
 defineView("replicas",
-  () => fetchAll("/v1/admin/replicas", {}),
-  (replicas) => {
-    replicas = replicas || [];
+  () => api("/v1/admin/replicas", {}),
+  (answer) => {
+    const replicas = (answer && answer.items) || [];
+    const storage = (answer && answer.storage) || {};
+    const agreed = (answer && answer.agreed) || {};
+    const alarms = (answer && answer.alarms) || [];
     const digests = new Set(replicas.filter((r) => r.state === "live").map((r) => r.settingsDigest));
     $("replicas-count").textContent = replicas.length
       ? `${replicas.filter((r) => r.state === "live").length} live of ${replicas.length}`
         + (digests.size > 1 ? `; ${digests.size} different settings among the live` : "") : "";
+    const finalized = storage.finalized
+      ? ` finalized at position ${storage.finalized.position} by ${storage.finalized.by}` : " never finalized";
+    const pending = (storage.pending || []).map((p) => `; level ${p.level} waits for stratum replicas finalize (${p.summary})`).join("");
+    $("replicas-storage").replaceChildren(
+      text(`storage level ${storage.level ?? "?"} of ${storage.newestLevel ?? "?"},${finalized}${pending}`));
+    $("replicas-agreed").replaceChildren(
+      "agreed settings ", el("bdi", null, text((agreed.digest || "").slice(0, 12))), " (", iso(agreed.by), ")");
+    $("replicas-alarms").replaceChildren(...alarms.map((a) => el("li", { "data-alarm": a.name },
+      el("strong", null, a.name), ": ", iso(a.message))));
     $("replicas-body").replaceChildren(...(replicas.length ? replicas.map((r) => el("tr", { "data-replica": r.id },
       el("td", null, el("strong", null, r.id), r.this ? " (this one)" : ""),
       el("td", null, badge(r.state)),
       el("td", null, text(r.host)),
       el("td", null, text(r.listen)),
       el("td", null, text(`${r.version} ${r.commit}`)),
-      el("td", { title: JSON.stringify(r.settings) }, text(r.settingsDigest.slice(0, 12))),
+      el("td", { title: JSON.stringify(r.settings) }, text(r.settingsDigest.slice(0, 12)),
+        r.settingsDigest === agreed.digest ? " (agreed)" : el("strong", null, " (differs)")),
       el("td", null, time(r.startedAt)),
       el("td", null, time(r.heartbeatAt)),
     )) : [el("tr", null, el("td", { colspan: 8, class: "empty" }, "no replicas"))]));
@@ -486,6 +502,7 @@ const EVENT_TYPES = [
   "UpgradeNodeTurnStarted", "UpgradeNodeReported", "UpgradeBackupReported", "UpgradeFailed", "UpgradeCompleted",
   "UpgradeCanceled", "UpgradeRolledBack", "UpgradeAcknowledged", "TokenRevoked", "PolicyCreated",
   "PrincipalPoliciesSet", "ResourcePolicySet", "NodeFactsReported", "AlarmRaised", "AlarmCleared",
+  "StorageVersionFinalized",
 ];
 const DECOMMISSION_TYPE = "MemberDecommissioned";
 const PAGE = 1000; // events per page (the most the route gives)

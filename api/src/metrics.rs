@@ -43,6 +43,8 @@ pub struct Metrics {
     pub watchers: IntGauge,
     pub pool: IntGaugeVec,
     pub replicas: IntGaugeVec,
+    pub settings_differ: IntGauge,
+    pub storage_level: IntGauge,
     /// `http_requests` and `http_duration` resolved per label set.
     requests: RequestSeries,
 }
@@ -232,6 +234,17 @@ impl Metrics {
                 "stratum_replicas",
                 "Replicas registered on this database, by state (live, silent, stopped).",
                 &["state"],
+            ),
+            settings_differ: gauge(
+                &r,
+                "stratum_replica_settings_differ",
+                "1 while this replica's process-manager settings differ from the agreed ones \
+                 (the replica-settings-differ alarm: it does not run the raft cleanup).",
+            ),
+            storage_level: gauge(
+                &r,
+                "stratum_storage_level",
+                "The log's storage level: what may be written (stratum replicas finalize moves it).",
             ),
             requests: RequestSeries::default(),
             registry: r,

@@ -223,3 +223,126 @@ pub fn others_differing<'a>(all: &'a Replicas, me: &ReplicaRow) -> Vec<&'a Repli
         })
         .collect()
 }
+
+/// Which process-manager settings are agreed, and by what: the last
+/// finalization recorded them in the log; while it records none, they are
+/// those of the live replica running longest (what the cluster has run
+/// with), this one when it is alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Agreement {
+    /// The agreed settings' digest.
+    pub digest: String,
+    /// What made them the agreed ones, for a person.
+    pub by: String,
+}
+
+impl Agreement {
+    pub fn of(
+        all: &Replicas,
+        storage: &stratum_domain::storage::StorageVersion,
+        me: &ReplicaRow,
+    ) -> Self {
+        if let Some(f) = &storage.finalized {
+            return Agreement {
+                digest: f.settings.clone(),
+                by: format!("the finalization at position {}", f.position),
+            };
+        }
+        let senior = all
+            .rows
+            .iter()
+            .filter(|r| ReplicaState::of(r, all.now) == ReplicaState::Live || r.id == me.id)
+            .min_by_key(|r| (r.started_at, r.id.clone()));
+        match senior {
+            Some(r) if r.id != me.id => Agreement {
+                digest: r.settings_digest.clone(),
+                by: format!(
+                    "replica {} on {} (stratum {} {}), the live replica running longest, as the log records no finalization",
+                    r.id, r.host, r.version, r.commit
+                ),
+            },
+            _ => Agreement {
+                digest: me.settings_digest.clone(),
+                by: "this replica, the live replica running longest".into(),
+            },
+        }
+    }
+}
+
+/// The gate of the process managers that act through the agreed settings
+/// (the raft cleanup): this replica acts only while its settings are the
+/// agreed ones. One whose settings differ raises the
+/// `replica-settings-differ` alarm (an error in its log, the
+/// `stratum_replica_settings_differ` metric, and the replica list) and
+/// never acts on them.
+#[derive(Clone)]
+pub struct Acting {
+    store: Arc<dyn EventStore>,
+    bus: crate::command::CommandBus,
+    me: Arc<ReplicaRow>,
+    differs: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// The alarm a replica with settings other than the agreed ones raises.
+pub const SETTINGS_DIFFER_ALARM: &str = "replica-settings-differ";
+
+impl Acting {
+    pub fn new(
+        store: Arc<dyn EventStore>,
+        bus: crate::command::CommandBus,
+        me: Arc<ReplicaRow>,
+    ) -> Self {
+        Self {
+            store,
+            bus,
+            me,
+            differs: Default::default(),
+        }
+    }
+
+    /// This replica's settings digest, as a removal records it.
+    pub fn settings(&self) -> &str {
+        &self.me.settings_digest
+    }
+
+    /// Whether this replica's settings differ from the agreed ones (as
+    /// last checked).
+    pub fn differs(&self) -> bool {
+        self.differs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether this replica may act now. A registry it cannot read is a
+    /// no: it fails closed.
+    pub async fn may_act(&self) -> bool {
+        let all = match self.store.replicas().await {
+            Ok(all) => all,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the replica registry; the raft cleanup waits");
+                return false;
+            }
+        };
+        let storage = self.bus.published().state.storage.clone();
+        let agreed = Agreement::of(&all, &storage, &self.me);
+        let differs = agreed.digest != self.me.settings_digest;
+        let was = self
+            .differs
+            .swap(differs, std::sync::atomic::Ordering::Relaxed);
+        if differs && !was {
+            tracing::error!(
+                alarm = SETTINGS_DIFFER_ALARM,
+                settings = %self.me.settings_digest,
+                agreed = %agreed.digest,
+                by = %agreed.by,
+                "this replica's process-manager settings differ from the agreed ones: it does not run the raft cleanup. \
+                 Start it with the agreed settings (stratum replicas list shows each replica's), \
+                 or, to change them, give every replica the new ones and run stratum replicas finalize"
+            );
+        } else if was && !differs {
+            tracing::info!(
+                alarm = SETTINGS_DIFFER_ALARM,
+                "this replica's settings are the agreed ones again"
+            );
+        }
+        !differs
+    }
+}

@@ -58,6 +58,9 @@ pub struct Shared {
     pub peers: Arc<crate::reads::PeersMemo>,
     /// This replica as it registered itself (`crate::replicas`).
     pub replica: Arc<stratum_store::ReplicaRow>,
+    /// Whether its settings are the agreed ones, which the raft cleanup
+    /// acts with.
+    pub acting: crate::replicas::Acting,
     /// The log's signed checkpoints.
     pub checkpoints: Arc<crate::checkpoint::Checkpoints>,
 }
@@ -157,6 +160,8 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
     };
     let replica = crate::replicas::describe(&managers, &cfg.listen, stratum_store::schema_range());
     crate::replicas::register(&*store, &replica).await?;
+    let replica_row = Arc::new(replica.clone());
+    let acting = crate::replicas::Acting::new(store.clone(), bus.clone(), replica_row.clone());
     let state = AppState(Arc::new(Shared {
         store: store.clone(),
         bus: bus.clone(),
@@ -170,7 +175,8 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         reads: Arc::new(crate::reads::Freshness::new(store.clone())),
         peers: Default::default(),
         checkpoints: checkpoints.clone(),
-        replica: Arc::new(replica.clone()),
+        replica: replica_row,
+        acting: acting.clone(),
     }));
     let generated_token = bootstrap(&state, cfg.bootstrap_token.clone()).await?;
     let mut tasks = vec![tokio::spawn(watch_head(store.clone(), bus.clone()))];
@@ -187,6 +193,7 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
             bus.clone(),
             cfg.adapters.clone(),
             cfg.backoff,
+            acting,
         )
         .run(),
     ));

@@ -45,6 +45,10 @@ pub enum DomainEvent {
         /// The peer led the raft: leadership was moved to another voter
         /// before it was removed (by a transfer where the raft needs one).
         leader_moved: bool,
+        /// The digest of the process-manager settings the removal was made
+        /// with (the agreed ones); `None` for removals stored before
+        /// storage level 2, which did not record it.
+        settings: Option<String>,
     },
     RaftCleanupCompleted {
         node_id: String,
@@ -99,6 +103,8 @@ pub enum DomainEvent {
     EventsLost(EventsLost),
     CheckpointForkFound(crate::upgrade::CheckpointForkFound),
     CheckpointForkAcknowledged(crate::upgrade::CheckpointForkAcknowledged),
+    /// The log moved to a storage level (see [`crate::storage`]).
+    StorageVersionFinalized(crate::storage::StorageVersionFinalized),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -193,6 +199,8 @@ pub enum About<'a> {
     Release(&'a str),
     RunningRelease,
     Facts(&'a str),
+    /// The log's storage version.
+    Storage,
     /// An alarm by name, and the upgrade it belongs to, if any.
     Alarm {
         name: &'a str,
@@ -252,6 +260,7 @@ impl DomainEvent {
                 name: crate::upgrade::LOG_EVENTS_LOST_ALARM,
                 upgrade: None,
             },
+            DomainEvent::StorageVersionFinalized(_) => About::Storage,
             DomainEvent::CheckpointForkFound(_) | DomainEvent::CheckpointForkAcknowledged(_) => {
                 About::Alarm {
                     name: crate::upgrade::CHECKPOINT_FORK_ALARM,
@@ -303,6 +312,7 @@ impl DomainEvent {
             DomainEvent::EventsLost(_) => "EventsLost",
             DomainEvent::CheckpointForkFound(_) => "CheckpointForkFound",
             DomainEvent::CheckpointForkAcknowledged(_) => "CheckpointForkAcknowledged",
+            DomainEvent::StorageVersionFinalized(_) => "StorageVersionFinalized",
         }
     }
 
@@ -366,7 +376,8 @@ impl DomainEvent {
             | DomainEvent::AlarmCleared(_)
             | DomainEvent::EventsLost(_)
             | DomainEvent::CheckpointForkFound(_)
-            | DomainEvent::CheckpointForkAcknowledged(_) => false,
+            | DomainEvent::CheckpointForkAcknowledged(_)
+            | DomainEvent::StorageVersionFinalized(_) => false,
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod membership;
 pub mod policy;
 pub mod release;
 pub mod state;
+pub mod storage;
 pub mod stored;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

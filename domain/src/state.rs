@@ -67,6 +67,8 @@ pub enum Subject {
     Facts(String),
     /// An alarm, by its key.
     Alarm(String),
+    /// The log's storage version.
+    StorageVersion,
 }
 
 /// The events a command decided (possibly none: the state already says what
@@ -91,6 +93,8 @@ pub enum Command {
     Member(MemberCommand),
     Iam(IamCommand),
     Upgrade(UpgradeCommand),
+    /// Finalize the log's storage version (an upgrade of stratum itself).
+    Finalize(crate::storage::Finalize),
 }
 
 impl Command {
@@ -101,6 +105,7 @@ impl Command {
             Command::Member(c) => c.stream_id(),
             Command::Iam(c) => c.stream_id(),
             Command::Upgrade(c) => c.stream_id(),
+            Command::Finalize(_) => crate::storage::STORAGE_STREAM.to_owned(),
         }
     }
 
@@ -127,6 +132,9 @@ impl Command {
                 c,
                 IamCommand::RevokeToken { .. } | IamCommand::IssueToken { .. }
             ),
+            // Finalizing stratum's own upgrade does not change the cloud's
+            // membership: it need not wait for the cloud's upgrade.
+            Command::Finalize(_) => true,
         }
     }
 }
@@ -153,6 +161,7 @@ pub fn stream_of(event: &DomainEvent) -> String {
         About::Release(v) => release_stream(v),
         About::RunningRelease => RUNNING_RELEASE_STREAM.to_owned(),
         About::Facts(node) => crate::upgrade::facts_stream(node),
+        About::Storage => crate::storage::STORAGE_STREAM.to_owned(),
     }
 }
 
@@ -163,6 +172,9 @@ pub struct State {
     pub membership: Membership,
     pub iam: Iam,
     pub upgrades: Upgrades,
+    /// The log's storage version: what may be written.
+    #[serde(default)]
+    pub storage: crate::storage::StorageVersion,
     /// The version of every stream.
     pub streams: HashMap<String, u64>,
     /// The position of the last event folded.
@@ -228,6 +240,7 @@ impl State {
             Command::Member(c) => self.membership.decide(c, ctx),
             Command::Iam(c) => self.iam.decide(self, c, ctx),
             Command::Upgrade(c) => self.upgrades.decide(self, c, ctx),
+            Command::Finalize(c) => self.storage.decide(c, ctx),
         }
     }
 
@@ -267,5 +280,6 @@ impl State {
         self.membership.evolve(ctx, event);
         self.iam.evolve(ctx, event);
         self.upgrades.evolve(ctx, event);
+        self.storage.evolve(ctx, event);
     }
 }

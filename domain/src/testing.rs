@@ -134,6 +134,7 @@ pub fn one_of_each() -> Vec<DomainEvent> {
             already_gone: true,
             adapter: "ovn-kick".into(),
             leader_moved: true,
+            settings: Some("5e".repeat(32)),
         },
         DomainEvent::RaftCleanupCompleted { node_id: n() },
         DomainEvent::RaftPeerReturned(crate::event::RaftPeerReturned {
@@ -463,6 +464,18 @@ pub fn upgrade_examples() -> Vec<DomainEvent> {
             signed_root: "c3".repeat(32),
             reason: "restored the pre-upgrade backup after the failed upgrade".into(),
         }),
+        DomainEvent::StorageVersionFinalized(crate::storage::StorageVersionFinalized {
+            level: 2,
+            writes: vec![
+                "RaftPeerRemoved/4".into(),
+                "StorageVersionFinalized/1".into(),
+            ],
+            settings: "5e".repeat(32),
+            replicas: vec![
+                "0193a1c2-7d4e-7000-8000-000000000001".into(),
+                "0193a1c2-7d4e-7000-8000-000000000002".into(),
+            ],
+        }),
     ]
 }
 
@@ -477,9 +490,17 @@ pub fn as_decoded_from(event: &DomainEvent, version: u16) -> DomainEvent {
         return with_v1_defaults(event);
     }
     let mut e = event.clone();
-    // Version 2 of a type that has a version 3.
-    if let DomainEvent::RaftPeerRemoved { leader_moved, .. } = &mut e {
-        *leader_moved = false;
+    // Versions 2 and 3 of a type that has a version 4.
+    if let DomainEvent::RaftPeerRemoved {
+        leader_moved,
+        settings,
+        ..
+    } = &mut e
+    {
+        *settings = None;
+        if version <= 2 {
+            *leader_moved = false;
+        }
     }
     e
 }
@@ -493,10 +514,12 @@ pub fn with_v1_defaults(event: &DomainEvent) -> DomainEvent {
         DomainEvent::RaftPeerRemoved {
             adapter,
             leader_moved,
+            settings,
             ..
         } => {
             *adapter = crate::stored::upcast::UNRECORDED_ADAPTER.into();
             *leader_moved = false;
+            *settings = None;
         }
         DomainEvent::ReleaseRegistered(r) => r.source = ReleaseSource::Manifest,
         DomainEvent::UpgradePlanned(u) => {

@@ -13,6 +13,7 @@
 
 pub mod iam;
 pub mod members;
+pub mod storage;
 pub mod upgrades;
 
 use std::collections::{BTreeSet, HashMap};
@@ -29,7 +30,7 @@ pub use members::{
 
 /// The format of snapshot bytes. Snapshots are a cache: when the state's
 /// shape changes, bump this and old snapshots are ignored (and replaced).
-pub const SNAPSHOT_FORMAT: u32 = 5;
+pub const SNAPSHOT_FORMAT: u32 = 6;
 
 #[derive(serde::Deserialize)]
 struct Snapshot {
@@ -329,6 +330,16 @@ impl ReadModels {
             | DomainEvent::UpgradeCanceled(_)
             | DomainEvent::UpgradeRolledBack(_)
             | DomainEvent::UpgradeAcknowledged(_) => {}
+            // The storage version is read from the state, not from a row;
+            // members whose records it changes (record-only removals shown
+            // from its level on) are written again with it.
+            DomainEvent::StorageVersionFinalized(_) => {
+                for (id, m) in &self.state.membership.members {
+                    if !m.rafts_recorded_only.is_empty() {
+                        self.dirty_members.insert(id.clone());
+                    }
+                }
+            }
         }
         if let Some(id) = stratum_domain::upgrade::upgrade_of(event) {
             self.dirty_docs.insert((doc_kind::UPGRADE, id.to_owned()));

@@ -64,8 +64,15 @@ pub struct MemberRecord {
     /// The rafts a cleanup still has to take the member out of.
     #[schema(value_type = Vec<String>)]
     pub raft_cleanup_pending: Vec<Raft>,
-    /// When a failed member was taken back out of every raft it reached.
+    /// When a failed member was taken back out of every raft it reached
+    /// (each removal recorded; see `raftsRecordedOnly`).
     pub raft_cleanup_at: Option<String>,
+    /// The rafts whose removal was recorded without calling the raft (the
+    /// `record-only` adapter, where none was configured): in the record,
+    /// not known to be out of the raft. Left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<String>)]
+    pub rafts_recorded_only: Vec<Raft>,
     /// Why the node was decommissioned. Required when decommissioning.
     pub decommission_reason: Option<String>,
     /// Who decommissioned it: a user id, or stratum-installer for
@@ -102,6 +109,7 @@ pub fn member_record(m: &Member, generation: Option<u64>) -> MemberRecord {
         // Failed and removing members, and demoted voters, still active.
         raft_cleanup_pending: m.pending_cleanup(),
         raft_cleanup_at: m.raft_cleanup_at.as_ref().map(rfc3339),
+        rafts_recorded_only: m.rafts_recorded_only.iter().copied().collect(),
         decommission_reason: m.decommission_reason.clone(),
         decommissioned_by: m
             .decommissioned_by

@@ -31,7 +31,10 @@ pub enum Shape {
     Releases,
     Tokens,
     Alarms,
+    /// The replica list: replicas, storage version, agreement, alarms.
     Replicas,
+    /// The log's storage version (a finalization's answer).
+    Storage,
     Events,
     Peers,
     /// One record: a field a row.
@@ -245,7 +248,25 @@ pub fn render(v: &Value, shape: Shape, format: Format) -> String {
                 Shape::Releases => list(items, RELEASES),
                 Shape::Tokens => list(items, TOKENS),
                 Shape::Alarms => list(items, ALARMS),
-                Shape::Replicas => list(items, REPLICAS),
+                Shape::Replicas => {
+                    let items = v["items"].as_array().map(Vec::as_slice).unwrap_or_default();
+                    let mut out = list(items, REPLICAS);
+                    out.push_str(&format!("\n{}", storage_lines(&v["storage"])));
+                    out.push_str(&format!(
+                        "\nagreed settings {} ({})",
+                        cell(&v["agreed"]["digest"]),
+                        cell(&v["agreed"]["by"])
+                    ));
+                    for a in v["alarms"].as_array().into_iter().flatten() {
+                        out.push_str(&format!(
+                            "\nALARM {}: {}",
+                            cell(&a["name"]),
+                            cell(&a["message"])
+                        ));
+                    }
+                    out
+                }
+                Shape::Storage => storage_lines(v),
                 Shape::Events => list(&events(items), EVENTS),
                 Shape::Upgrade => {
                     let mut out = fields(v, &["nodes", "plan", "warnings"]);
@@ -293,6 +314,40 @@ pub fn render(v: &Value, shape: Shape, format: Format) -> String {
             }
         }
     }
+}
+
+/// The log's storage version, for people: its level, its finalization,
+/// and what a finalization would add.
+fn storage_lines(s: &Value) -> String {
+    let mut out = format!(
+        "storage level {} (this build writes up to {})",
+        cell(&s["level"]),
+        cell(&s["newestLevel"])
+    );
+    match s["finalized"].as_object() {
+        Some(f) => out.push_str(&format!(
+            ", finalized at position {} by {} at {}",
+            cell(&f["position"]),
+            cell(&f["by"]),
+            cell(&f["at"])
+        )),
+        None => out.push_str(", never finalized"),
+    }
+    for p in s["pending"].as_array().into_iter().flatten() {
+        let adds: Vec<String> = p["adds"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(cell)
+            .collect();
+        out.push_str(&format!(
+            "\n  level {} waits for stratum replicas finalize: {} ({})",
+            cell(&p["level"]),
+            cell(&p["summary"]),
+            adds.join(", ")
+        ));
+    }
+    out
 }
 
 /// One event of `events tail`: a line for people, or its JSON on one line.

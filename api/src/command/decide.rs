@@ -119,6 +119,13 @@ pub(super) fn render(rm: &ReadModels, subject: &Subject) -> (String, Option<u64>
             .resource_policies
             .get(key)
             .map(|p| (json(&policy_record(p)), p.version)),
+        Subject::StorageVersion => Some((
+            json(&stratum_projections::storage::storage_version_record(
+                &rm.state.storage,
+            )),
+            rm.state
+                .stream_version(stratum_domain::storage::STORAGE_STREAM),
+        )),
         Subject::Facts(node) => rm.state.upgrades.facts.get(node).map(|f| {
             (
                 json(&stratum_projections::upgrades::facts_record(node, f)),

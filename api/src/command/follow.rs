@@ -54,6 +54,18 @@ impl Writer {
                         )));
                     }
                     self.recent.remember(e.position, e.hash);
+                    if let Some(f) = self.rm.state.storage.finalized.as_ref() {
+                        // Another build finalized a level this one does not
+                        // read: it serves nothing more from here on.
+                        if let Err(why) = stratum_domain::storage::readable_after(
+                            self.rm.state.storage.level,
+                            f.position,
+                        ) {
+                            self.reload = true;
+                            tracing::error!("{why}; stop this replica");
+                            return Err(StoreError::Schema(why));
+                        }
+                    }
                 }
                 self.rm.discard_changes();
                 if events.is_empty() {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use stratum_domain::state::EventCtx;
 use stratum_domain::stored::decode;
+use stratum_domain::DomainEvent;
 use stratum_projections::ReadModels;
 use tokio::sync::mpsc;
 
@@ -183,6 +184,10 @@ async fn replay_onto(
                 let event = decode(e.event_type, e.schema_version, e.payload).map_err(|err| {
                     StoreError::Corrupt(format!("position {}: {err}", e.position))
                 })?;
+                if let DomainEvent::StorageVersionFinalized(f) = &event {
+                    stratum_domain::storage::readable_after(f.level, e.position)
+                        .map_err(StoreError::Schema)?;
+                }
                 let ctx = EventCtx {
                     position: e.position,
                     stream_version: e.stream_version,

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use stratum_domain::log::Recorded;
 use stratum_domain::state::stream_of;
-use stratum_domain::stored::encode;
+use stratum_domain::stored::encode_at;
 use stratum_domain::upgrade::EventsLost;
 use stratum_projections::ReadModels;
 use tokio::sync::{mpsc, watch, Notify};
@@ -590,10 +590,26 @@ impl Writer {
             Ok(d) => d,
             Err(refusal) => return Outcome::Refused(refusal),
         };
+        // Each event in the version the log's storage level allows, all
+        // of them or none: a type the level does not write yet is refused.
+        let level = self.rm.state.storage.level;
+        let encoded: Result<Vec<_>, _> = decision
+            .events
+            .iter()
+            .map(|e| encode_at(e, level))
+            .collect();
+        let encoded = match encoded {
+            Ok(encoded) => encoded,
+            Err(e) => {
+                return Outcome::Refused(stratum_domain::Refusal::new(
+                    stratum_domain::ErrorCode::VersionConflict,
+                    format!("Not written: {e}."),
+                ))
+            }
+        };
         let mut last = None;
-        for event in &decision.events {
+        for (event, enc) in decision.events.iter().zip(encoded) {
             let stream_id = stream_of(event);
-            let enc = encode(event);
             let mut rec = Recorded {
                 position: batch.position + 1,
                 stream_version: self.rm.state.stream_version(&stream_id) + 1,

@@ -86,6 +86,8 @@ pub async fn render(state: &AppState) -> String {
             g.replicas.with_label_values(&[s.as_str()]).set(n as i64);
         }
     }
+    g.settings_differ.set(i64::from(state.acting.differs()));
+    g.storage_level.set(i64::from(rm.state.storage.level));
     g.encode()
 }
 

@@ -464,6 +464,8 @@ pub fn read_as_every_body(bytes: &[u8]) -> usize {
         + read::<upgrades::BackupReportBody>(bytes)
         + read::<upgrades::NodeReportBody>(bytes)
         + read::<facts::FactsBody>(bytes)
+        + read::<log::AcknowledgeForkBody>(bytes)
+        + read::<replicas::FinalizeBody>(bytes)
 }
 
 /// How long a long-poll may hold a request at most.

@@ -63,6 +63,7 @@ impl Modify for Bearer {
         super::iam::set_member_policy, super::iam::get_member_policy,
         super::iam::set_upgrade_policy, super::iam::get_upgrade_policy,
         super::replicas::list_replicas,
+        super::replicas::finalize,
     ),
     components(schemas(ErrorBody, FieldErrorDoc)),
     modifiers(&Bearer),

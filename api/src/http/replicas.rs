@@ -4,21 +4,34 @@
 
 use axum::extract::State;
 use axum::http::Method;
-use axum::routing::get;
-use axum::Json;
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::{Extension, Json};
 use serde_json::{json, Value};
 use stratum_domain::iam::Action;
+use stratum_domain::storage::{Finalize, ReplicaView};
 
+use super::extract::{JsonBody, WriteHeaders};
 use super::{AppState, Route};
+use crate::auth::Caller;
 use crate::error::ApiResult;
+use crate::replicas::ReplicaState;
 
 pub fn routes() -> Vec<Route> {
-    vec![Route::gated(
-        Method::GET,
-        "/v1/admin/replicas",
-        Action::ListReplicas,
-        get(list_replicas),
-    )]
+    vec![
+        Route::gated(
+            Method::GET,
+            "/v1/admin/replicas",
+            Action::ListReplicas,
+            get(list_replicas),
+        ),
+        Route::gated(
+            Method::POST,
+            "/v1/admin/replicas/finalize",
+            Action::FinalizeStorageVersion,
+            post(finalize),
+        ),
+    ]
 }
 
 /// One `stratum serve` on this database, as it registered itself.
@@ -65,12 +78,29 @@ pub struct ReplicaDoc {
     this: bool,
 }
 
-/// The replicas of this database.
+/// The replicas of this database, the log's storage version, and the
+/// process-manager settings they act with.
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)]
 #[schema(as = ReplicaList)]
 pub struct ReplicaListDoc {
     items: Vec<ReplicaDoc>,
+    /// The log's storage version: `level`, `newestLevel` (this build's),
+    /// `writes` (`Type/version` written now), `finalized` (position, at,
+    /// by, settings, replicas; null while the log records none), and
+    /// `pending` (the levels a finalization would move it to).
+    #[schema(value_type = Object)]
+    storage: Value,
+    /// The agreed process-manager settings: `digest`, and `by`, what made
+    /// them agreed (the last finalization, or the live replica running
+    /// longest while the log records none). Only replicas with these
+    /// settings run the raft cleanup.
+    #[schema(value_type = Object)]
+    agreed: Value,
+    /// The `replica-settings-differ` alarms: each live replica whose
+    /// settings are not the agreed ones (it never acts on them).
+    #[schema(value_type = Vec<Object>)]
+    alarms: Value,
 }
 
 /// Every replica registered on this database, by start: live, silent or
@@ -80,7 +110,95 @@ pub struct ReplicaListDoc {
     security(("bearer" = [])))]
 pub async fn list_replicas(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let all = state.store.replicas().await?;
-    Ok(Json(
-        json!({ "items": crate::replicas::records(&all, &state.replica.id) }),
-    ))
+    let rm = state.bus.published();
+    let agreed = crate::replicas::Agreement::of(&all, &rm.state.storage, &state.replica);
+    let alarms: Vec<Value> = all
+        .rows
+        .iter()
+        .filter(|r| {
+            ReplicaState::of(r, all.now) == ReplicaState::Live && r.settings_digest != agreed.digest
+        })
+        .map(|r| {
+            json!({
+                "name": crate::replicas::SETTINGS_DIFFER_ALARM,
+                "replica": r.id,
+                "host": r.host,
+                "settingsDigest": r.settings_digest,
+                "message": format!(
+                    "Replica {} on {} has process-manager settings {} where {} agreed on {}: it never runs the raft cleanup with them.",
+                    r.id, r.host, stratum_domain::storage::short(&r.settings_digest),
+                    agreed.by, stratum_domain::storage::short(&agreed.digest)
+                ),
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "items": crate::replicas::records(&all, &state.replica.id),
+        "storage": stratum_projections::storage::storage_version_record(&rm.state.storage),
+        "agreed": {"digest": agreed.digest, "by": agreed.by},
+        "alarms": alarms,
+    })))
+}
+
+crate::request_body! {
+    /// Finalize the log's storage version: from here on, this build's
+    /// formats are written, and the settings of the replica answering are
+    /// the agreed ones. Refused while a live replica cannot read the
+    /// formats or has other settings.
+    pub struct FinalizeBody {
+        /// The level to finalize; this build's newest when left out.
+        level: u16 = "level",
+    }
+}
+
+/// Finalize the upgrade of stratum itself: the log moves to a storage level
+/// every live replica reads, and records the agreed process-manager
+/// settings. After it, a build that cannot read the level refuses the
+/// database, naming the finalization.
+#[utoipa::path(post, path = "/v1/admin/replicas/finalize", tag = "system",
+    request_body = FinalizeBody,
+    responses((status = 200, description = "The log's storage version after the finalization (unchanged when it was finalized so already).", body = Object),
+              (status = 409, description = "VERSION_CONFLICT: a live replica cannot read the level's formats, or its settings differ; the refusal names each one.", body = super::schema::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn finalize(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: WriteHeaders,
+    body: JsonBody<FinalizeBody>,
+) -> Response {
+    let all = match state.store.replicas().await {
+        Ok(all) => all,
+        Err(e) => {
+            return axum::response::IntoResponse::into_response(crate::error::ApiError::from(e))
+        }
+    };
+    let replicas = all
+        .rows
+        .iter()
+        .filter(|r| ReplicaState::of(r, all.now) == ReplicaState::Live)
+        .map(|r| ReplicaView {
+            id: r.id.clone(),
+            host: r.host.clone(),
+            version: r.version.clone(),
+            commit: r.commit.clone(),
+            // A registry row whose formats do not parse reads nothing: it
+            // holds the finalization back rather than being passed over.
+            reads: serde_json::from_str(&r.reads).unwrap_or_default(),
+            settings: r.settings_digest.clone(),
+        })
+        .collect();
+    let cmd = stratum_domain::Command::Finalize(Finalize {
+        level: body.value.level.into_option(),
+        settings: state.replica.settings_digest.clone(),
+        replicas,
+    });
+    super::run_command(
+        &state,
+        &caller,
+        &headers,
+        (&body.raw, body.errors),
+        cmd,
+        200,
+    )
+    .await
 }

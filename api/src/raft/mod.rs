@@ -44,6 +44,7 @@ pub use config::{ConfigError, RaftArgs};
 
 use crate::backoff::Backoff;
 use crate::command::{CommandBus, CommandRequest, Outcome};
+use crate::replicas::Acting;
 use stratum_store::{EventStore, StoreError};
 
 /// The advisory lock key of the raft cleanup role.
@@ -56,6 +57,7 @@ pub struct RaftCleanup {
     bus: CommandBus,
     adapters: RaftAdapters,
     backoff: Backoff,
+    acting: Acting,
 }
 
 /// The removals of one raft.
@@ -64,6 +66,9 @@ struct Worker {
     bus: CommandBus,
     raft: Raft,
     adapter: Arc<dyn RaftAdapter>,
+    /// The digest of the settings it acts with (the agreed ones), which
+    /// each removal records.
+    settings: String,
     backoff: Backoff,
     /// When each failing removal may be tried again, its next delay, and
     /// what its tries so far did.
@@ -94,19 +99,26 @@ impl RaftCleanup {
         bus: CommandBus,
         adapters: RaftAdapters,
         backoff: Backoff,
+        acting: Acting,
     ) -> Self {
         Self {
             store,
             bus,
             adapters,
             backoff,
+            acting,
         }
     }
 
-    /// Runs until the task is aborted: leads when it can; while it leads,
-    /// each raft's worker works when the log moves or a retry falls due.
+    /// Runs until the task is aborted: leads when its settings are the
+    /// agreed ones and the lock is free; while it leads, each raft's worker
+    /// works when the log moves or a retry falls due.
     pub async fn run(self) {
         loop {
+            if !self.acting.may_act().await {
+                tokio::time::sleep(crate::replicas::HEARTBEAT).await;
+                continue;
+            }
             let lead = match self.store.try_lead(RAFT_CLEANUP_LOCK).await {
                 Ok(Some(l)) => l,
                 Ok(None) => {
@@ -129,6 +141,7 @@ impl RaftCleanup {
                         bus: self.bus.clone(),
                         raft,
                         adapter: self.adapters.get(raft).clone(),
+                        settings: self.acting.settings().to_owned(),
                         backoff: self.backoff,
                         retry: HashMap::new(),
                         recheck: self.adapters.recheck,
@@ -139,11 +152,22 @@ impl RaftCleanup {
                     .run(),
                 );
             }
+            let mut agreement = tokio::time::interval(crate::replicas::HEARTBEAT);
+            agreement.tick().await;
             loop {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                if !lead.still_held().await {
-                    tracing::warn!("lost the raft cleanup lock; trying to take it again");
-                    break;
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {
+                        if !lead.still_held().await {
+                            tracing::warn!("lost the raft cleanup lock; trying to take it again");
+                            break;
+                        }
+                    }
+                    _ = agreement.tick() => {
+                        if !self.acting.may_act().await {
+                            // The alarm says why; another replica takes over.
+                            break;
+                        }
+                    }
                 }
             }
             drop(workers);
@@ -209,15 +233,7 @@ impl Worker {
                         .inc();
                     let earlier = self.retry.remove(&key).map(|(_, _, done)| done);
                     let outcome = outcome.after(earlier.unwrap_or_default());
-                    record_removal(
-                        &self.store,
-                        &self.bus,
-                        &record,
-                        raft,
-                        outcome,
-                        self.adapter.name(),
-                    )
-                    .await?;
+                    self.record_removal(&record, outcome).await?;
                 }
                 Err(e) => {
                     crate::metrics::global()
@@ -434,47 +450,46 @@ async fn pending(
         .collect())
 }
 
-/// Records one removal, caused by the event that asked for the cleanup.
-async fn record_removal(
-    store: &Arc<dyn EventStore>,
-    bus: &CommandBus,
-    m: &MemberRecord,
-    raft: Raft,
-    outcome: Removal,
-    adapter: &str,
-) -> Result<(), StoreError> {
-    // The cause is the newest event of the member's stream that asked
-    // for a cleanup, found by what it is, not by its type's name.
-    let causation = store
-        .read_stream(&member_stream(&m.node_id))
-        .await?
-        .iter()
-        .rev()
-        .find(|e| {
-            decode(&e.event_type, e.schema_version, &e.payload)
-                .is_ok_and(|d| d.asks_for_raft_cleanup())
-        })
-        .map(|e| e.position);
-    let mut req = CommandRequest::new(
-        Command::Member(MemberCommand::RecordRaftRemoval {
-            node_id: m.node_id.clone(),
-            raft,
-            already_gone: outcome.already_gone(),
-            adapter: adapter.to_owned(),
-            leader_moved: outcome.leader_moved(),
-        }),
-        SERVICE_PRINCIPAL,
-    );
-    req.meta.causation = causation;
-    match bus.execute(req).await {
-        Ok(Outcome::Committed(_)) => {
-            tracing::info!(node_id = %m.node_id, raft = raft.as_str(), adapter, ?outcome, "taken out of raft");
-            Ok(())
+impl Worker {
+    /// Records one removal, caused by the event that asked for the cleanup,
+    /// with the adapter that made it and the settings it acted with.
+    async fn record_removal(&self, m: &MemberRecord, outcome: Removal) -> Result<(), StoreError> {
+        let (store, bus, raft) = (&self.store, &self.bus, self.raft);
+        let adapter = self.adapter.name();
+        // The cause is the newest event of the member's stream that asked
+        // for a cleanup, found by what it is, not by its type's name.
+        let causation = store
+            .read_stream(&member_stream(&m.node_id))
+            .await?
+            .iter()
+            .rev()
+            .find(|e| {
+                decode(&e.event_type, e.schema_version, &e.payload)
+                    .is_ok_and(|d| d.asks_for_raft_cleanup())
+            })
+            .map(|e| e.position);
+        let mut req = CommandRequest::new(
+            Command::Member(MemberCommand::RecordRaftRemoval {
+                node_id: m.node_id.clone(),
+                raft,
+                already_gone: outcome.already_gone(),
+                adapter: adapter.to_owned(),
+                leader_moved: outcome.leader_moved(),
+                settings: Some(self.settings.clone()),
+            }),
+            SERVICE_PRINCIPAL,
+        );
+        req.meta.causation = causation;
+        match bus.execute(req).await {
+            Ok(Outcome::Committed(_)) => {
+                tracing::info!(node_id = %m.node_id, raft = raft.as_str(), adapter, ?outcome, "taken out of raft");
+                Ok(())
+            }
+            Ok(Outcome::Refused(r)) => {
+                tracing::warn!(node_id = %m.node_id, raft = raft.as_str(), code = r.code.as_str(), message = %r.message, "removal not recorded");
+                Ok(())
+            }
+            Err(e) => Err(StoreError::Unavailable(e.to_string())),
         }
-        Ok(Outcome::Refused(r)) => {
-            tracing::warn!(node_id = %m.node_id, raft = raft.as_str(), code = r.code.as_str(), message = %r.message, "removal not recorded");
-            Ok(())
-        }
-        Err(e) => Err(StoreError::Unavailable(e.to_string())),
     }
 }

@@ -70,6 +70,7 @@ actions! {
     ReportNodeFacts,
     ListAlarms,
     ListReplicas,
+    FinalizeStorageVersion,
     ReportAppliedGeneration,
     ListMembers,
     GetMember,
@@ -123,6 +124,9 @@ impl Action {
             Action::ReportNodeFacts => "cluster:ReportNodeFacts",
             Action::ListAlarms => "cluster:ListAlarms",
             Action::ListReplicas => "cluster:ListReplicas",
+            // Finalizing an upgrade of stratum itself is an administrator's
+            // word: outside `cluster:*`, which ClusterOperator holds.
+            Action::FinalizeStorageVersion => "system:FinalizeStorageVersion",
             Action::ReportAppliedGeneration => "cluster:ReportAppliedGeneration",
             Action::ListMembers => "cluster:ListMembers",
             Action::GetMember => "cluster:GetMember",
@@ -193,6 +197,7 @@ impl Action {
             | Action::RejectNodeJoin
             | Action::ListAlarms
             | Action::ListReplicas
+            | Action::FinalizeStorageVersion
             | Action::ListMembers
             | Action::GetMembership
             | Action::GetPeers
@@ -570,7 +575,8 @@ impl Iam {
             | DomainEvent::AlarmCleared(_)
             | DomainEvent::EventsLost(_)
             | DomainEvent::CheckpointForkFound(_)
-            | DomainEvent::CheckpointForkAcknowledged(_) => {}
+            | DomainEvent::CheckpointForkAcknowledged(_)
+            | DomainEvent::StorageVersionFinalized(_) => {}
         }
     }
 }
@@ -700,7 +706,7 @@ mod tests {
     fn every_action_names_its_service() {
         for a in Action::ALL {
             let (svc, name) = a.name().split_once(':').unwrap();
-            assert!(["cluster", "audit", "upgrade", "release", "iam"].contains(&svc));
+            assert!(["cluster", "audit", "upgrade", "release", "iam", "system"].contains(&svc));
             assert!(name.chars().next().unwrap().is_ascii_uppercase());
         }
     }

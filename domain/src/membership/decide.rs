@@ -199,9 +199,18 @@ impl Membership {
                 already_gone,
                 adapter,
                 leader_moved,
-            } => {
-                self.record_raft_removal(node_id, *raft, *already_gone, adapter, *leader_moved, ctx)
-            }
+                settings,
+            } => self.record_raft_removal(
+                node_id,
+                *raft,
+                HowRemoved {
+                    already_gone: *already_gone,
+                    adapter,
+                    leader_moved: *leader_moved,
+                    settings: settings.as_deref(),
+                },
+                ctx,
+            ),
             MemberCommand::RecordRaftPeerReturn {
                 node_id,
                 raft,
@@ -477,9 +486,7 @@ impl Membership {
         &self,
         node_id: &str,
         raft: Raft,
-        already_gone: bool,
-        adapter: &str,
-        leader_moved: bool,
+        how: HowRemoved<'_>,
         ctx: &CommandContext,
     ) -> Result<Decision, Refusal> {
         let m = self.member(node_id)?;
@@ -491,9 +498,10 @@ impl Membership {
         let mut events = vec![DomainEvent::RaftPeerRemoved {
             node_id: node_id.to_owned(),
             raft,
-            already_gone,
-            adapter: adapter.to_owned(),
-            leader_moved,
+            already_gone: how.already_gone,
+            adapter: how.adapter.to_owned(),
+            leader_moved: how.leader_moved,
+            settings: how.settings.map(str::to_owned),
         }];
         if pending.len() == 1 {
             events.push(DomainEvent::RaftCleanupCompleted {
@@ -838,4 +846,12 @@ fn not_joining(m: &Member) -> Refusal {
         format!("Member {} is {}, not joining.", m.node_id, m.state.as_str()),
     )
     .with_details(json!({ "state": m.state }))
+}
+
+/// How a raft's adapter took a peer out, as the raft cleanup reports it.
+struct HowRemoved<'a> {
+    already_gone: bool,
+    adapter: &'a str,
+    leader_moved: bool,
+    settings: Option<&'a str>,
 }

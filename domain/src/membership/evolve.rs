@@ -34,6 +34,8 @@ impl Membership {
                         failed_error: None,
                         rafts_to_clean: BTreeSet::new(),
                         rafts_removed: BTreeSet::new(),
+                        rafts_recorded_only: BTreeSet::new(),
+                        rafts_recorded_only_held: BTreeSet::new(),
                         raft_cleanup_at: None,
                         removal_requested_by: None,
                         removal_started_at: None,
@@ -97,18 +99,35 @@ impl Membership {
                     m.failed_error = Some(e.error.clone());
                     m.rafts_to_clean = e.rafts.iter().copied().collect();
                     m.rafts_removed.clear();
+                    m.rafts_recorded_only.clear();
+                    m.rafts_recorded_only_held.clear();
                     m.raft_cleanup_at = None;
                 }
             }
-            DomainEvent::RaftPeerRemoved { node_id, raft, .. } => {
+            DomainEvent::RaftPeerRemoved {
+                node_id,
+                raft,
+                adapter,
+                ..
+            } => {
+                let shown = self.record_only_shown;
                 if let Some(m) = self.touched(node_id, ctx) {
                     m.rafts_removed.insert(*raft);
+                    if adapter == super::RECORD_ONLY_ADAPTER {
+                        if shown {
+                            m.rafts_recorded_only.insert(*raft);
+                        } else {
+                            m.rafts_recorded_only_held.insert(*raft);
+                        }
+                    }
                 }
             }
             DomainEvent::RaftPeerReturned(e) => {
                 if let Some(m) = self.touched(&e.node_id, ctx) {
                     // Owed again: the cleanup is not done until it is.
                     m.rafts_removed.remove(&e.raft);
+                    m.rafts_recorded_only.remove(&e.raft);
+                    m.rafts_recorded_only_held.remove(&e.raft);
                     m.raft_cleanup_at = None;
                 }
             }
@@ -126,6 +145,8 @@ impl Membership {
                     m.failed_error = None;
                     m.rafts_to_clean.clear();
                     m.rafts_removed.clear();
+                    m.rafts_recorded_only.clear();
+                    m.rafts_recorded_only_held.clear();
                     m.raft_cleanup_at = None;
                 }
             }
@@ -137,6 +158,8 @@ impl Membership {
                     m.removal_started_at = Some(ctx.occurred_at);
                     m.rafts_to_clean = e.rafts.iter().copied().collect();
                     m.rafts_removed.clear();
+                    m.rafts_recorded_only.clear();
+                    m.rafts_recorded_only_held.clear();
                 }
             }
             DomainEvent::MemberDecommissioned {
@@ -166,6 +189,8 @@ impl Membership {
                         // demotion's cleanup removed is owed again by the next.
                         m.rafts_to_clean.clear();
                         m.rafts_removed.clear();
+                        m.rafts_recorded_only.clear();
+                        m.rafts_recorded_only_held.clear();
                         m.raft_cleanup_at = None;
                     }
                     m.role = e.role;
@@ -175,6 +200,8 @@ impl Membership {
                     if !e.rafts.is_empty() {
                         m.rafts_to_clean = e.rafts.iter().copied().collect();
                         m.rafts_removed.clear();
+                        m.rafts_recorded_only.clear();
+                        m.rafts_recorded_only_held.clear();
                         m.raft_cleanup_at = None;
                     }
                 }
@@ -205,6 +232,17 @@ impl Membership {
             | DomainEvent::EventsLost(_)
             | DomainEvent::CheckpointForkFound(_)
             | DomainEvent::CheckpointForkAcknowledged(_) => {}
+            DomainEvent::StorageVersionFinalized(f) => {
+                if f.level >= RECORD_ONLY_SHOWN_FROM && !self.record_only_shown {
+                    // The member rows change with the finalization, not
+                    // while the previous build may still write them.
+                    self.record_only_shown = true;
+                    for m in self.members.values_mut() {
+                        let held = std::mem::take(&mut m.rafts_recorded_only_held);
+                        m.rafts_recorded_only.extend(held);
+                    }
+                }
+            }
         }
     }
 
@@ -252,6 +290,7 @@ pub fn member_of(event: &DomainEvent) -> Option<&str> {
         | About::ResourcePolicy(_)
         | About::Release(_)
         | About::RunningRelease
+        | About::Storage
         | About::Facts(_)
         | About::Alarm { .. } => None,
     }

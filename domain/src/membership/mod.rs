@@ -83,6 +83,10 @@ impl MemberState {
     }
 }
 
+/// The adapter a removal names when no raft was called (none is
+/// configured for it): the removal is in the record only.
+pub const RECORD_ONLY_ADAPTER: &str = "record-only";
+
 string_enum! {
     /// The three rafts a voter takes part in.
     pub enum Raft {
@@ -124,6 +128,17 @@ pub struct Member {
     /// The rafts a cleanup must take it out of, and those already done.
     pub rafts_to_clean: BTreeSet<Raft>,
     pub rafts_removed: BTreeSet<Raft>,
+    /// The removals recorded without calling the raft (the `record-only`
+    /// adapter, where none is configured): in the record, not known to be
+    /// out of the raft.
+    #[serde(default)]
+    pub rafts_recorded_only: BTreeSet<Raft>,
+    /// Record-only removals folded before the log's storage level showed
+    /// them: kept out of the member's record (and its row) while the
+    /// previous build, which does not write them, may run beside this one;
+    /// moved into `rafts_recorded_only` by the finalization.
+    #[serde(default)]
+    pub rafts_recorded_only_held: BTreeSet<Raft>,
     pub raft_cleanup_at: Option<DateTime<Utc>>,
     pub removal_requested_by: Option<String>,
     pub removal_started_at: Option<DateTime<Utc>>,
@@ -199,7 +214,15 @@ pub struct Membership {
     /// The global position of the latest topology event.
     pub generation: u64,
     pub max_ordinal: u32,
+    /// Whether members' records show their record-only removals: from the
+    /// finalization of storage level [`RECORD_ONLY_SHOWN_FROM`] on.
+    #[serde(default)]
+    pub record_only_shown: bool,
 }
+
+/// The storage level from which members' records show their record-only
+/// removals (`raftsRecordedOnly`).
+pub const RECORD_ONLY_SHOWN_FROM: u16 = 2;
 
 /// The commands of membership. Fields a request may leave out or get wrong
 /// are options here, so `decide` can name every problem at once.
@@ -245,6 +268,9 @@ pub enum MemberCommand {
         adapter: String,
         /// The peer led the raft and leadership was moved off it first.
         leader_moved: bool,
+        /// The digest of the process-manager settings the removal was
+        /// made with.
+        settings: Option<String>,
     },
     /// The raft cleanup process manager read a raft's own listing and it
     /// names a member whose removal from it is recorded (at

@@ -21,6 +21,7 @@ pub mod upcast;
 pub mod v1;
 pub mod v2;
 pub mod v3;
+pub mod v4;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +33,7 @@ use crate::membership::Raft;
 use v1::*;
 use v2::*;
 use v3::*;
+use v4::*;
 
 /// An event ready for the log: type, schema version and postcard payload.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,12 +104,14 @@ pub fn encode(event: &DomainEvent) -> Encoded {
             already_gone,
             adapter,
             leader_moved,
-        } => bytes(&RaftPeerRemovedV3 {
+            settings,
+        } => bytes(&RaftPeerRemovedV4 {
             node_id: node_id.clone(),
             raft: (*raft).into(),
             already_gone: *already_gone,
             adapter: adapter.clone(),
             leader_moved: *leader_moved,
+            settings: settings.clone(),
         }),
         DomainEvent::RaftPeerReturned(e) => bytes(&RaftPeerReturnedV1 {
             node_id: e.node_id.clone(),
@@ -195,12 +199,89 @@ pub fn encode(event: &DomainEvent) -> Encoded {
         DomainEvent::EventsLost(e) => bytes(&EventsLostV1::from(e)),
         DomainEvent::CheckpointForkFound(e) => bytes(&CheckpointForkFoundV1::from(e)),
         DomainEvent::CheckpointForkAcknowledged(e) => bytes(&CheckpointForkAcknowledgedV1::from(e)),
+        DomainEvent::StorageVersionFinalized(e) => bytes(&StorageVersionFinalizedV1::from(e)),
     };
     Encoded {
         event_type: event.event_type(),
         schema_version: schema_version(event),
         payload,
     }
+}
+
+/// Why an event cannot be written at the log's storage level.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum NotWritable {
+    #[error(
+        "{event_type} is first written at storage level {needs}; the log is at level {level} until stratum replicas finalize moves it"
+    )]
+    NotYet {
+        event_type: &'static str,
+        needs: u16,
+        level: u16,
+    },
+    #[error("this build has no way to write {event_type} as v{version}, which storage level {level} writes")]
+    NoPrevious {
+        event_type: &'static str,
+        version: u16,
+        level: u16,
+    },
+}
+
+/// Encodes an event in the version the log's storage `level` allows: its
+/// newest, or the older version the level writes while the log is not
+/// finalized at the newest's level. A `StorageVersionFinalized` is written
+/// at the level it finalizes (it is that level's first event).
+pub fn encode_at(event: &DomainEvent, level: u16) -> Result<Encoded, NotWritable> {
+    let level = match event {
+        DomainEvent::StorageVersionFinalized(f) => level.max(f.level),
+        _ => level,
+    };
+    let event_type = event.event_type();
+    let newest = schema_version(event);
+    match crate::storage::version_at(event_type, level) {
+        Some(v) if v == newest => Ok(encode(event)),
+        Some(version) => encode_previous(event, version).ok_or(NotWritable::NoPrevious {
+            event_type,
+            version,
+            level,
+        }),
+        None => Err(NotWritable::NotYet {
+            event_type,
+            needs: crate::storage::level_of(event_type, 1),
+            level,
+        }),
+    }
+}
+
+/// An event in an older stored version, for a log not yet finalized at
+/// the level of its newest: what the older version cannot say is left out,
+/// as the build that wrote that version left it.
+fn encode_previous(event: &DomainEvent, version: u16) -> Option<Encoded> {
+    let payload = match (event, version) {
+        (
+            DomainEvent::RaftPeerRemoved {
+                node_id,
+                raft,
+                already_gone,
+                adapter,
+                leader_moved,
+                settings: _,
+            },
+            3,
+        ) => bytes(&RaftPeerRemovedV3 {
+            node_id: node_id.clone(),
+            raft: (*raft).into(),
+            already_gone: *already_gone,
+            adapter: adapter.clone(),
+            leader_moved: *leader_moved,
+        }),
+        _ => return None,
+    };
+    Some(Encoded {
+        event_type: event.event_type(),
+        schema_version: version,
+        payload,
+    })
 }
 
 /// Every (event type, schema version) ever written: what [`decode`] reads.
@@ -231,11 +312,13 @@ pub const STORED_VERSIONS: &[(&str, u16)] = &[
     ("RaftPeerRemoved", 1),
     ("RaftPeerRemoved", 2),
     ("RaftPeerRemoved", 3),
+    ("RaftPeerRemoved", 4),
     ("RaftPeerReturned", 1),
     ("ReleaseRegistered", 1),
     ("ReleaseRegistered", 2),
     ("ResourcePolicySet", 1),
     ("RunningReleaseSet", 1),
+    ("StorageVersionFinalized", 1),
     ("TokenIssued", 1),
     ("TokenIssued", 2),
     ("TokenRevoked", 1),
@@ -270,7 +353,7 @@ pub fn newest_versions() -> std::collections::BTreeMap<&'static str, u16> {
 /// compile until it is given its version.
 pub fn schema_version(event: &DomainEvent) -> u16 {
     match event {
-        DomainEvent::RaftPeerRemoved { .. } => 3,
+        DomainEvent::RaftPeerRemoved { .. } => 4,
         DomainEvent::MemberJoinFailed(_)
         | DomainEvent::ReleaseRegistered(_)
         | DomainEvent::UpgradePlanned(_)
@@ -308,7 +391,8 @@ pub fn schema_version(event: &DomainEvent) -> u16 {
         | DomainEvent::AlarmCleared(_)
         | DomainEvent::EventsLost(_)
         | DomainEvent::CheckpointForkFound(_)
-        | DomainEvent::CheckpointForkAcknowledged(_) => 1,
+        | DomainEvent::CheckpointForkAcknowledged(_)
+        | DomainEvent::StorageVersionFinalized(_) => 1,
     }
 }
 
@@ -365,12 +449,23 @@ pub fn decode(
                 rafts: rafts_from_bits(t, v, e.rafts)?,
             })
         }
-        ("RaftPeerRemoved", 1) => upcast::raft_peer_removed_v2_to_v3(
-            upcast::raft_peer_removed_v1_to_v2(de(t, v, payload)?),
+        ("RaftPeerRemoved", 1) => {
+            upcast::raft_peer_removed_v3_to_v4(upcast::raft_peer_removed_v2_to_v3(
+                upcast::raft_peer_removed_v1_to_v2(de(t, v, payload)?),
+            ))
+            .into()
+        }
+        ("RaftPeerRemoved", 2) => upcast::raft_peer_removed_v3_to_v4(
+            upcast::raft_peer_removed_v2_to_v3(de(t, v, payload)?),
         )
         .into(),
-        ("RaftPeerRemoved", 2) => upcast::raft_peer_removed_v2_to_v3(de(t, v, payload)?).into(),
-        ("RaftPeerRemoved", 3) => de::<RaftPeerRemovedV3>(t, v, payload)?.into(),
+        ("RaftPeerRemoved", 3) => {
+            upcast::raft_peer_removed_v3_to_v4(de::<RaftPeerRemovedV3>(t, v, payload)?).into()
+        }
+        ("RaftPeerRemoved", 4) => de::<RaftPeerRemovedV4>(t, v, payload)?.into(),
+        ("StorageVersionFinalized", 1) => DomainEvent::StorageVersionFinalized(
+            de::<StorageVersionFinalizedV1>(t, v, payload)?.into(),
+        ),
         ("RaftPeerReturned", 1) => {
             let e: RaftPeerReturnedV1 = de(t, v, payload)?;
             DomainEvent::RaftPeerReturned(crate::event::RaftPeerReturned {
@@ -566,7 +661,8 @@ pub fn decode(
             | "AlarmCleared"
             | "EventsLost"
             | "CheckpointForkFound"
-            | "CheckpointForkAcknowledged",
+            | "CheckpointForkAcknowledged"
+            | "StorageVersionFinalized",
             _,
         ) => return Err(DecodeError::UnknownVersion(t.to_owned(), v)),
         _ => return Err(DecodeError::UnknownType(t.to_owned())),

@@ -1,7 +1,7 @@
 //! Upcasters: each turns a version into the next, small and separately
 //! tested, so old bytes reach the newest shape step by step.
 
-use super::{v1, v2, v3};
+use super::{v1, v2, v3, v4};
 
 /// What a v1 removal says of its adapter: it did not record one.
 pub const UNRECORDED_ADAPTER: &str = "unrecorded";
@@ -23,10 +23,14 @@ pub fn decode_exported(
         serde_json::from_value(v.clone()).ok()
     }
     Some(match (event_type, schema_version) {
-        ("RaftPeerRemoved", 1) => {
-            raft_peer_removed_v2_to_v3(raft_peer_removed_v1_to_v2(read(payload)?)).into()
+        ("RaftPeerRemoved", 1) => raft_peer_removed_v3_to_v4(raft_peer_removed_v2_to_v3(
+            raft_peer_removed_v1_to_v2(read(payload)?),
+        ))
+        .into(),
+        ("RaftPeerRemoved", 2) => {
+            raft_peer_removed_v3_to_v4(raft_peer_removed_v2_to_v3(read(payload)?)).into()
         }
-        ("RaftPeerRemoved", 2) => raft_peer_removed_v2_to_v3(read(payload)?).into(),
+        ("RaftPeerRemoved", 3) => raft_peer_removed_v3_to_v4(read(payload)?).into(),
         ("ReleaseRegistered", 1) => {
             DomainEvent::ReleaseRegistered(release_registered_v1_to_v2(read(payload)?).into())
         }
@@ -217,14 +221,27 @@ pub fn raft_peer_removed_v2_to_v3(e: v2::RaftPeerRemovedV2) -> v3::RaftPeerRemov
     }
 }
 
-impl From<v3::RaftPeerRemovedV3> for crate::event::DomainEvent {
-    fn from(e: v3::RaftPeerRemovedV3) -> Self {
+/// v3 removals did not name the settings they were made with.
+pub fn raft_peer_removed_v3_to_v4(e: v3::RaftPeerRemovedV3) -> v4::RaftPeerRemovedV4 {
+    v4::RaftPeerRemovedV4 {
+        node_id: e.node_id,
+        raft: e.raft,
+        already_gone: e.already_gone,
+        adapter: e.adapter,
+        leader_moved: e.leader_moved,
+        settings: None,
+    }
+}
+
+impl From<v4::RaftPeerRemovedV4> for crate::event::DomainEvent {
+    fn from(e: v4::RaftPeerRemovedV4) -> Self {
         crate::event::DomainEvent::RaftPeerRemoved {
             node_id: e.node_id,
             raft: e.raft.into(),
             already_gone: e.already_gone,
             adapter: e.adapter,
             leader_moved: e.leader_moved,
+            settings: e.settings,
         }
     }
 }

@@ -22,7 +22,7 @@ fn every_action_name_has_a_known_service_prefix() {
             .split_once(':')
             .unwrap_or_else(|| panic!("{a:?} has no service"));
         assert!(
-            ["cluster", "upgrade", "release", "audit", "iam"].contains(&svc),
+            ["cluster", "upgrade", "release", "audit", "iam", "system"].contains(&svc),
             "{a:?}"
         );
         assert!(!verb.is_empty() && !verb.contains(['*', '?', ':']), "{a:?}");

@@ -106,6 +106,7 @@ fn command_strategy() -> impl Strategy<Value = MemberCommand> {
                 already_gone,
                 adapter: ADAPTER.into(),
                 leader_moved: false,
+                settings: None,
             }),
         1 => (pick(&REQUESTS), pick(&NODES), pick(&IPS), labels_strategy()).prop_map(
             |(request_id, node, ip, labels)| MemberCommand::RequestJoin {

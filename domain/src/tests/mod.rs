@@ -21,6 +21,7 @@ mod member_update;
 mod membership_invariants;
 mod raft_cleanup;
 mod releases;
+mod storage_version;
 mod stored_catalogue;
 mod upgrade_cancel;
 mod upgrade_node_reports;

@@ -25,6 +25,7 @@ fn each_raft_of_a_failed_member_is_removed_once() {
             already_gone: true,
             adapter: "openbao-http".into(),
             leader_moved: false,
+            settings: None,
         },
     )
     .then_appended(
@@ -35,6 +36,7 @@ fn each_raft_of_a_failed_member_is_removed_once() {
             already_gone: true,
             adapter: "openbao-http".into(),
             leader_moved: false,
+            settings: None,
         }],
     );
     assert_eq!(member(&s, "n-3").pending_cleanup(), vec![Raft::Patroni]);
@@ -55,6 +57,7 @@ fn each_raft_of_a_failed_member_is_removed_once() {
                     already_gone: false,
                     adapter: ADAPTER.into(),
                     leader_moved: false,
+                    settings: None,
                 },
                 DomainEvent::RaftCleanupCompleted {
                     node_id: "n-3".into(),
@@ -101,6 +104,7 @@ fn the_last_removal_of_a_removing_member_decommissions_it() {
                     already_gone: false,
                     adapter: ADAPTER.into(),
                     leader_moved: false,
+                    settings: None,
                 },
                 DomainEvent::RaftCleanupCompleted {
                     node_id: "n-3".into(),
@@ -203,6 +207,7 @@ fn a_returned_peer_is_owed_its_removal_again_and_raises_an_alarm_until_then() {
                     already_gone: false,
                     adapter: ADAPTER.into(),
                     leader_moved: false,
+                    settings: None,
                 },
                 DomainEvent::RaftCleanupCompleted {
                     node_id: "n-3".into(),
@@ -231,6 +236,7 @@ fn a_decommissioned_member_s_return_is_removed_again_and_stays_decommissioned() 
                 already_gone: false,
                 adapter: ADAPTER.into(),
                 leader_moved: false,
+                settings: None,
             },
             DomainEvent::RaftCleanupCompleted {
                 node_id: "n-3".into(),

@@ -70,6 +70,7 @@ every_event_type!(
     EventsLost(_),
     CheckpointForkFound(_),
     CheckpointForkAcknowledged(_),
+    StorageVersionFinalized(_),
 );
 
 fn fixture(event_type: &str, version: u16) -> PathBuf {

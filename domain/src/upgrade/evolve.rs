@@ -131,6 +131,8 @@ impl Upgrades {
                 }
                 return;
             }
+            // Folded by the log's storage version, not by any upgrade.
+            DomainEvent::StorageVersionFinalized(_) => return,
             DomainEvent::RaftPeerReturned(e) => {
                 self.alarms.insert(
                     raft_peer_returned_key(e.raft, &e.node_id),
@@ -405,7 +407,8 @@ impl Upgrades {
             | DomainEvent::AlarmCleared(_)
             | DomainEvent::EventsLost(_)
             | DomainEvent::CheckpointForkFound(_)
-            | DomainEvent::CheckpointForkAcknowledged(_) => {}
+            | DomainEvent::CheckpointForkAcknowledged(_)
+            | DomainEvent::StorageVersionFinalized(_) => {}
         }
         if self.active.as_deref() == Some(id)
             && self.upgrades.get(id).is_some_and(|u| u.state.is_terminal())

@@ -689,6 +689,7 @@ pub fn upgrade_of(event: &DomainEvent) -> Option<&str> {
         | About::ResourcePolicy(_)
         | About::Release(_)
         | About::RunningRelease
+        | About::Storage
         | About::Facts(_) => None,
     }
 }

@@ -54,8 +54,19 @@ pub struct RemoteArgs {
 #[derive(Subcommand, Debug)]
 pub enum ReplicasCmd {
     /// Lists every replica registered on the database: live, silent (no
-    /// heartbeat for 15 s) or stopped.
+    /// heartbeat for 15 s) or stopped; the log's storage level; the agreed
+    /// process-manager settings and the replicas whose settings differ.
     List,
+    /// Finalizes an upgrade of stratum itself: the log moves to the newest
+    /// storage level of the build answering, and its settings become the
+    /// agreed ones. Refused, naming them, while a live replica cannot read
+    /// the level or has other settings. Until it, the previous build can
+    /// be started again on the database; after it, it refuses it.
+    Finalize {
+        /// The level to finalize (the answering build's newest by default).
+        #[arg(long)]
+        level: Option<u16>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -223,12 +234,23 @@ async fn exchange(c: &Client, command: Cmd) -> Result<i32> {
             }
             ReleasesCmd::Import { .. } => unreachable!("a host command"),
         },
-        Cmd::Replicas {
-            command: ReplicasCmd::List,
-        } => (
-            c.all("/v1/admin/replicas", Vec::new()).await?,
-            Shape::Replicas,
-        ),
+        Cmd::Replicas { command } => match command {
+            ReplicasCmd::List => (
+                c.get("/v1/admin/replicas", &[]).await?,
+                Shape::Replicas,
+            ),
+            ReplicasCmd::Finalize { level } => (
+                c.post(
+                    "/v1/admin/replicas/finalize",
+                    Some(match level {
+                        Some(l) => serde_json::json!({ "level": l }),
+                        None => serde_json::json!({}),
+                    }),
+                )
+                .await?,
+                Shape::Storage,
+            ),
+        },
         Cmd::Alarms { active, as_of } => (
             c.all(
                 "/v1/admin/alarms",

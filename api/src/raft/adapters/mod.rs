@@ -227,7 +227,7 @@ pub trait RaftAdapter: Send + Sync {
 }
 
 /// The name a record-only removal is recorded with.
-pub const RECORD_ONLY: &str = "record-only";
+pub const RECORD_ONLY: &str = stratum_domain::membership::RECORD_ONLY_ADAPTER;
 
 /// The default on a single machine with none of the rafts: the removal is
 /// recorded, as `record-only`, and succeeds, so the embedded default works

@@ -23,10 +23,12 @@
 mod facts;
 mod iam;
 mod membership;
+mod storage;
 mod upgrade;
 
 pub use facts::*;
 pub use iam::*;
 pub use membership::*;
+pub use storage::*;
 pub use upgrade::*;
 pub(super) use upgrade::{micros, time};

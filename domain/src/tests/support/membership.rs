@@ -94,6 +94,7 @@ pub fn removal(node: &str, raft: Raft) -> MemberCommand {
         already_gone: false,
         adapter: ADAPTER.into(),
         leader_moved: false,
+        settings: None,
     }
 }
 

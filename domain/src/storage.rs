@@ -1,0 +1,324 @@
+//! The log's storage version: which stored versions and event types a build
+//! may write, recorded in the log itself (issue 32).
+//!
+//! Replicas of two builds can share one database during an upgrade of
+//! stratum itself. The older build decodes only the stored versions it was
+//! built with, so the newer one must not write anything else until every
+//! replica can read it. The formats come in numbered levels ([`LEVELS`]):
+//! level 1 is everything written before levels existed; each later level
+//! adds stored versions and event types. A log that records no
+//! finalization is at level 1. `StorageVersionFinalized` moves the log to
+//! a level from its own position on; it is the first event of that level,
+//! so a build that cannot read the level cannot read the event either, and
+//! refuses the database naming it.
+//!
+//! Finalizing is refused, naming them, while a live replica cannot read the
+//! level's formats or runs process managers with other settings than the
+//! one finalizing: it records the agreed settings, the only ones the
+//! process managers act on (like CockroachDB's cluster version, which a new
+//! binary runs at the old value until the upgrade is finalized, and
+//! Kubernetes' storage version, which changes only when every API server
+//! can decode it).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::error::{ErrorCode, Refusal};
+use crate::event::DomainEvent;
+use crate::state::{CommandContext, Decision, EventCtx, Subject};
+
+/// One level of the log's formats: what it adds to the one before it.
+#[derive(Clone, Copy, Debug)]
+pub struct Level {
+    pub number: u16,
+    /// The (event type, stored version) pairs first written at this level.
+    pub adds: &'static [(&'static str, u16)],
+    /// What the level brings, for a person.
+    pub summary: &'static str,
+}
+
+/// Every level, oldest first. A level is never changed once released: a
+/// new stored version or event type is added to a new level.
+pub const LEVELS: &[Level] = &[
+    Level {
+        number: 1,
+        adds: &[],
+        summary: "the formats written before the storage version was recorded",
+    },
+    Level {
+        number: 2,
+        adds: &[("StorageVersionFinalized", 1), ("RaftPeerRemoved", 4)],
+        summary: "the finalization event itself; raft removals name the digest of the \
+                  settings they were made with",
+    },
+];
+
+/// The level a log is at when it records no finalization.
+pub const BASE_LEVEL: u16 = 1;
+
+/// The newest level this build writes (and reads).
+pub const NEWEST_LEVEL: u16 = LEVELS[LEVELS.len() - 1].number;
+
+/// The event type of a finalization.
+pub const FINALIZED_TYPE: &str = "StorageVersionFinalized";
+
+/// The stream finalizations are appended to.
+pub const STORAGE_STREAM: &str = "storage-version";
+
+/// The level that first writes `event_type` at `version`.
+pub fn level_of(event_type: &str, version: u16) -> u16 {
+    LEVELS
+        .iter()
+        .find(|l| l.adds.contains(&(event_type, version)))
+        .map_or(BASE_LEVEL, |l| l.number)
+}
+
+/// The newest stored version of each event type a build may write at
+/// `level`: the versions of every level up to it.
+pub fn writes_at(level: u16) -> BTreeMap<&'static str, u16> {
+    let mut out = BTreeMap::new();
+    for (t, v) in crate::stored::STORED_VERSIONS {
+        if level_of(t, *v) <= level {
+            let newest = out.entry(*t).or_insert(*v);
+            *newest = (*newest).max(*v);
+        }
+    }
+    out
+}
+
+/// The version of `event_type` written at `level`; `None` when the type
+/// is newer than the level.
+pub fn version_at(event_type: &str, level: u16) -> Option<u16> {
+    crate::stored::STORED_VERSIONS
+        .iter()
+        .filter(|(t, v)| *t == event_type && level_of(t, *v) <= level)
+        .map(|(_, v)| *v)
+        .max()
+}
+
+/// The log moved to `level` from this event's position on. It says which
+/// versions may be written from here (so an auditor with another build
+/// reads what changed), the digest of the process-manager settings every
+/// live replica agreed on, and the replicas that were live.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageVersionFinalized {
+    pub level: u16,
+    /// `Type/version` of the newest version of each type writable from here.
+    pub writes: Vec<String>,
+    /// The digest of the agreed process-manager settings.
+    pub settings: String,
+    /// The live replicas that agreed, by id.
+    pub replicas: Vec<String>,
+}
+
+/// A live replica as the registry shows it, for the finalization's rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaView {
+    pub id: String,
+    pub host: String,
+    pub version: String,
+    pub commit: String,
+    /// The newest stored version of each type it reads.
+    pub reads: BTreeMap<String, u16>,
+    pub settings: String,
+}
+
+impl ReplicaView {
+    /// Who the replica is, for a refusal: id, host and build.
+    pub fn named(&self) -> String {
+        format!(
+            "{} on {} (stratum {} {})",
+            self.id, self.host, self.version, self.commit
+        )
+    }
+
+    /// The `Type/version` pairs of `level` this replica cannot read.
+    pub fn cannot_read(&self, level: u16) -> Vec<String> {
+        writes_at(level)
+            .into_iter()
+            .filter(|(t, v)| self.reads.get(*t).is_none_or(|r| r < v))
+            .map(|(t, v)| format!("{t}/{v}"))
+            .collect()
+    }
+}
+
+/// Finalize the log's storage version at `level` (this build's newest when
+/// `None`), with the settings of the replica asking (`settings`, a digest),
+/// given every live replica.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finalize {
+    pub level: Option<u16>,
+    pub settings: String,
+    pub replicas: Vec<ReplicaView>,
+}
+
+/// When and by whom the log was finalized at its level.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finalization {
+    pub position: u64,
+    pub at: DateTime<Utc>,
+    pub by: String,
+    pub settings: String,
+    pub replicas: Vec<String>,
+}
+
+/// The log's storage version as folded from it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StorageVersion {
+    pub level: u16,
+    /// The last finalization; `None` while the log records none.
+    pub finalized: Option<Finalization>,
+}
+
+impl Default for StorageVersion {
+    fn default() -> Self {
+        Self {
+            level: BASE_LEVEL,
+            finalized: None,
+        }
+    }
+}
+
+impl StorageVersion {
+    /// The agreed process-manager settings, once a finalization recorded
+    /// them.
+    pub fn agreed_settings(&self) -> Option<&str> {
+        self.finalized.as_ref().map(|f| f.settings.as_str())
+    }
+
+    /// Decides a finalization: refused while a live replica cannot read
+    /// the level or has other settings; nothing to record when the log is
+    /// at the level with these settings already.
+    pub fn decide(&self, cmd: &Finalize, _ctx: &CommandContext) -> Result<Decision, Refusal> {
+        let level = cmd.level.unwrap_or(NEWEST_LEVEL);
+        // Level 1 is what a log without a finalization is at: the first
+        // level a finalization records is the one that brought it.
+        let first = level_of(FINALIZED_TYPE, 1);
+        if !(first..=NEWEST_LEVEL).contains(&level) {
+            return Err(Refusal::new(
+                ErrorCode::InvalidInput,
+                format!(
+                    "This build finalizes storage levels {first} to {NEWEST_LEVEL}; not level {level}. A newer level is finalized from a replica of the build that brings it."
+                ),
+            )
+            .with_details(json!({ "newestLevel": NEWEST_LEVEL })));
+        }
+        if level < self.level {
+            return Err(Refusal::new(
+                ErrorCode::VersionConflict,
+                format!(
+                    "The log is finalized at storage level {} already; a level is never taken back.",
+                    self.level
+                ),
+            )
+            .with_details(json!({ "level": self.level })));
+        }
+        let unreadable: Vec<_> = cmd
+            .replicas
+            .iter()
+            .filter_map(|r| {
+                let missing = r.cannot_read(level);
+                (!missing.is_empty()).then(|| (r, missing))
+            })
+            .collect();
+        if !unreadable.is_empty() {
+            let names: Vec<String> = unreadable
+                .iter()
+                .map(|(r, missing)| format!("{} cannot read {}", r.named(), missing.join(", ")))
+                .collect();
+            return Err(Refusal::new(
+                ErrorCode::VersionConflict,
+                format!(
+                    "Not finalized: {}. Replace or stop it first; until then every replica keeps writing what all of them read.",
+                    names.join("; ")
+                ),
+            )
+            .with_details(json!({
+                "replicas": unreadable.iter().map(|(r, missing)| json!({
+                    "id": r.id, "host": r.host, "version": r.version, "commit": r.commit,
+                    "cannotRead": missing,
+                })).collect::<Vec<_>>(),
+            })));
+        }
+        let differing: Vec<&ReplicaView> = cmd
+            .replicas
+            .iter()
+            .filter(|r| r.settings != cmd.settings)
+            .collect();
+        if !differing.is_empty() {
+            let names: Vec<String> = differing.iter().map(|r| r.named()).collect();
+            return Err(Refusal::new(
+                ErrorCode::VersionConflict,
+                format!(
+                    "Not finalized: the process-manager settings of {} differ from this replica's ({}). Give every replica the same raft adapters, upgrade driver and signer first (stratum replicas list shows each one's).",
+                    names.join("; "),
+                    short(&cmd.settings)
+                ),
+            )
+            .with_details(json!({
+                "settings": cmd.settings,
+                "replicas": differing.iter().map(|r| json!({
+                    "id": r.id, "host": r.host, "settings": r.settings,
+                })).collect::<Vec<_>>(),
+            })));
+        }
+        if level == self.level && self.agreed_settings() == Some(cmd.settings.as_str()) {
+            return Ok(Decision::none(Subject::StorageVersion));
+        }
+        let mut replicas: Vec<String> = cmd.replicas.iter().map(|r| r.id.clone()).collect();
+        replicas.sort();
+        Ok(Decision {
+            events: vec![DomainEvent::StorageVersionFinalized(
+                StorageVersionFinalized {
+                    level,
+                    writes: writes_at(level)
+                        .into_iter()
+                        .map(|(t, v)| format!("{t}/{v}"))
+                        .collect(),
+                    settings: cmd.settings.clone(),
+                    replicas,
+                },
+            )],
+            subject: Subject::StorageVersion,
+        })
+    }
+
+    pub fn evolve(&mut self, ctx: &EventCtx, event: &DomainEvent) {
+        if let DomainEvent::StorageVersionFinalized(f) = event {
+            self.level = f.level;
+            self.finalized = Some(Finalization {
+                position: ctx.position,
+                at: ctx.occurred_at,
+                by: ctx.principal.to_owned(),
+                settings: f.settings.clone(),
+                replicas: f.replicas.clone(),
+            });
+        }
+    }
+}
+
+/// The first 12 hex digits of a digest, as people compare them.
+pub fn short(digest: &str) -> &str {
+    digest.get(..12).unwrap_or(digest)
+}
+
+/// Whether this build reads the log past a finalization: `Err` names the
+/// finalization when it moved the log to a level newer than this build's
+/// (every build decodes the finalization itself, whose shape never
+/// changes, so the refusal can say what happened).
+pub fn readable_after(level: u16, position: u64) -> Result<(), String> {
+    if level <= NEWEST_LEVEL {
+        return Ok(());
+    }
+    Err(format!(
+        "the log was finalized at storage level {} (StorageVersionFinalized at position {position}); \
+         this build reads levels up to {NEWEST_LEVEL}: run a build that reads level {}, \
+         as the upgrade that finalized it did. A finalized log is not taken back to an earlier build \
+         except by restoring a backup taken before the finalization",
+        level, level
+    ))
+}
