@@ -363,7 +363,11 @@ impl ReadModels {
         let m = &self.state.membership;
         let members = std::mem::take(&mut self.dirty_members)
             .into_iter()
-            .filter_map(|id| m.members.get(&id).map(member_row))
+            .filter_map(|id| {
+                m.members
+                    .get(&id)
+                    .map(|member| member_row(member, m.record_only_shown))
+            })
             .collect();
         let join_requests = std::mem::take(&mut self.dirty_requests)
             .into_iter()
@@ -400,7 +404,11 @@ impl ReadModels {
     pub fn all_rows(&self) -> Changes {
         let m = &self.state.membership;
         Changes {
-            members: m.members.values().map(member_row).collect(),
+            members: m
+                .members
+                .values()
+                .map(|member| member_row(member, m.record_only_shown))
+                .collect(),
             join_requests: m.join_requests.values().map(join_request_row).collect(),
             tokens: self.state.iam.tokens.values().map(token_row).collect(),
             docs: all_docs(&self.state),
@@ -590,7 +598,17 @@ fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("records serialize")
 }
 
-fn member_row(m: &stratum_domain::membership::Member) -> MemberRow {
+/// A member's row. Its record-only removals are in it from the
+/// finalization of storage level [`RECORD_ONLY_SHOWN_FROM`] on
+/// (`record_only_shown`): until then the previous build, which does not
+/// write them, may write the same rows, and the rows are what it writes.
+///
+/// [`RECORD_ONLY_SHOWN_FROM`]: stratum_domain::membership::RECORD_ONLY_SHOWN_FROM
+fn member_row(m: &stratum_domain::membership::Member, record_only_shown: bool) -> MemberRow {
+    let mut record = member_record(m, None);
+    if !record_only_shown {
+        record.rafts_recorded_only.clear();
+    }
     MemberRow {
         node_id: m.node_id.clone(),
         state: m.state.as_str(),
@@ -598,7 +616,7 @@ fn member_row(m: &stratum_domain::membership::Member) -> MemberRow {
         rack: m.rack().map(str::to_owned),
         ordinal: m.ordinal,
         version: m.version,
-        doc: serde_json::to_string(&member_record(m, None)).expect("records serialize"),
+        doc: serde_json::to_string(&record).expect("records serialize"),
     }
 }
 

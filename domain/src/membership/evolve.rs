@@ -35,7 +35,6 @@ impl Membership {
                         rafts_to_clean: BTreeSet::new(),
                         rafts_removed: BTreeSet::new(),
                         rafts_recorded_only: BTreeSet::new(),
-                        rafts_recorded_only_held: BTreeSet::new(),
                         raft_cleanup_at: None,
                         removal_requested_by: None,
                         removal_started_at: None,
@@ -100,7 +99,6 @@ impl Membership {
                     m.rafts_to_clean = e.rafts.iter().copied().collect();
                     m.rafts_removed.clear();
                     m.rafts_recorded_only.clear();
-                    m.rafts_recorded_only_held.clear();
                     m.raft_cleanup_at = None;
                 }
             }
@@ -110,15 +108,10 @@ impl Membership {
                 adapter,
                 ..
             } => {
-                let shown = self.record_only_shown;
                 if let Some(m) = self.touched(node_id, ctx) {
                     m.rafts_removed.insert(*raft);
                     if adapter == super::RECORD_ONLY_ADAPTER {
-                        if shown {
-                            m.rafts_recorded_only.insert(*raft);
-                        } else {
-                            m.rafts_recorded_only_held.insert(*raft);
-                        }
+                        m.rafts_recorded_only.insert(*raft);
                     }
                 }
             }
@@ -127,7 +120,6 @@ impl Membership {
                     // Owed again: the cleanup is not done until it is.
                     m.rafts_removed.remove(&e.raft);
                     m.rafts_recorded_only.remove(&e.raft);
-                    m.rafts_recorded_only_held.remove(&e.raft);
                     m.raft_cleanup_at = None;
                 }
             }
@@ -146,7 +138,6 @@ impl Membership {
                     m.rafts_to_clean.clear();
                     m.rafts_removed.clear();
                     m.rafts_recorded_only.clear();
-                    m.rafts_recorded_only_held.clear();
                     m.raft_cleanup_at = None;
                 }
             }
@@ -159,7 +150,6 @@ impl Membership {
                     m.rafts_to_clean = e.rafts.iter().copied().collect();
                     m.rafts_removed.clear();
                     m.rafts_recorded_only.clear();
-                    m.rafts_recorded_only_held.clear();
                 }
             }
             DomainEvent::MemberDecommissioned {
@@ -190,7 +180,6 @@ impl Membership {
                         m.rafts_to_clean.clear();
                         m.rafts_removed.clear();
                         m.rafts_recorded_only.clear();
-                        m.rafts_recorded_only_held.clear();
                         m.raft_cleanup_at = None;
                     }
                     m.role = e.role;
@@ -201,7 +190,6 @@ impl Membership {
                         m.rafts_to_clean = e.rafts.iter().copied().collect();
                         m.rafts_removed.clear();
                         m.rafts_recorded_only.clear();
-                        m.rafts_recorded_only_held.clear();
                         m.raft_cleanup_at = None;
                     }
                 }
@@ -233,15 +221,9 @@ impl Membership {
             | DomainEvent::CheckpointForkFound(_)
             | DomainEvent::CheckpointForkAcknowledged(_) => {}
             DomainEvent::StorageVersionFinalized(f) => {
-                if f.level >= RECORD_ONLY_SHOWN_FROM && !self.record_only_shown {
-                    // The member rows change with the finalization, not
-                    // while the previous build may still write them.
-                    self.record_only_shown = true;
-                    for m in self.members.values_mut() {
-                        let held = std::mem::take(&mut m.rafts_recorded_only_held);
-                        m.rafts_recorded_only.extend(held);
-                    }
-                }
+                // The member rows change with the finalization, not while
+                // the previous build may still write them.
+                self.record_only_shown |= f.level >= RECORD_ONLY_SHOWN_FROM;
             }
         }
     }

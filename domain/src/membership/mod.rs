@@ -133,12 +133,6 @@ pub struct Member {
     /// out of the raft.
     #[serde(default)]
     pub rafts_recorded_only: BTreeSet<Raft>,
-    /// Record-only removals folded before the log's storage level showed
-    /// them: kept out of the member's record (and its row) while the
-    /// previous build, which does not write them, may run beside this one;
-    /// moved into `rafts_recorded_only` by the finalization.
-    #[serde(default)]
-    pub rafts_recorded_only_held: BTreeSet<Raft>,
     pub raft_cleanup_at: Option<DateTime<Utc>>,
     pub removal_requested_by: Option<String>,
     pub removal_started_at: Option<DateTime<Utc>>,
@@ -214,13 +208,14 @@ pub struct Membership {
     /// The global position of the latest topology event.
     pub generation: u64,
     pub max_ordinal: u32,
-    /// Whether members' records show their record-only removals: from the
-    /// finalization of storage level [`RECORD_ONLY_SHOWN_FROM`] on.
+    /// Whether members' rows hold their record-only removals: from the
+    /// finalization of storage level [`RECORD_ONLY_SHOWN_FROM`] on (the API
+    /// shows them always).
     #[serde(default)]
     pub record_only_shown: bool,
 }
 
-/// The storage level from which members' records show their record-only
+/// The storage level from which members' rows hold their record-only
 /// removals (`raftsRecordedOnly`).
 pub const RECORD_ONLY_SHOWN_FROM: u16 = 2;
 

@@ -246,7 +246,7 @@ fn every_type_written_at_every_level_decodes() {
 }
 
 #[test]
-fn record_only_removals_show_in_the_member_record_from_the_finalization_on() {
+fn record_only_removals_are_kept_and_rows_hold_them_from_the_finalization_on() {
     let mut s = cluster_with(MemberState::Failed);
     run_by(
         &mut s,
@@ -260,19 +260,6 @@ fn record_only_removals_show_in_the_member_record_from_the_finalization_on() {
             settings: None,
         },
     );
-    // Before it, the record is the previous build's: nothing shown.
-    assert!(member(&s, "n-3").rafts_recorded_only.is_empty());
-    assert_eq!(
-        member(&s, "n-3").rafts_recorded_only_held,
-        BTreeSet::from([Raft::Patroni])
-    );
-    run(&mut s, finalize(vec![this_build("r-1", MINE)]));
-    assert_eq!(
-        member(&s, "n-3").rafts_recorded_only,
-        BTreeSet::from([Raft::Patroni])
-    );
-    // After it, a record-only removal shows at once; one through an
-    // adapter does not.
     run_by(
         &mut s,
         CLEANER,
@@ -282,11 +269,15 @@ fn record_only_removals_show_in_the_member_record_from_the_finalization_on() {
             already_gone: false,
             adapter: "openbao-http".into(),
             leader_moved: false,
-            settings: Some(MINE.into()),
+            settings: None,
         },
     );
+    // Only the removal no raft was called for is record-only.
     assert_eq!(
         member(&s, "n-3").rafts_recorded_only,
         BTreeSet::from([Raft::Patroni])
     );
+    assert!(!s.membership.record_only_shown);
+    run(&mut s, finalize(vec![this_build("r-1", MINE)]));
+    assert!(s.membership.record_only_shown);
 }
