@@ -301,7 +301,7 @@ impl Acting {
     }
 
     /// This replica's settings digest, as a removal records it.
-    pub fn settings(&self) -> &str {
+    pub fn settings_digest(&self) -> &str {
         &self.me.settings_digest
     }
 

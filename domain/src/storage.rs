@@ -222,7 +222,7 @@ impl StorageVersion {
             .iter()
             .filter_map(|r| {
                 let missing = r.cannot_read(level);
-                (!missing.is_empty()).then(|| (r, missing))
+                (!missing.is_empty()).then_some((r, missing))
             })
             .collect();
         if !unreadable.is_empty() {

@@ -141,7 +141,7 @@ impl RaftCleanup {
                         bus: self.bus.clone(),
                         raft,
                         adapter: self.adapters.get(raft).clone(),
-                        settings: self.acting.settings().to_owned(),
+                        settings: self.acting.settings_digest().to_owned(),
                         backoff: self.backoff,
                         retry: HashMap::new(),
                         recheck: self.adapters.recheck,

@@ -64,7 +64,22 @@ pub(crate) fn serve_command_under(
     flags: &[String],
     env: &[(&str, String)],
 ) -> Command {
-    let bin = env!("CARGO_BIN_EXE_stratum");
+    serve_program(Path::new(THIS_BUILD), dir, port, prelude, flags, env)
+}
+
+/// This build's `stratum`.
+pub(crate) const THIS_BUILD: &str = env!("CARGO_BIN_EXE_stratum");
+
+/// [`serve_command_under`] with the `stratum` binary at `bin` (another
+/// build's).
+pub(crate) fn serve_program(
+    bin: &Path,
+    dir: &Path,
+    port: u16,
+    prelude: Option<&str>,
+    flags: &[String],
+    env: &[(&str, String)],
+) -> Command {
     let mut cmd = match prelude {
         // A prelude that mounts runs in a mount namespace of its own, as an
         // unprivileged user may make one.
@@ -304,9 +319,20 @@ pub(crate) async fn start_under(
     flags: &[String],
     env: &[(&str, String)],
 ) -> Server {
+    start_program(Path::new(THIS_BUILD), dir, prelude, flags, env).await
+}
+
+/// Starts `serve` of the `stratum` binary at `bin` (another build's).
+pub(crate) async fn start_program(
+    bin: &Path,
+    dir: &Path,
+    prelude: Option<&str>,
+    flags: &[String],
+    env: &[(&str, String)],
+) -> Server {
     let port = free_port();
     let stderr = dir.join("stderr.log");
-    let child = serve_command_under(dir, port, prelude, flags, env)
+    let child = serve_program(bin, dir, port, prelude, flags, env)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr).unwrap())
         .spawn()

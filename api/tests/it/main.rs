@@ -36,6 +36,7 @@ mod sse;
 mod tls;
 mod transparency;
 mod trust;
+mod two_builds;
 mod upgrade_record;
 mod upgrade_serve;
 mod upgrades;

@@ -1,0 +1,466 @@
+//! Replicas of two builds on one database (issue 32), with the real
+//! binaries of earlier revisions, built by `.ci/previous-build`:
+//!
+//! - [`PREVIOUS`], the commit the storage version started from: it knows
+//!   no registry and no storage level;
+//! - [`REGISTERED`], the first build that registers itself (its stored
+//!   formats and settings) but knows no storage level.
+//!
+//! Until `stratum replicas finalize`, the previous build runs again on a
+//! database this build wrote, with nothing lost; after it, it refuses the
+//! database, naming the finalization. Finalizing is refused while a live
+//! replica cannot read the new formats. Only a replica with the agreed
+//! process-manager settings runs the raft cleanup; the other raises the
+//! `replica-settings-differ` alarm.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::binary::*;
+
+/// The commit the storage version started from (before issue 32).
+const PREVIOUS: &str = "b5a94171cebe5ad09a193df42088875e345f1d73";
+/// The first build that registers itself in the replica registry.
+const REGISTERED: &str = "59539ab566aaa8c6975b3643e34652c86fb51032";
+
+/// The `stratum` binary of `rev`, built once per target directory by
+/// `.ci/previous-build` (which CI runs before the tests).
+fn previous(rev: &str) -> PathBuf {
+    let target = Path::new(THIS_BUILD)
+        .parent()
+        .and_then(Path::parent)
+        .expect("the binary is in TARGET/debug");
+    let kept = target.join("previous").join(rev).join("stratum");
+    if kept.exists() {
+        return kept;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/previous-build");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(rev)
+        .env("CARGO_TARGET_DIR", target)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "building stratum at {rev} failed");
+    assert!(kept.exists(), "{} was not built", kept.display());
+    kept
+}
+
+/// `bin <args>` on the host against `url`, as the operator of the machine.
+fn on_host(bin: &Path, url: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(bin);
+    for key in stratum_vars() {
+        cmd.env_remove(key);
+    }
+    cmd.args(args)
+        .env("STRATUM_DATABASE_URL", url)
+        .env("USER", "root")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// `stratum <args>` of this build against a served API, as the admin.
+fn remote(server: &Server, args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(THIS_BUILD);
+    for key in stratum_vars() {
+        cmd.env_remove(key);
+    }
+    cmd.args(["--server", &server.base])
+        .args(args)
+        .env("STRATUM_TOKEN", ADMIN)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The log verifies and replays to the rows the database holds, by `bin`.
+fn clean(bin: &Path, url: &str) {
+    let out = on_host(bin, url, &["events", "verify"]);
+    assert_eq!(out.status.code(), Some(0), "events verify: {}", text(&out));
+    let out = on_host(bin, url, &["replay", "--check"]);
+    assert_eq!(out.status.code(), Some(0), "replay --check: {}", text(&out));
+}
+
+/// Stops a server as its service manager would, and waits for it.
+async fn stop(mut server: Server) {
+    server.terminate();
+    tokio::time::timeout(DEADLINE, server.child.wait())
+        .await
+        .expect("stopped in time")
+        .unwrap();
+}
+
+/// A fresh directory for one server's files under `dir`.
+fn place(dir: &Path, name: &str) -> PathBuf {
+    let d = dir.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A member that reached Patroni's raft and failed at OpenBao's: the raft
+/// cleanup owes both rafts a removal.
+async fn failed_join(server: &Server, node_id: &str, ip: &str) {
+    server.admit(node_id, ip).await;
+    server.progress(node_id, "join/raft-patroni").await;
+    let m = server
+        .member_post(
+            node_id,
+            "join-failed",
+            json!({"step": "join/raft-openbao", "error": "bao: connection refused"}),
+        )
+        .await;
+    assert_eq!(m["state"], "failed", "{m}");
+}
+
+#[tokio::test]
+async fn until_finalized_the_previous_build_runs_again_and_after_it_refuses_naming_it() {
+    let old = previous(PREVIOUS);
+    let dir = tempfile::tempdir().unwrap();
+    for (env, _db) in backends(dir.path()).await {
+        let url = env[0].1.clone();
+        let backend = if url.starts_with("sqlite:") {
+            "sqlite"
+        } else {
+            "postgres"
+        };
+
+        // The previous build makes the database and writes.
+        let a = start_program(
+            &old,
+            &place(dir.path(), &format!("{backend}-a1")),
+            None,
+            &[],
+            &env,
+        )
+        .await;
+        a.admit("n-1", "192.0.2.11").await;
+        a.member_post("n-1", "join-complete", json!({})).await;
+        stop(a).await;
+
+        // This build on it: a failed join whose removals no raft was
+        // called for (no adapter is set), written as the previous build
+        // reads them.
+        let b = start(&place(dir.path(), &format!("{backend}-b1")), &env).await;
+        failed_join(&b, "n-2", "192.0.2.12").await;
+        let m = b.cleaned("n-2").await;
+        assert_eq!(m["raftsRecordedOnly"], json!(["patroni", "openbao"]), "{m}");
+        let (_, replicas) = b.get("/v1/admin/replicas").await;
+        assert_eq!(replicas["storage"]["level"], 1, "{replicas}");
+        assert!(replicas["storage"]["finalized"].is_null(), "{replicas}");
+        assert_eq!(replicas["storage"]["pending"][0]["level"], 2, "{replicas}");
+        let (_, events) = b.get("/v1/admin/events?type=RaftPeerRemoved").await;
+        for e in events["events"].as_array().unwrap() {
+            assert_eq!(
+                e["schemaVersion"], 3,
+                "the version the previous build reads: {e}"
+            );
+        }
+        let before = b.history("n-2").await.len();
+        stop(b).await;
+        clean(THIS_BUILD.as_ref(), &url);
+
+        // The way back: the previous build serves, verifies and replays
+        // what this one wrote, with nothing lost, and writes on.
+        clean(&old, &url);
+        let a = start_program(
+            &old,
+            &place(dir.path(), &format!("{backend}-a2")),
+            None,
+            &[],
+            &env,
+        )
+        .await;
+        let m = a.member("n-2").await;
+        assert_eq!(m["state"], "failed", "{m}");
+        assert_eq!(m["raftCleanupPending"], json!([]), "{m}");
+        assert!(!m["raftCleanupAt"].is_null(), "{m}");
+        assert_eq!(a.history("n-2").await.len(), before);
+        a.admit("n-3", "192.0.2.13").await;
+        stop(a).await;
+        clean(&old, &url);
+
+        // This build again, and the upgrade finalized.
+        let b = start(&place(dir.path(), &format!("{backend}-b2")), &env).await;
+        assert_eq!(b.member("n-3").await["state"], "joining");
+        let out = remote(&b, &["replicas", "finalize"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains("storage level 2"), "{said}");
+        assert!(said.contains("finalized at position"), "{said}");
+        let (_, replicas) = b.get("/v1/admin/replicas").await;
+        assert_eq!(replicas["storage"]["level"], 2, "{replicas}");
+        assert_eq!(
+            replicas["storage"]["finalized"]["settings"], replicas["agreed"]["digest"],
+            "{replicas}"
+        );
+        // Finalizing again changes nothing.
+        let out = remote(&b, &["replicas", "finalize", "-o", "json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let again: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(again["finalized"], replicas["storage"]["finalized"]);
+        stop(b).await;
+        clean(THIS_BUILD.as_ref(), &url);
+
+        // After it, the previous build refuses the database, naming the
+        // finalization, and changes nothing.
+        let head = on_host(THIS_BUILD.as_ref(), &url, &["events", "verify"]);
+        let ran = serve_program(
+            &old,
+            &place(dir.path(), &format!("{backend}-a3")),
+            free_port(),
+            None,
+            &[],
+            &env,
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output();
+        let ran = tokio::time::timeout(DEADLINE, ran)
+            .await
+            .expect("it stops")
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert!(!ran.status.success(), "{stderr}");
+        assert!(stderr.contains("StorageVersionFinalized"), "{stderr}");
+        assert_eq!(
+            on_host(THIS_BUILD.as_ref(), &url, &["events", "verify"]).stdout,
+            head.stdout,
+            "nothing written"
+        );
+    }
+}
+
+/// The live replicas of the database as `server` lists them, by id.
+async fn listed(server: &Server) -> Value {
+    let (status, body) = server.get("/v1/admin/replicas").await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+fn this_one(list: &Value) -> Value {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["this"] == true)
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test]
+async fn finalizing_is_refused_while_a_replica_that_cannot_read_the_new_formats_is_live() {
+    let Some(db) = stratum_store::testing::postgres().await else {
+        return; // no PostgreSQL here, and none required
+    };
+    let registered = previous(REGISTERED);
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("STRATUM_DATABASE_URL", db.url.clone())];
+    let old = start_program(&registered, &place(dir.path(), "old"), None, &[], &env).await;
+    let new = start(&place(dir.path(), "new"), &env).await;
+    let (_, listed_by_old) = old.get("/v1/admin/replicas").await;
+    let old_id = listed_by_old["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["this"] == true)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let out = remote(&new, &["replicas", "finalize"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("409 VERSION_CONFLICT"), "{err}");
+    assert!(
+        err.contains(&old_id),
+        "the refusal names the replica: {err}"
+    );
+    assert!(err.contains("StorageVersionFinalized/1"), "{err}");
+    // And the API says the same, naming what it cannot read.
+    let (status, body) = new.post("/v1/admin/replicas/finalize", json!({})).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["details"]["replicas"][0]["id"], old_id, "{body}");
+    let cannot: Vec<String> =
+        serde_json::from_value(body["details"]["replicas"][0]["cannotRead"].clone()).unwrap();
+    assert_eq!(cannot, ["RaftPeerRemoved/4", "StorageVersionFinalized/1"]);
+    assert_eq!(listed(&new).await["storage"]["level"], 1);
+
+    // Once it stops, nothing holds the finalization back.
+    stop(old).await;
+    let out = remote(&new, &["replicas", "finalize"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let list = listed(&new).await;
+    assert_eq!(list["storage"]["level"], 2, "{list}");
+    assert_eq!(
+        list["storage"]["finalized"]["replicas"],
+        json!([this_one(&list)["id"]]),
+        "{list}"
+    );
+    // From here, removals name the settings they were made with.
+    failed_join(&new, "n-2", "192.0.2.12").await;
+    new.cleaned("n-2").await;
+    let (_, events) = new.get("/v1/admin/events?type=RaftPeerRemoved").await;
+    for e in events["events"].as_array().unwrap() {
+        assert_eq!(e["schemaVersion"], 4, "{e}");
+        assert_eq!(
+            e["payload"]["settings"],
+            this_one(&list)["settingsDigest"],
+            "{e}"
+        );
+    }
+    stop(new).await;
+
+    // The registered previous build refuses the finalized database too.
+    let ran = serve_program(
+        &registered,
+        &place(dir.path(), "old2"),
+        free_port(),
+        None,
+        &[],
+        &env,
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .output();
+    let ran = tokio::time::timeout(DEADLINE, ran)
+        .await
+        .expect("it stops")
+        .unwrap();
+    assert!(!ran.status.success());
+    assert!(
+        String::from_utf8_lossy(&ran.stderr).contains("StorageVersionFinalized"),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+}
+
+#[tokio::test]
+async fn only_the_replica_with_the_agreed_settings_cleans_the_rafts_and_the_other_raises_an_alarm()
+{
+    let Some(db) = stratum_store::testing::postgres().await else {
+        return; // no PostgreSQL here, and none required
+    };
+    let registered = previous(REGISTERED);
+    let dir = tempfile::tempdir().unwrap();
+    let url = db.url.clone();
+    let base = [
+        ("STRATUM_DATABASE_URL", url.clone()),
+        ("STRATUM_RAFT_RETRY_MIN", "200ms".to_owned()),
+        ("STRATUM_RAFT_RETRY_MAX", "400ms".to_owned()),
+    ];
+    // The previous build runs first, with no raft adapter: record-only.
+    let old = start_program(&registered, &place(dir.path(), "old"), None, &[], &base).await;
+    // This build beside it, with Patroni's raft through syncobj_admin.
+    let d = place(dir.path(), "new");
+    let calls = d.join("syncobj_admin.calls");
+    let syncobj = fake_syncobj_admin(
+        &d,
+        &calls,
+        &["10.0.0.1:2222", "192.0.2.12:2222", "192.0.2.13:2222"],
+    );
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let mut env = base.to_vec();
+    env.extend([
+        ("STRATUM_RAFT_PATRONI", "syncobj".to_owned()),
+        (
+            "STRATUM_PATRONI_SYNCOBJ_ADMIN",
+            syncobj.display().to_string(),
+        ),
+        ("STRATUM_PATRONI_RAFT_CONN", "10.0.0.1:2222".to_owned()),
+        ("STRATUM_PATRONI_RAFT_PORT", "2222".to_owned()),
+        ("STRATUM_METRICS_LISTEN", metrics.clone()),
+    ]);
+    let new = start(&d, &env).await;
+
+    // The settings running longest are the agreed ones: this build's
+    // differ, so it says so and never runs the cleanup.
+    let list = new
+        .eventually("the alarm", || async {
+            let list = listed(&new).await;
+            (list["alarms"].as_array().unwrap().len() == 1).then_some(list)
+        })
+        .await;
+    let me = this_one(&list);
+    assert_eq!(
+        list["alarms"][0]["name"], "replica-settings-differ",
+        "{list}"
+    );
+    assert_eq!(list["alarms"][0]["replica"], me["id"], "{list}");
+    assert!(
+        list["agreed"]["by"]
+            .as_str()
+            .unwrap()
+            .contains("running longest"),
+        "{list}"
+    );
+    new.eventually("the alarm in the log and the metric", || async {
+        (new.log().contains("replica-settings-differ")
+            && metric(&metrics, "stratum_replica_settings_differ").await == 1)
+            .then_some(())
+    })
+    .await;
+
+    failed_join(&new, "n-2", "192.0.2.12").await;
+    let m = new.cleaned("n-2").await;
+    // Exactly one removal per raft, each by the agreed (record-only)
+    // settings; this build's adapter was never called.
+    let removals: Vec<Value> = new
+        .history("n-2")
+        .await
+        .into_iter()
+        .filter(|e| e["type"] == "RaftPeerRemoved")
+        .collect();
+    assert_eq!(removals.len(), 2, "{removals:?}");
+    for r in &removals {
+        assert_eq!(r["payload"]["adapter"], "record-only", "{r}");
+    }
+    assert_eq!(m["raftsRecordedOnly"], json!(["patroni", "openbao"]), "{m}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        lines(&calls).iter().all(|c| !c.contains("-remove")),
+        "{:?}",
+        lines(&calls)
+    );
+
+    // The previous build stops: this build's settings are the agreed
+    // ones now, the alarm clears, and it cleans with its adapter.
+    stop(old).await;
+    new.eventually("the alarm to clear", || async {
+        let list = listed(&new).await;
+        (list["alarms"].as_array().unwrap().is_empty()
+            && metric(&metrics, "stratum_replica_settings_differ").await == 0)
+            .then_some(())
+    })
+    .await;
+    failed_join(&new, "n-3", "192.0.2.13").await;
+    new.cleaned("n-3").await;
+    let removed: Vec<Value> = new
+        .history("n-3")
+        .await
+        .into_iter()
+        .filter(|e| e["type"] == "RaftPeerRemoved" && e["payload"]["raft"] == "patroni")
+        .collect();
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert_eq!(
+        removed[0]["payload"]["adapter"], "patroni-syncobj",
+        "{removed:?}"
+    );
+    assert!(lines(&calls).iter().any(|c| c.contains("-remove")));
+    stop(new).await;
+    clean(THIS_BUILD.as_ref(), &url);
+}
