@@ -124,14 +124,24 @@ pub async fn replay(
         Access::ReadWrite
     };
     let store = open_existing(&db, access).await?;
-    let head = store.head().await?.position;
+    // A check compares the rows with a replay to the position they stand
+    // at, read in one snapshot: servers may go on writing meanwhile.
+    let stored = if check {
+        Some(store.read_models().await?)
+    } else {
+        None
+    };
+    let head = match &stored {
+        Some(s) => s.checkpoint,
+        None => store.head().await?.position,
+    };
     let bar = progress(head, if check { "checking" } else { "rebuilding" });
     let moved = bar.clone();
-    let rm = crate::command::replay(store.clone(), None, move |p| moved.set_position(p)).await?;
+    let until = stored.as_ref().map(|_| head);
+    let rm = crate::command::replay(store.clone(), until, move |p| moved.set_position(p)).await?;
     bar.finish_and_clear();
     let rebuilt = rm.all_rows();
-    if check {
-        let stored = store.read_models().await?;
+    if let Some(stored) = stored {
         let expected = StoredReadModels::from_changes(&rebuilt, rm.state.position);
         let mut drift = drift(&stored, &expected);
         // The Merkle tree kept beside the log is checked the same way.

@@ -477,7 +477,14 @@ impl EventStore for PgStore {
     }
 
     async fn read_models(&self) -> StoreResult<StoredReadModels> {
-        R::read_models(&self.pool).await
+        // One snapshot for every table: rows and their position agree.
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        let rows = R::read_models(&mut tx).await?;
+        tx.commit().await?;
+        Ok(rows)
     }
 
     async fn try_lead(&self, key: i64) -> StoreResult<Option<Leadership>> {

@@ -141,15 +141,19 @@ where
     }
 
     /// Every read model row. Takes the executor once per table, so a pool.
-    pub(crate) async fn read_models<'e, E>(e: E) -> StoreResult<StoredReadModels>
+    /// Every read-model row and the position they stand at, on one
+    /// connection: in a transaction the backend began with a snapshot of
+    /// one moment, so the rows and their position agree while others
+    /// write.
+    pub(crate) async fn read_models(conn: &mut DB::Connection) -> StoreResult<StoredReadModels>
     where
-        E: Executor<'e, Database = DB> + Copy,
+        for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     {
-        let members = Self::pairs(e, sql::ALL_MEMBERS).await?;
-        let join_requests = Self::pairs(e, sql::ALL_JOIN_REQUESTS).await?;
-        let tokens = Self::token_docs(e).await?;
-        let docs = Self::pairs(e, sql::ALL_DOCS).await?;
-        let (generation, checkpoint) = Self::cluster_row(e).await?;
+        let members = Self::pairs(&mut *conn, sql::ALL_MEMBERS).await?;
+        let join_requests = Self::pairs(&mut *conn, sql::ALL_JOIN_REQUESTS).await?;
+        let tokens = Self::token_docs(&mut *conn).await?;
+        let docs = Self::pairs(&mut *conn, sql::ALL_DOCS).await?;
+        let (generation, checkpoint) = Self::cluster_row(&mut *conn).await?;
         Ok(StoredReadModels {
             members,
             join_requests,

@@ -274,7 +274,12 @@ impl EventStore for SqliteStore {
     }
 
     async fn read_models(&self) -> StoreResult<StoredReadModels> {
-        R::read_models(&self.read).await
+        // A read transaction reads one snapshot of the WAL: rows and
+        // their position agree.
+        let mut tx = self.read.begin().await?;
+        let rows = R::read_models(&mut tx).await?;
+        tx.commit().await?;
+        Ok(rows)
     }
 
     async fn try_lead(&self, _key: i64) -> StoreResult<Option<Leadership>> {

@@ -19,6 +19,7 @@ mod fresh_reads;
 mod guides;
 mod iam;
 mod idempotency;
+mod load;
 mod logs;
 mod lost_tail;
 mod member_changes;

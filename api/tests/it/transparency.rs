@@ -16,7 +16,7 @@ use crate::binary::{start, Server, ADMIN};
 use crate::support::tools_available;
 
 /// The Go verifier, built once (GOPATH mode, Debian's golang.org/x/mod).
-fn go_verifier() -> Option<PathBuf> {
+pub(crate) fn go_verifier() -> Option<PathBuf> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
@@ -86,7 +86,7 @@ fn text(o: &Output) -> String {
 }
 
 /// A key pair made by `stratum log keygen NAME` in `dir`: the two files.
-fn keygen(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn keygen(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let o = stratum(
         &["log", "keygen", name, "--dir", dir.to_str().unwrap()],
         &[],
