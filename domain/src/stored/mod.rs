@@ -760,6 +760,45 @@ mod tests {
     }
 
     #[test]
+    fn raft_peer_removed_v3_upcasts_to_v4_naming_no_settings() {
+        let v3 = RaftPeerRemovedV3 {
+            node_id: "n-1".into(),
+            raft: RaftV1::Openbao,
+            already_gone: true,
+            adapter: "openbao-http".into(),
+            leader_moved: true,
+        };
+        let v4 = upcast::raft_peer_removed_v3_to_v4(v3.clone());
+        assert_eq!(v4.settings, None);
+        let from_bytes = decode("RaftPeerRemoved", 3, &bytes(&v3)).unwrap();
+        assert_eq!(
+            from_bytes,
+            decode("RaftPeerRemoved", 4, &bytes(&v4)).unwrap()
+        );
+        // What an export showed of a v3 removal before v4 existed, and what
+        // it shows of one now (the decoded event, `settings: null`), read
+        // as its bytes do.
+        let before = serde_json::json!({"nodeId": "n-1", "raft": "openbao", "alreadyGone": true, "adapter": "openbao-http", "leaderMoved": true});
+        let now = serde_json::json!({"nodeId": "n-1", "raft": "openbao", "alreadyGone": true, "adapter": "openbao-http", "leaderMoved": true, "settings": null});
+        for shown in [before, now] {
+            assert_eq!(
+                upcast::decode_exported("RaftPeerRemoved", 3, &shown),
+                Some(from_bytes.clone())
+            );
+        }
+        let named = RaftPeerRemovedV4 {
+            settings: Some("5e".repeat(32)),
+            ..v4
+        };
+        let DomainEvent::RaftPeerRemoved { settings, .. } =
+            decode("RaftPeerRemoved", 4, &bytes(&named)).unwrap()
+        else {
+            panic!("a removal decodes as a removal")
+        };
+        assert_eq!(settings, Some("5e".repeat(32)));
+    }
+
+    #[test]
     fn an_export_made_before_an_upcast_reads_like_one_made_after() {
         // What an export showed of a v1 removal before v2 existed.
         let old = serde_json::json!({"nodeId": "n-1", "raft": "ovn", "alreadyGone": false});
