@@ -20,6 +20,8 @@ enum Read {
     /// The item with the `id` the write answered in the list `GET path`
     /// answers.
     Item(&'static str),
+    /// The member `field` of what `GET path` answers.
+    Member(&'static str, &'static str),
 }
 
 impl Read {
@@ -40,6 +42,11 @@ impl Read {
                     .and_then(|items| items.iter().find(|i| i["id"] == id))
                     .unwrap_or_else(|| panic!("{id} in GET {list}: {body}"))
                     .clone()
+            }
+            Read::Member(path, field) => {
+                let (status, body) = server.get(path).await;
+                assert_eq!(status, 200, "GET {path}: {body}");
+                body[*field].clone()
             }
         }
     }
@@ -563,4 +570,17 @@ async fn life(a: &mut Answers<'_>) {
         &[],
     )
     .await;
+
+    // An upgrade of stratum itself finalized: the log's storage version.
+    let finalized = a
+        .write(
+            Method::POST,
+            "/v1/admin/replicas/finalize",
+            json!({}),
+            200,
+            Read::Member("/v1/admin/replicas", "storage"),
+            &[],
+        )
+        .await;
+    assert_eq!(finalized["level"], 2, "{finalized}");
 }
