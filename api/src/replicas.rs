@@ -77,8 +77,9 @@ pub fn describe(cfg: &Managers<'_>, listen: &str, schema: (i64, i64)) -> Replica
         listen: listen.to_owned(),
         version: crate::build::VERSION.to_owned(),
         commit: crate::build::commit(),
-        // Until a build can hold back a changed format (finalization), it
-        // writes the newest version of each type it reads.
+        // What it reads, and the newest it writes once the log's storage
+        // level allows (before that it writes what the level does: the
+        // list's `storage.writes`).
         reads: versions.clone(),
         writes: versions,
         schema_min: schema.0,
@@ -300,15 +301,15 @@ impl Acting {
         }
     }
 
-    /// This replica's settings digest, as a removal records it.
-    pub fn settings_digest(&self) -> &str {
-        &self.me.settings_digest
-    }
-
     /// Whether this replica's settings differ from the agreed ones (as
     /// last checked).
     pub fn differs(&self) -> bool {
         self.differs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The digest of this replica's settings.
+    pub fn digest(&self) -> &str {
+        &self.me.settings_digest
     }
 
     /// Whether this replica may act now. A registry it cannot read is a
@@ -344,5 +345,102 @@ impl Acting {
             );
         }
         !differs
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::raft::Agreed for Acting {
+    async fn may_act(&self) -> bool {
+        Acting::may_act(self).await
+    }
+
+    fn settings_digest(&self) -> &str {
+        self.digest()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stratum_domain::storage::{Finalization, StorageVersion};
+
+    /// A registry row: `started` and `beat` in seconds of the database's
+    /// clock, `now` being 100.
+    fn row(id: &str, settings: &str, started: i64, beat: i64, stopped: bool) -> ReplicaRow {
+        ReplicaRow {
+            id: id.into(),
+            host: "cp-1".into(),
+            listen: "127.0.0.1:8080".into(),
+            version: "0.1.0".into(),
+            commit: "c0ffee".into(),
+            reads: "{}".into(),
+            writes: "{}".into(),
+            schema_min: 6,
+            schema_max: 6,
+            settings: "{}".into(),
+            settings_digest: settings.into(),
+            started_at: started * 1_000_000,
+            heartbeat_at: beat * 1_000_000,
+            stopped_at: stopped.then_some(beat * 1_000_000),
+        }
+    }
+
+    fn registry(rows: Vec<ReplicaRow>) -> Replicas {
+        Replicas {
+            now: 100 * 1_000_000,
+            rows,
+        }
+    }
+
+    fn finalized(settings: &str) -> StorageVersion {
+        StorageVersion {
+            level: 2,
+            finalized: Some(Finalization {
+                position: 42,
+                at: chrono::DateTime::UNIX_EPOCH,
+                by: "user/ops-lead".into(),
+                settings: settings.into(),
+                replicas: Vec::new(),
+            }),
+        }
+    }
+
+    #[test]
+    fn before_any_finalization_the_live_replica_running_longest_is_agreed() {
+        let me = row("r-new", "bbb", 50, 99, false);
+        let all = registry(vec![
+            // Started first, but stopped, and silent: neither counts.
+            row("r-gone", "zzz", 1, 20, true),
+            row("r-hung", "yyy", 2, 60, false),
+            row("r-old", "aaa", 10, 98, false),
+            me.clone(),
+        ]);
+        let agreed = Agreement::of(&all, &StorageVersion::default(), &me);
+        assert_eq!(agreed.digest, "aaa");
+        assert!(agreed.by.contains("r-old"), "{}", agreed.by);
+        // Alone, a replica agrees with itself (even before its first beat
+        // is read back).
+        let alone = Agreement::of(
+            &registry(vec![row("r-gone", "zzz", 1, 20, true)]),
+            &StorageVersion::default(),
+            &me,
+        );
+        assert_eq!(alone.digest, "bbb");
+    }
+
+    #[test]
+    fn after_a_finalization_its_settings_are_agreed_whoever_runs_longest() {
+        let me = row("r-new", "bbb", 50, 99, false);
+        let all = registry(vec![row("r-old", "aaa", 10, 98, false), me.clone()]);
+        let agreed = Agreement::of(&all, &finalized("bbb"), &me);
+        assert_eq!(agreed.digest, "bbb");
+        assert!(agreed.by.contains("position 42"), "{}", agreed.by);
+        // A replica restarted with other settings than those recorded
+        // is not agreed with, however long it has run.
+        let restarted = row("r-new", "ccc", 1, 99, false);
+        assert_eq!(
+            Agreement::of(&all, &finalized("bbb"), &restarted).digest,
+            "bbb"
+        );
     }
 }

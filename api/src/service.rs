@@ -193,7 +193,7 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
             bus.clone(),
             cfg.adapters.clone(),
             cfg.backoff,
-            acting,
+            Arc::new(acting),
         )
         .run(),
     ));

@@ -305,4 +305,8 @@ impl store::EventStore for CountingStore {
         self.count("replicas");
         self.inner.replicas().await
     }
+
+    async fn unregistered_clients(&self) -> store::StoreResult<Vec<String>> {
+        self.inner.unregistered_clients().await
+    }
 }

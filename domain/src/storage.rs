@@ -148,12 +148,17 @@ impl ReplicaView {
 
 /// Finalize the log's storage version at `level` (this build's newest when
 /// `None`), with the settings of the replica asking (`settings`, a digest),
-/// given every live replica.
+/// given every live replica and every session of a build that does not
+/// register.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finalize {
     pub level: Option<u16>,
     pub settings: String,
     pub replicas: Vec<ReplicaView>,
+    /// Sessions of builds from before the replica registry, which register
+    /// nothing and read only level 1 (as the store sees them: `pid N from
+    /// ADDR since TIME`).
+    pub unregistered: Vec<String>,
 }
 
 /// When and by whom the log was finalized at its level.
@@ -243,6 +248,16 @@ impl StorageVersion {
                     "cannotRead": missing,
                 })).collect::<Vec<_>>(),
             })));
+        }
+        if !cmd.unregistered.is_empty() {
+            return Err(Refusal::new(
+                ErrorCode::VersionConflict,
+                format!(
+                    "Not finalized: sessions of a build of stratum from before the replica registry are open on this database ({}); such a build reads only storage level {BASE_LEVEL}. Stop those replicas (and their host commands) first.",
+                    cmd.unregistered.join("; ")
+                ),
+            )
+            .with_details(json!({ "unregistered": cmd.unregistered })));
         }
         let differing: Vec<&ReplicaView> = cmd
             .replicas

@@ -101,6 +101,7 @@ fn record_only_removals_reach_the_rows_with_the_finalization() {
             level: None,
             settings: "5e".repeat(32),
             replicas: Vec::new(),
+            unregistered: Vec::new(),
         }),
     );
     let row = row_of(&mut rm, "n-1").expect("the finalization wrote the row again");

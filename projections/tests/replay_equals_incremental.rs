@@ -84,6 +84,7 @@ fn any_command() -> impl Strategy<Value = Command> {
             level: None,
             settings: "5e".repeat(32),
             replicas: Vec::new(),
+            unregistered: Vec::new(),
         })),
     ]
 }

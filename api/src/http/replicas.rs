@@ -54,7 +54,9 @@ pub struct ReplicaDoc {
     /// Each stored event type and the newest version it reads.
     #[schema(value_type = Object)]
     reads: Value,
-    /// Each stored event type and the version it writes.
+    /// Each stored event type and the newest version it writes once the
+    /// log's storage level allows it (`storage.writes` is what every
+    /// replica writes now).
     #[schema(value_type = Object)]
     writes: Value,
     /// The schema versions it runs on, `{min, max}`.
@@ -158,7 +160,7 @@ crate::request_body! {
 #[utoipa::path(post, path = "/v1/admin/replicas/finalize", tag = "system",
     request_body = FinalizeBody,
     responses((status = 200, description = "The log's storage version after the finalization (unchanged when it was finalized so already).", body = Object),
-              (status = 409, description = "VERSION_CONFLICT: a live replica cannot read the level's formats, or its settings differ; the refusal names each one.", body = super::schema::ErrorBody)),
+              (status = 409, description = "VERSION_CONFLICT: a live replica cannot read the level's formats, a build from before the replica registry has sessions open on the database, or a live replica's settings differ; the refusal names each one.", body = super::schema::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn finalize(
     State(state): State<AppState>,
@@ -187,10 +189,17 @@ pub async fn finalize(
             settings: r.settings_digest.clone(),
         })
         .collect();
+    let unregistered = match state.store.unregistered_clients().await {
+        Ok(u) => u,
+        Err(e) => {
+            return axum::response::IntoResponse::into_response(crate::error::ApiError::from(e))
+        }
+    };
     let cmd = stratum_domain::Command::Finalize(Finalize {
         level: body.value.level.into_option(),
         settings: state.replica.settings_digest.clone(),
         replicas,
+        unregistered,
     });
     super::run_command(
         &state,

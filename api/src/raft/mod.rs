@@ -44,8 +44,21 @@ pub use config::{ConfigError, RaftArgs};
 
 use crate::backoff::Backoff;
 use crate::command::{CommandBus, CommandRequest, Outcome};
-use crate::replicas::Acting;
 use stratum_store::{EventStore, StoreError};
+
+/// Whether this replica may run the raft cleanup now: only while its
+/// process-manager settings are the agreed ones (the replica registry's
+/// `Acting` answers it from the registry and the log).
+#[async_trait::async_trait]
+pub trait Agreed: Send + Sync {
+    /// Whether this replica may act now; a no fails closed.
+    async fn may_act(&self) -> bool;
+    /// The digest of the settings it acts with, which each removal records.
+    fn settings_digest(&self) -> &str;
+}
+
+/// How often the agreement is asked again: as often as replicas beat.
+const AGREEMENT_CHECK: Duration = Duration::from_secs(5);
 
 /// The advisory lock key of the raft cleanup role.
 pub const RAFT_CLEANUP_LOCK: i64 = 0x5354_5241_0001;
@@ -57,7 +70,7 @@ pub struct RaftCleanup {
     bus: CommandBus,
     adapters: RaftAdapters,
     backoff: Backoff,
-    acting: Acting,
+    acting: Arc<dyn Agreed>,
 }
 
 /// The removals of one raft.
@@ -99,7 +112,7 @@ impl RaftCleanup {
         bus: CommandBus,
         adapters: RaftAdapters,
         backoff: Backoff,
-        acting: Acting,
+        acting: Arc<dyn Agreed>,
     ) -> Self {
         Self {
             store,
@@ -116,7 +129,7 @@ impl RaftCleanup {
     pub async fn run(self) {
         loop {
             if !self.acting.may_act().await {
-                tokio::time::sleep(crate::replicas::HEARTBEAT).await;
+                tokio::time::sleep(AGREEMENT_CHECK).await;
                 continue;
             }
             let lead = match self.store.try_lead(RAFT_CLEANUP_LOCK).await {
@@ -131,6 +144,10 @@ impl RaftCleanup {
                     continue;
                 }
             };
+            tracing::info!(
+                settings = %self.acting.settings_digest(),
+                "this replica runs the raft cleanup, with the agreed settings"
+            );
             // The set aborts the workers when it is dropped, however this
             // loop ends.
             let mut workers = tokio::task::JoinSet::new();
@@ -152,7 +169,7 @@ impl RaftCleanup {
                     .run(),
                 );
             }
-            let mut agreement = tokio::time::interval(crate::replicas::HEARTBEAT);
+            let mut agreement = tokio::time::interval(AGREEMENT_CHECK);
             agreement.tick().await;
             loop {
                 tokio::select! {

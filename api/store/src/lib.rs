@@ -307,7 +307,21 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// Every registered replica, by start, and the database's time.
     async fn replicas(&self) -> StoreResult<Replicas>;
+
+    /// Other sessions on this database of a build of stratum from before
+    /// the replica registry (their `application_name` is `stratum`; this
+    /// build's is [`APPLICATION_NAME`]), each as `pid N from ADDR since
+    /// TIME`: replicas that registered nothing and read only what they
+    /// were built with. None on SQLite, whose clients cannot be seen.
+    async fn unregistered_clients(&self) -> StoreResult<Vec<String>> {
+        Ok(Vec::new())
+    }
 }
+
+/// The `application_name` this build's PostgreSQL sessions carry. Builds
+/// from before the replica registry say `stratum`, which is how they are
+/// told apart ([`EventStore::unregistered_clients`]).
+pub const APPLICATION_NAME: &str = concat!("stratum/", env!("CARGO_PKG_VERSION"));
 
 /// What folding an event into the read models reads of it, borrowed from
 /// its [`ReplayChunk`].

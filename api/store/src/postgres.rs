@@ -150,7 +150,7 @@ async fn follow(
 }
 
 fn options_for(target: &Target, i: usize, read_only: bool) -> PgConnectOptions {
-    let opts = target.options(i).application_name("stratum");
+    let opts = target.options(i).application_name(crate::APPLICATION_NAME);
     if read_only {
         // The server itself refuses every write of these sessions.
         opts.options([("default_transaction_read_only", "on")])
@@ -538,6 +538,22 @@ impl EventStore for PgStore {
 
     async fn replicas(&self) -> StoreResult<crate::Replicas> {
         Registry::all(&self.pool, POSTGRES_NOW).await
+    }
+
+    async fn unregistered_clients(&self) -> StoreResult<Vec<String>> {
+        let rows: Vec<(i32, String, String)> = sqlx::query_as(
+            "SELECT pid, COALESCE(host(client_addr), 'a local socket'), \
+                    to_char(backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') \
+             FROM pg_stat_activity \
+             WHERE datname = current_database() AND application_name = 'stratum' \
+               AND pid <> pg_backend_pid() ORDER BY backend_start, pid",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(pid, from, since)| format!("pid {pid} from {from} since {since}"))
+            .collect())
     }
 
     async fn put_snapshot(&self, position: u64, state: &[u8]) -> StoreResult<()> {

@@ -78,6 +78,30 @@ fn remote(server: &Server, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `stratum replicas finalize` against `server` with `token`, again while
+/// (and only while) it is refused for sessions of a stopped build from
+/// before the registry that PostgreSQL has not yet ended.
+async fn finalize_once_stopped_sessions_end(server: &Server, token: &str) -> std::process::Output {
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        let mut cmd = std::process::Command::new(THIS_BUILD);
+        for key in stratum_vars() {
+            cmd.env_remove(key);
+        }
+        let out = cmd
+            .args(["--server", &server.base, "replicas", "finalize"])
+            .env("STRATUM_TOKEN", token)
+            .output()
+            .unwrap();
+        let lingering =
+            String::from_utf8_lossy(&out.stderr).contains("from before the replica registry");
+        if !lingering || std::time::Instant::now() > deadline {
+            return out;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 fn text(out: &std::process::Output) -> String {
     format!(
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -95,13 +119,26 @@ fn clean(bin: &Path, url: &str) {
     assert_eq!(out.status.code(), Some(0), "replay --check: {}", text(&out));
 }
 
-/// Stops a server as its service manager would, and waits for it.
+/// Stops a server as its service manager would, and waits for it: it must
+/// still be running (no crash went unnoticed) and stop cleanly.
 async fn stop(mut server: Server) {
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "{} exited before it was stopped:\n{}",
+        server.base,
+        server.log()
+    );
     server.terminate();
-    tokio::time::timeout(DEADLINE, server.child.wait())
+    let status = tokio::time::timeout(DEADLINE, server.child.wait())
         .await
         .expect("stopped in time")
         .unwrap();
+    assert!(
+        status.success(),
+        "{} stopped with {status}:\n{}",
+        server.base,
+        server.log()
+    );
 }
 
 /// A fresh directory for one server's files under `dir`.
@@ -128,7 +165,15 @@ async fn failed_join(server: &Server, node_id: &str, ip: &str) {
 
 #[tokio::test]
 async fn until_finalized_the_previous_build_runs_again_and_after_it_refuses_naming_it() {
-    let old = previous(PREVIOUS);
+    for rev in [PREVIOUS, REGISTERED] {
+        way_back(rev).await;
+    }
+}
+
+/// [`until_finalized_the_previous_build_runs_again_and_after_it_refuses_naming_it`]
+/// from the build of `rev`, on both backends.
+async fn way_back(rev: &str) {
+    let old = previous(rev);
     let dir = tempfile::tempdir().unwrap();
     for (env, _db) in backends(dir.path()).await {
         let url = env[0].1.clone();
@@ -196,7 +241,7 @@ async fn until_finalized_the_previous_build_runs_again_and_after_it_refuses_nami
         // This build again, and the upgrade finalized.
         let b = start(&place(dir.path(), &format!("{backend}-b2")), &env).await;
         assert_eq!(b.member("n-3").await["state"], "joining");
-        let out = remote(&b, &["replicas", "finalize"]);
+        let out = finalize_once_stopped_sessions_end(&b, ADMIN).await;
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(said.contains("storage level 2"), "{said}");
@@ -302,7 +347,7 @@ async fn finalizing_is_refused_while_a_replica_that_cannot_read_the_new_formats_
 
     // Once it stops, nothing holds the finalization back.
     stop(old).await;
-    let out = remote(&new, &["replicas", "finalize"]);
+    let out = finalize_once_stopped_sessions_end(&new, ADMIN).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let list = listed(&new).await;
     assert_eq!(list["storage"]["level"], 2, "{list}");
@@ -347,6 +392,38 @@ async fn finalizing_is_refused_while_a_replica_that_cannot_read_the_new_formats_
         "{}",
         String::from_utf8_lossy(&ran.stderr)
     );
+}
+
+#[tokio::test]
+async fn finalizing_is_refused_while_a_build_from_before_the_registry_has_sessions_open() {
+    let Some(db) = stratum_store::testing::postgres().await else {
+        return; // no PostgreSQL here, and none required
+    };
+    let unregistering = previous(PREVIOUS);
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("STRATUM_DATABASE_URL", db.url.clone())];
+    let old = start_program(&unregistering, &place(dir.path(), "old"), None, &[], &env).await;
+    let new = start(&place(dir.path(), "new"), &env).await;
+    // It registers nothing: only its sessions show it.
+    let list = listed(&new).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 1, "{list}");
+    let (status, body) = new.post("/v1/admin/replicas/finalize", json!({})).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("from before the replica registry"),
+        "{body}"
+    );
+    let sessions = body["details"]["unregistered"].as_array().unwrap();
+    assert!(!sessions.is_empty(), "{body}");
+    assert!(sessions[0].as_str().unwrap().starts_with("pid "), "{body}");
+    assert_eq!(listed(&new).await["storage"]["level"], 1);
+    stop(old).await;
+    let out = finalize_once_stopped_sessions_end(&new, ADMIN).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    stop(new).await;
 }
 
 #[tokio::test]
@@ -497,6 +574,13 @@ async fn writes_go_on(load: &crate::load::Load, n: usize, what: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_replicas_of_the_previous_build_are_replaced_under_load_then_the_upgrade_is_finalized()
 {
+    for rev in [PREVIOUS, REGISTERED] {
+        rolling_upgrade(rev).await;
+    }
+}
+
+/// The rolling upgrade from the build of `rev`, on PostgreSQL.
+async fn rolling_upgrade(rev: &str) {
     use crate::load::{count, get, Load};
     use stratum_history::member::MemberModel;
     use stratum_history::{check, Options};
@@ -504,7 +588,7 @@ async fn two_replicas_of_the_previous_build_are_replaced_under_load_then_the_upg
     let Some(db) = stratum_store::testing::postgres().await else {
         return; // no PostgreSQL here, and none required
     };
-    let old = previous(PREVIOUS);
+    let old = previous(rev);
     let dir = tempfile::tempdir().unwrap();
     let url = db.url.clone();
     let (key, public) = crate::transparency::keygen(dir.path(), "stratum.rolling-upgrade");
@@ -531,21 +615,13 @@ async fn two_replicas_of_the_previous_build_are_replaced_under_load_then_the_upg
     clean(THIS_BUILD.as_ref(), &url);
 
     // Every replica is of this build: the upgrade is finalized, under load.
-    let mut finalize = std::process::Command::new(THIS_BUILD);
-    for k in stratum_vars() {
-        finalize.env_remove(k);
-    }
-    let out = finalize
-        .args(["--server", &b1.base, "replicas", "finalize"])
-        .env("STRATUM_TOKEN", crate::support::ADMIN_TOKEN)
-        .output()
-        .unwrap();
+    let out = finalize_once_stopped_sessions_end(&b1, crate::support::ADMIN_TOKEN).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     writes_go_on(&load, 200, "after the finalization").await;
     clean(THIS_BUILD.as_ref(), &url);
     let seen = load.finish().await;
     eprintln!(
-        "rolling upgrade: {} writes acknowledged, {} operations; 5xx answers {:?}",
+        "rolling upgrade from {rev}: {} writes acknowledged, {} operations; 5xx answers {:?}",
         seen.acknowledged.len(),
         seen.history.len(),
         count(&seen.errors)
@@ -640,15 +716,34 @@ async fn a_build_that_keeps_no_tree_writes_600_events_beside_this_one_and_no_pro
         .await;
         head += 1;
         if i % 50 == 49 {
-            let (status, body) = b.get(&proof(head)).await;
-            assert!(status == 200 || status == 503, "{status}: {body}");
-            *answered.entry(status).or_insert(0) += 1;
+            // A consistency proof, an inclusion proof and the first tile
+            // of leaves, up to the head this replica has folded: served,
+            // or 503 while the tree catches up.
+            let seen = b.get("/readyz").await.1["position"].as_u64().unwrap();
+            for path in [
+                proof(seen),
+                format!("/v1/admin/events/5/proof?size={seen}"),
+                "/v1/log/tile/0/000.p/5".to_owned(),
+            ] {
+                let (status, body) = b.get(&path).await;
+                assert!(status == 200 || status == 503, "{path}: {status}: {body}");
+                *answered.entry(status).or_insert(0) += 1;
+            }
             let out = on_host(THIS_BUILD.as_ref(), &url, &["events", "verify"]);
             assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+            assert!(
+                String::from_utf8_lossy(&out.stdout).starts_with("verified:"),
+                "{}",
+                text(&out)
+            );
             assert!(!text(&out).contains("missing"), "{}", text(&out));
         }
     }
     eprintln!("proofs while the old build wrote: {answered:?}");
+    assert!(
+        answered.get(&200).is_some_and(|n| *n > 0),
+        "never served: {answered:?}"
+    );
     // Once it stops, the tree is whole without a restart.
     stop(a).await;
     let (status, body) = b
@@ -668,4 +763,101 @@ async fn a_build_that_keeps_no_tree_writes_600_events_beside_this_one_and_no_pro
     );
     clean(THIS_BUILD.as_ref(), &url);
     stop(b).await;
+}
+
+#[tokio::test]
+async fn a_previous_build_started_beside_the_replica_with_the_agreed_settings_never_cleans() {
+    let Some(db) = stratum_store::testing::postgres().await else {
+        return; // no PostgreSQL here, and none required
+    };
+    let registered = previous(REGISTERED);
+    let dir = tempfile::tempdir().unwrap();
+    let base = [
+        ("STRATUM_DATABASE_URL", db.url.clone()),
+        ("STRATUM_RAFT_RETRY_MIN", "200ms".to_owned()),
+        ("STRATUM_RAFT_RETRY_MAX", "400ms".to_owned()),
+    ];
+    // This build first, with Patroni's raft through syncobj_admin: alone,
+    // its settings are the agreed ones, and it takes the cleanup.
+    let d = place(dir.path(), "new");
+    let calls = d.join("syncobj_admin.calls");
+    let syncobj = fake_syncobj_admin(&d, &calls, &["10.0.0.1:2222", "192.0.2.12:2222"]);
+    let mut env = base.to_vec();
+    env.extend([
+        ("STRATUM_RAFT_PATRONI", "syncobj".to_owned()),
+        (
+            "STRATUM_PATRONI_SYNCOBJ_ADMIN",
+            syncobj.display().to_string(),
+        ),
+        ("STRATUM_PATRONI_RAFT_CONN", "10.0.0.1:2222".to_owned()),
+        ("STRATUM_PATRONI_RAFT_PORT", "2222".to_owned()),
+    ]);
+    let new = start(&d, &env).await;
+    new.eventually("this build to run the raft cleanup", || async {
+        new.log().contains("runs the raft cleanup").then_some(())
+    })
+    .await;
+    // The previous build beside it, with no raft adapter: its settings
+    // differ, which this build's list names; it never gets the lock.
+    let old = start_program(&registered, &place(dir.path(), "old"), None, &[], &base).await;
+    let (_, own) = old.get("/v1/admin/replicas").await;
+    let old_id = this_one(&own)["id"].clone();
+    let list = listed(&new).await;
+    assert_eq!(list["alarms"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["alarms"][0]["replica"], old_id, "{list}");
+    assert_eq!(
+        list["agreed"]["digest"],
+        this_one(&list)["settingsDigest"],
+        "{list}"
+    );
+
+    // Sent to the previous build, the failed join is cleaned by this one,
+    // with its adapter.
+    failed_join(&old, "n-2", "192.0.2.12").await;
+    let m = new.cleaned("n-2").await;
+    let removed: Vec<Value> = new
+        .history("n-2")
+        .await
+        .into_iter()
+        .filter(|e| e["type"] == "RaftPeerRemoved" && e["payload"]["raft"] == "patroni")
+        .collect();
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert_eq!(removed[0]["payload"]["adapter"], "patroni-syncobj", "{m}");
+    assert!(
+        lines(&calls)
+            .iter()
+            .any(|c| c.contains("-remove 192.0.2.12:2222")),
+        "{:?}",
+        lines(&calls)
+    );
+    assert!(!old.log().contains("taken out of raft"), "{}", old.log());
+    stop(old).await;
+    stop(new).await;
+}
+
+#[tokio::test]
+async fn only_an_administrator_finalizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]).await;
+    for policy in ["ClusterOperator", "ReadOnly", "Auditor"] {
+        let token = server
+            .token_for(&format!("user/{}", policy.to_lowercase()), policy)
+            .await;
+        let res = server
+            .http
+            .post(server.url("/v1/admin/replicas/finalize"))
+            .bearer_auth(&token)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        let status = res.status().as_u16();
+        let body: Value = res.json().await.unwrap_or(Value::Null);
+        assert_eq!(status, 403, "{policy}: {body}");
+        assert_eq!(body["code"], "ACCESS_DENIED", "{policy}: {body}");
+    }
+    assert_eq!(listed(&server).await["storage"]["level"], 1);
+    let (status, body) = server.post("/v1/admin/replicas/finalize", json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["level"], 2, "{body}");
 }

@@ -49,6 +49,7 @@ fn finalize(replicas: Vec<ReplicaView>) -> Finalize {
         level: None,
         settings: MINE.into(),
         replicas,
+        unregistered: Vec::new(),
     }
 }
 
@@ -120,6 +121,19 @@ fn finalizing_is_refused_naming_each_live_replica_that_cannot_read_the_level() {
 }
 
 #[test]
+fn finalizing_is_refused_while_a_build_that_registers_nothing_has_sessions_open() {
+    let session = "pid 4242 from 192.0.2.7 since 2026-12-03T10:00:00Z";
+    let r = State::default()
+        .when(Finalize {
+            unregistered: vec![session.into()],
+            ..finalize(vec![this_build("r-1", MINE)])
+        })
+        .then_refused(ErrorCode::VersionConflict);
+    assert!(r.message.contains(session), "{}", r.message);
+    assert_eq!(r.details.as_ref().unwrap()["unregistered"][0], session);
+}
+
+#[test]
 fn finalizing_is_refused_naming_each_live_replica_with_other_settings() {
     let r = State::default()
         .when(finalize(vec![
@@ -166,9 +180,8 @@ fn new_settings_are_agreed_by_finalizing_again() {
     let s = given(&[finalized(NEWEST_LEVEL, &["r-1"])]);
     let d = s
         .when(Finalize {
-            level: None,
             settings: OTHER.into(),
-            replicas: vec![this_build("r-3", OTHER)],
+            ..finalize(vec![this_build("r-3", OTHER)])
         })
         .decided();
     let [DomainEvent::StorageVersionFinalized(f)] = d.events.as_slice() else {
