@@ -284,8 +284,74 @@ pub struct Acting {
     differs: Arc<std::sync::atomic::AtomicBool>,
 }
 
-/// The alarm a replica with settings other than the agreed ones raises.
-pub const SETTINGS_DIFFER_ALARM: &str = "replica-settings-differ";
+/// The alarm of replicas with settings other than the agreed ones.
+pub use stratum_domain::upgrade::REPLICA_SETTINGS_DIFFER_ALARM as SETTINGS_DIFFER_ALARM;
+
+/// The live replicas whose settings are not the agreed ones, each with
+/// what the alarm says of it.
+pub fn differing<'a>(all: &'a Replicas, agreed: &Agreement) -> Vec<(&'a ReplicaRow, String)> {
+    all.rows
+        .iter()
+        .filter(|r| {
+            ReplicaState::of(r, all.now) == ReplicaState::Live && r.settings_digest != agreed.digest
+        })
+        .map(|r| {
+            let said = format!(
+                "replica {} on {} (stratum {} {}) has settings {} where {} agreed on {}",
+                r.id,
+                r.host,
+                r.version,
+                r.commit,
+                stratum_domain::storage::short(&r.settings_digest),
+                agreed.by,
+                stratum_domain::storage::short(&agreed.digest)
+            );
+            (r, said)
+        })
+        .collect()
+}
+
+/// Keeps the `replica-settings-differ` alarm in the log as the registry
+/// stands, every [`HEARTBEAT`] until `stop`: raised while a live replica's
+/// settings are not the agreed ones, cleared once none are. Every replica
+/// of this build runs it (the domain records each change once), so the
+/// alarm is kept whichever replicas run.
+pub async fn keep_settings_alarm(acting: Acting, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(HEARTBEAT) => {}
+            () = stop.cancelled() => return,
+        }
+        let Ok(all) = acting.store.replicas().await else {
+            continue; // the gate says so, and fails closed
+        };
+        let rm = acting.bus.published();
+        let agreed = Agreement::of(&all, &rm.state.storage, &acting.me);
+        let differing: Vec<String> = differing(&all, &agreed)
+            .into_iter()
+            .map(|(_, said)| said)
+            .collect();
+        let key = stratum_domain::upgrade::alarm_key(SETTINGS_DIFFER_ALARM, None, None);
+        let raised = rm
+            .state
+            .upgrades
+            .alarms
+            .get(&key)
+            .is_some_and(|a| a.cleared_at.is_none());
+        if differing.is_empty() != raised {
+            continue; // the log says so already
+        }
+        let req = crate::command::CommandRequest::new(
+            stratum_domain::Command::Upgrade(
+                stratum_domain::upgrade::UpgradeCommand::KeepReplicaSettingsAlarm { differing },
+            ),
+            stratum_domain::iam::SERVICE_PRINCIPAL,
+        );
+        if let Err(e) = acting.bus.execute(req).await {
+            tracing::warn!(error = %e, "the replica-settings-differ alarm was not kept; trying again");
+        }
+    }
+}
 
 impl Acting {
     pub fn new(

@@ -186,6 +186,10 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         replica,
         state.shutdown.clone(),
     )));
+    tasks.push(tokio::spawn(crate::replicas::keep_settings_alarm(
+        acting.clone(),
+        state.shutdown.clone(),
+    )));
     tasks.push(tokio::spawn(checkpoints.run()));
     tasks.push(tokio::spawn(
         RaftCleanup::new(

@@ -114,23 +114,15 @@ pub async fn list_replicas(State(state): State<AppState>) -> ApiResult<Json<Valu
     let all = state.store.replicas().await?;
     let rm = state.bus.published();
     let agreed = crate::replicas::Agreement::of(&all, &rm.state.storage, &state.replica);
-    let alarms: Vec<Value> = all
-        .rows
-        .iter()
-        .filter(|r| {
-            ReplicaState::of(r, all.now) == ReplicaState::Live && r.settings_digest != agreed.digest
-        })
-        .map(|r| {
+    let alarms: Vec<Value> = crate::replicas::differing(&all, &agreed)
+        .into_iter()
+        .map(|(r, said)| {
             json!({
                 "name": crate::replicas::SETTINGS_DIFFER_ALARM,
                 "replica": r.id,
                 "host": r.host,
                 "settingsDigest": r.settings_digest,
-                "message": format!(
-                    "Replica {} on {} has process-manager settings {} where {} agreed on {}: it never runs the raft cleanup with them.",
-                    r.id, r.host, stratum_domain::storage::short(&r.settings_digest),
-                    agreed.by, stratum_domain::storage::short(&agreed.digest)
-                ),
+                "message": format!("{said}: it never runs the raft cleanup with them."),
             })
         })
         .collect();

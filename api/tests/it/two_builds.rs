@@ -491,6 +491,25 @@ async fn only_the_replica_with_the_agreed_settings_cleans_the_rafts_and_the_othe
             .then_some(())
     })
     .await;
+    // And in the record, as every alarm is: `stratum alarms --active`.
+    let alarmed = new
+        .eventually("the recorded alarm", || async {
+            let (_, alarms) = new.get("/v1/admin/alarms?active=true").await;
+            alarms["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["name"] == "replica-settings-differ")
+                .cloned()
+        })
+        .await;
+    assert!(
+        alarmed["message"]
+            .as_str()
+            .unwrap()
+            .contains(me["id"].as_str().unwrap()),
+        "{alarmed}"
+    );
 
     failed_join(&new, "n-2", "192.0.2.12").await;
     let m = new.cleaned("n-2").await;
@@ -519,9 +538,11 @@ async fn only_the_replica_with_the_agreed_settings_cleans_the_rafts_and_the_othe
     stop(old).await;
     new.eventually("the alarm to clear", || async {
         let list = listed(&new).await;
+        let (_, alarms) = new.get("/v1/admin/alarms?active=true").await;
         (list["alarms"].as_array().unwrap().is_empty()
-            && metric(&metrics, "stratum_replica_settings_differ").await == 0)
-            .then_some(())
+            && metric(&metrics, "stratum_replica_settings_differ").await == 0
+            && alarms["items"].as_array().unwrap().is_empty())
+        .then_some(())
     })
     .await;
     failed_join(&new, "n-3", "192.0.2.13").await;

@@ -294,3 +294,27 @@ fn record_only_removals_are_kept_and_rows_hold_them_from_the_finalization_on() {
     run(&mut s, finalize(vec![this_build("r-1", MINE)]));
     assert!(s.membership.record_only_shown);
 }
+
+#[test]
+fn the_settings_alarm_is_raised_while_replicas_differ_and_cleared_once_none_do() {
+    use crate::upgrade::{alarm_key, REPLICA_SETTINGS_DIFFER_ALARM};
+    let keep = |differing: &[&str]| UpgradeCommand::KeepReplicaSettingsAlarm {
+        differing: differing.iter().map(|d| (*d).to_owned()).collect(),
+    };
+    let mut s = State::default();
+    // Nothing differs, nothing raised: nothing to say.
+    s.when(keep(&[])).then_nothing();
+    let d = run(&mut s, keep(&["replica r-2 on cp-2 has settings bbb"]));
+    let [DomainEvent::AlarmRaised(raised)] = d.events.as_slice() else {
+        panic!("{:?}", d.events);
+    };
+    assert_eq!(raised.name, REPLICA_SETTINGS_DIFFER_ALARM);
+    assert!(raised.message.contains("r-2 on cp-2"), "{}", raised.message);
+    // Raised once, however often it is said again.
+    s.when(keep(&["replica r-2 on cp-2 has settings bbb"]))
+        .then_nothing();
+    run(&mut s, keep(&[]));
+    let key = alarm_key(REPLICA_SETTINGS_DIFFER_ALARM, None, None);
+    assert!(s.upgrades.alarms[&key].cleared_at.is_some());
+    s.when(keep(&[])).then_nothing();
+}

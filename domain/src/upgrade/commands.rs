@@ -82,6 +82,14 @@ pub enum UpgradeCommand {
         signed_root: String,
         reason: Option<String>,
     },
+    /// A replica's view of the live replicas whose process-manager
+    /// settings are not the agreed ones, each described for a person (sent
+    /// by the service itself, never over HTTP): the
+    /// `replica-settings-differ` alarm is raised while there are any and
+    /// cleared once there are none.
+    KeepReplicaSettingsAlarm {
+        differing: Vec<String>,
+    },
 }
 
 /// The service's configuration an upgrade is planned with: recorded in the
@@ -119,6 +127,9 @@ impl UpgradeCommand {
             | UpgradeCommand::AcknowledgeCheckpointFork { .. } => {
                 format!("alarm/{CHECKPOINT_FORK_ALARM}")
             }
+            UpgradeCommand::KeepReplicaSettingsAlarm { .. } => {
+                format!("alarm/{REPLICA_SETTINGS_DIFFER_ALARM}")
+            }
             UpgradeCommand::Create { upgrade_id, .. }
             | UpgradeCommand::Apply { upgrade_id }
             | UpgradeCommand::ReportNode { upgrade_id, .. }
@@ -142,6 +153,7 @@ impl UpgradeCommand {
                 | UpgradeCommand::RecordLostEvents(_)
                 | UpgradeCommand::RecordCheckpointFork(_)
                 | UpgradeCommand::AcknowledgeCheckpointFork { .. }
+                | UpgradeCommand::KeepReplicaSettingsAlarm { .. }
                 | UpgradeCommand::Cancel { .. }
         )
     }

@@ -147,6 +147,9 @@ impl Upgrades {
                 signed_root,
                 reason,
             } => self.acknowledge_checkpoint_fork(*signed_size, signed_root, reason),
+            UpgradeCommand::KeepReplicaSettingsAlarm { differing } => {
+                Ok(self.keep_replica_settings_alarm(differing))
+            }
         }?;
         let clears = self.alarms_cleared_by(&decision.events);
         decision.events.extend(clears);
@@ -882,6 +885,39 @@ impl Upgrades {
 impl Upgrades {
     /// Records a fork once: every replica that finds the log forked from
     /// the same signed checkpoint reports the same fork.
+    /// Raises the `replica-settings-differ` alarm while live replicas'
+    /// settings differ from the agreed ones, and clears it once none do;
+    /// nothing when the alarm already says so.
+    fn keep_replica_settings_alarm(&self, differing: &[String]) -> Decision {
+        let key = alarm_key(REPLICA_SETTINGS_DIFFER_ALARM, None, None);
+        let subject = Subject::Alarm(key.clone());
+        let active = self
+            .alarms
+            .get(&key)
+            .is_some_and(|a| a.cleared_at.is_none());
+        let event = match (differing.is_empty(), active) {
+            (false, false) => DomainEvent::AlarmRaised(AlarmRaised {
+                name: REPLICA_SETTINGS_DIFFER_ALARM.to_owned(),
+                node_id: None,
+                upgrade_id: None,
+                message: format!(
+                    "Live replicas run with process-manager settings other than the agreed ones, and never run the raft cleanup with them: {}. Give them the agreed settings, or give every replica the new ones and finalize again (stratum replicas list).",
+                    differing.join("; ")
+                ),
+            }),
+            (true, true) => DomainEvent::AlarmCleared(AlarmCleared {
+                name: REPLICA_SETTINGS_DIFFER_ALARM.to_owned(),
+                node_id: None,
+                upgrade_id: None,
+            }),
+            _ => return Decision::none(subject),
+        };
+        Decision {
+            events: vec![event],
+            subject,
+        }
+    }
+
     fn record_checkpoint_fork(&self, fork: &CheckpointForkFound) -> Result<Decision, Refusal> {
         let subject = Subject::Alarm(checkpoint_fork_key(fork.signed_size, &fork.signed_root));
         let mut f = Findings::default();

@@ -377,6 +377,10 @@ pub const LOG_EVENTS_LOST_ALARM: &str = "log-events-lost";
 /// The alarm of a log that forks from the newest signed checkpoint.
 pub const CHECKPOINT_FORK_ALARM: &str = "log-checkpoint-fork";
 
+/// The alarm of live replicas whose process-manager settings are not the
+/// agreed ones (an upgrade of stratum itself, `crate::storage`).
+pub const REPLICA_SETTINGS_DIFFER_ALARM: &str = "replica-settings-differ";
+
 /// The key of the fork from the signed checkpoint of `size` and `root`
 /// (hex): of its alarm, and in [`Upgrades::checkpoint_forks`]. Replicas that
 /// remembered different checkpoints report different forks.
