@@ -68,6 +68,12 @@ pub const FINALIZED_TYPE: &str = "StorageVersionFinalized";
 /// The stream finalizations are appended to.
 pub const STORAGE_STREAM: &str = "storage-version";
 
+/// The levels this build finalizes: from the one that brought the
+/// finalization (level 1 is what a log without one is at) to its newest.
+pub fn finalizable() -> std::ops::RangeInclusive<u16> {
+    level_of(FINALIZED_TYPE, 1)..=NEWEST_LEVEL
+}
+
 /// The level that first writes `event_type` at `version`.
 pub fn level_of(event_type: &str, version: u16) -> u16 {
     LEVELS
@@ -200,10 +206,8 @@ impl StorageVersion {
     /// at the level with these settings already.
     pub fn decide(&self, cmd: &Finalize, _ctx: &CommandContext) -> Result<Decision, Refusal> {
         let level = cmd.level.unwrap_or(NEWEST_LEVEL);
-        // Level 1 is what a log without a finalization is at: the first
-        // level a finalization records is the one that brought it.
-        let first = level_of(FINALIZED_TYPE, 1);
-        if !(first..=NEWEST_LEVEL).contains(&level) {
+        let first = *finalizable().start();
+        if !finalizable().contains(&level) {
             return Err(Refusal::new(
                 ErrorCode::InvalidInput,
                 format!(

@@ -141,7 +141,7 @@ crate::request_body! {
     /// formats or has other settings.
     pub struct FinalizeBody {
         /// The level to finalize; this build's newest when left out.
-        level: u16 = "level",
+        level: u16 = "level" ~ super::extract::shape::storage_level,
     }
 }
 

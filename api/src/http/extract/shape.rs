@@ -187,6 +187,16 @@ pub fn object(_: RefOr<Schema>) -> RefOr<Schema> {
     ObjectBuilder::new().schema_type(Type::Object).into()
 }
 
+/// A storage level this build finalizes.
+pub fn storage_level(_: RefOr<Schema>) -> RefOr<Schema> {
+    let levels = stratum_domain::storage::finalizable();
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(f64::from(*levels.start())))
+        .maximum(Some(f64::from(*levels.end())))
+        .into()
+}
+
 /// One of a closed set of words.
 pub fn one_of(values: &'static [&'static str]) -> impl Fn(RefOr<Schema>) -> RefOr<Schema> {
     move |_| {
