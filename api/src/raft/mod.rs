@@ -96,7 +96,17 @@ struct Worker {
     /// next) another return of theirs is not recorded: a node that keeps
     /// rejoining does not fill the log.
     hold_down: HashMap<String, (Instant, Duration)>,
+    /// When this worker removed each member: a listing read within
+    /// [`REMOVAL_SETTLES`] of it is not taken as the member's return.
+    removed_at: HashMap<String, Instant>,
 }
+
+/// How long a raft's listing may go on naming a peer this worker just
+/// removed: a follower that has not applied the configuration change yet
+/// answers the old one for a moment (seen on a loaded machine in CI, over
+/// the second the return's confirmation waits). A return after that is
+/// one.
+const REMOVAL_SETTLES: Duration = Duration::from_secs(5);
 
 /// The longest a returned member waits before another return of it is
 /// recorded.
@@ -165,6 +175,7 @@ impl RaftCleanup {
                         recheck_due: Some(Instant::now()),
                         leader_seen: None,
                         hold_down: HashMap::new(),
+                        removed_at: HashMap::new(),
                     }
                     .run(),
                 );
@@ -251,6 +262,7 @@ impl Worker {
                     let earlier = self.retry.remove(&key).map(|(_, _, done)| done);
                     let outcome = outcome.after(earlier.unwrap_or_default());
                     self.record_removal(&record, outcome).await?;
+                    self.removed_at.insert(key.clone(), Instant::now());
                 }
                 Err(e) => {
                     crate::metrics::global()
@@ -293,11 +305,14 @@ impl Worker {
         self.recheck_due = Some(Instant::now() + self.recheck);
         let now = Instant::now();
         self.hold_down.retain(|_, (until, d)| *until + *d > now);
+        self.removed_at
+            .retain(|_, at| now.duration_since(*at) < REMOVAL_SETTLES);
         let (seen_at, mut removed) = removed_from(&self.store, &self.bus, raft).await?;
         removed.retain(|p| {
             self.hold_down
                 .get(&p.node_id)
                 .is_none_or(|(until, _)| *until <= now)
+                && !self.removed_at.contains_key(&p.node_id)
         });
         if removed.is_empty() {
             // Nothing to look for: the raft is not called.
