@@ -159,13 +159,8 @@ pub async fn finalize(
     Extension(caller): Extension<Caller>,
     headers: WriteHeaders,
     body: JsonBody<FinalizeBody>,
-) -> Response {
-    let all = match state.store.replicas().await {
-        Ok(all) => all,
-        Err(e) => {
-            return axum::response::IntoResponse::into_response(crate::error::ApiError::from(e))
-        }
-    };
+) -> ApiResult<Response> {
+    let all = state.store.replicas().await?;
     let replicas = all
         .rows
         .iter()
@@ -181,19 +176,14 @@ pub async fn finalize(
             settings: r.settings_digest.clone(),
         })
         .collect();
-    let unregistered = match state.store.unregistered_clients().await {
-        Ok(u) => u,
-        Err(e) => {
-            return axum::response::IntoResponse::into_response(crate::error::ApiError::from(e))
-        }
-    };
+    let unregistered = state.store.unregistered_clients().await?;
     let cmd = stratum_domain::Command::Finalize(Finalize {
         level: body.value.level.into_option(),
         settings: state.replica.settings_digest.clone(),
         replicas,
         unregistered,
     });
-    super::run_command(
+    Ok(super::run_command(
         &state,
         &caller,
         &headers,
@@ -201,5 +191,5 @@ pub async fn finalize(
         cmd,
         200,
     )
-    .await
+    .await)
 }

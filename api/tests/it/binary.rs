@@ -123,6 +123,22 @@ pub(crate) fn serve_program(
     cmd
 }
 
+/// `bin <args>` (this build's or another's) on the host against the
+/// database at `url`, as the machine's operator, with none of the test's
+/// own `STRATUM_*` variables.
+pub(crate) fn on_host_with(bin: &Path, url: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(bin);
+    for key in stratum_vars() {
+        cmd.env_remove(key);
+    }
+    cmd.args(args)
+        .env("STRATUM_DATABASE_URL", url)
+        .env("USER", "root")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
 /// `stratum <args>` on the host, against the SQLite database of a server
 /// started in `dir`.
 pub(crate) fn host(dir: &Path, args: &[&str]) -> std::process::Output {

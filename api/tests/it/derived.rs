@@ -39,15 +39,7 @@ async fn without_tree(url: &str, on: bool) {
 }
 
 fn on_host(url: &str, args: &[&str]) -> std::process::Output {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"));
-    for key in stratum_vars() {
-        cmd.env_remove(key);
-    }
-    cmd.args(args)
-        .env("STRATUM_DATABASE_URL", url)
-        .env("USER", "root")
-        .output()
-        .unwrap()
+    on_host_with(THIS_BUILD.as_ref(), url, args)
 }
 
 fn signal(server: &Server, sig: &str) {

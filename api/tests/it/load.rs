@@ -146,6 +146,17 @@ pub(crate) struct Seen {
     pub(crate) admitted: Vec<String>,
 }
 
+impl Seen {
+    /// No answer beyond 2xx and 4xx was anything but a 503 (no 500).
+    pub(crate) fn assert_only_unavailable(&self) {
+        assert!(
+            self.errors.iter().all(|(s, _)| *s == 503),
+            "answers other than 503: {:?}",
+            count(&self.errors)
+        );
+    }
+}
+
 /// A write retried with its `Idempotency-Key` until it is decided: the one
 /// operation it is, from its first sending to its last answer, unknown if
 /// any attempt may have stored it and none said what happened.

@@ -232,9 +232,10 @@ pub enum NotWritable {
 /// finalized at the newest's level. A `StorageVersionFinalized` is written
 /// at the level it finalizes (it is that level's first event).
 pub fn encode_at(event: &DomainEvent, level: u16) -> Result<Encoded, NotWritable> {
-    let level = match event {
-        DomainEvent::StorageVersionFinalized(f) => level.max(f.level),
-        _ => level,
+    let level = if let DomainEvent::StorageVersionFinalized(f) = event {
+        level.max(f.level)
+    } else {
+        level
     };
     let event_type = event.event_type();
     let newest = schema_version(event);

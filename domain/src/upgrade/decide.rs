@@ -910,7 +910,8 @@ impl Upgrades {
                 node_id: None,
                 upgrade_id: None,
             }),
-            _ => return Decision::none(subject),
+            // The alarm says so already.
+            (false, true) | (true, false) => return Decision::none(subject),
         };
         Decision {
             events: vec![event],
