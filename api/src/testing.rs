@@ -196,6 +196,14 @@ impl store::EventStore for CountingStore {
         self.count("read_for_replay");
         self.inner.read_for_replay(after, limit).await
     }
+    async fn read_for_verify(
+        &self,
+        after: u64,
+        until: u64,
+    ) -> store::StoreResult<store::VerifyChunk> {
+        self.count("read_for_verify");
+        self.inner.read_for_verify(after, until).await
+    }
     async fn read_stream(
         &self,
         stream_id: &str,

@@ -71,45 +71,107 @@ struct Canonical<'a> {
 }
 
 impl Recorded {
-    /// The canonical bytes of the event: postcard of the covered fields,
-    /// then, only for an event that has one, the caller's request id after
-    /// a tag byte. An event without one has the bytes it always had, so
-    /// every hash written before the field existed still verifies.
-    pub fn canonical_bytes(&self) -> Vec<u8> {
-        let c = Canonical {
+    /// The event's fields, borrowed: what the chain covers and its hashes.
+    pub fn as_ref(&self) -> RecordedRef<'_> {
+        RecordedRef {
             position: self.position,
             stream_id: &self.stream_id,
             stream_version: self.stream_version,
             event_type: &self.event_type,
             schema_version: self.schema_version,
-            event_id: *self.event_id.as_bytes(),
+            event_id: self.event_id,
             occurred_at_micros: self.occurred_at.timestamp_micros(),
             principal: &self.meta.principal,
             request_id: self.meta.request_id.as_deref(),
             causation: self.meta.causation,
             correlation: self.meta.correlation.as_deref(),
+            client_request_id: self.meta.client_request_id.as_deref(),
             payload: &self.payload,
-        };
-        let mut bytes = postcard::to_allocvec(&c).expect("postcard encodes plain data");
-        if let Some(id) = &self.meta.client_request_id {
-            bytes.push(CLIENT_REQUEST_ID_TAG);
-            bytes.extend(postcard::to_allocvec(id.as_str()).expect("postcard encodes a string"));
+            prev_hash: self.prev_hash,
+            hash: self.hash,
         }
+    }
+
+    /// The canonical bytes of the event (see [`RecordedRef::canonical_into`]).
+    pub fn canonical_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        self.as_ref().canonical_into(&mut bytes);
         bytes
     }
 
     /// `SHA-256(prev_hash ‖ canonical bytes)`.
     pub fn compute_hash(&self, prev_hash: &[u8; 32]) -> [u8; 32] {
-        let mut h = Sha256::new();
-        h.update(prev_hash);
-        h.update(self.canonical_bytes());
-        h.finalize().into()
+        self.as_ref().compute_hash(prev_hash, &mut Vec::new())
     }
 
     /// Sets `prev_hash` and `hash` as the successor of `prev_hash`.
     pub fn seal(&mut self, prev_hash: [u8; 32]) {
         self.prev_hash = prev_hash;
         self.hash = self.compute_hash(&prev_hash);
+    }
+}
+
+/// One event of the log with its fields borrowed (from a packed chunk the
+/// store read, or from a [`Recorded`]): everything the chain covers, and
+/// the hashes stored with it. The time is the stored microseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordedRef<'a> {
+    pub position: u64,
+    pub stream_id: &'a str,
+    pub stream_version: u64,
+    pub event_type: &'a str,
+    pub schema_version: u16,
+    pub event_id: Uuid,
+    pub occurred_at_micros: i64,
+    pub principal: &'a str,
+    pub request_id: Option<&'a str>,
+    pub causation: Option<u64>,
+    pub correlation: Option<&'a str>,
+    pub client_request_id: Option<&'a str>,
+    pub payload: &'a [u8],
+    pub prev_hash: [u8; 32],
+    pub hash: [u8; 32],
+}
+
+impl RecordedRef<'_> {
+    /// Appends the canonical bytes of the event to `out`: postcard of the
+    /// covered fields, then, only for an event that has one, the caller's
+    /// request id after a tag byte. An event without one has the bytes it
+    /// always had, so every hash written before the field existed still
+    /// verifies.
+    pub fn canonical_into(&self, out: &mut Vec<u8>) {
+        let c = Canonical {
+            position: self.position,
+            stream_id: self.stream_id,
+            stream_version: self.stream_version,
+            event_type: self.event_type,
+            schema_version: self.schema_version,
+            event_id: *self.event_id.as_bytes(),
+            occurred_at_micros: self.occurred_at_micros,
+            principal: self.principal,
+            request_id: self.request_id,
+            causation: self.causation,
+            correlation: self.correlation,
+            payload: self.payload,
+        };
+        let mut bytes =
+            postcard::to_extend(&c, std::mem::take(out)).expect("postcard encodes plain data");
+        if let Some(id) = self.client_request_id {
+            bytes.push(CLIENT_REQUEST_ID_TAG);
+            bytes = postcard::to_extend(id, bytes).expect("postcard encodes a string");
+        }
+        *out = bytes;
+    }
+
+    /// `SHA-256(prev_hash ‖ canonical bytes)`, the bytes written into
+    /// `scratch` (cleared first), so a loop over many events allocates once.
+    pub fn compute_hash(&self, prev_hash: &[u8; 32], scratch: &mut Vec<u8>) -> [u8; 32] {
+        scratch.clear();
+        self.canonical_into(scratch);
+        let mut h = Sha256::new();
+        h.update(prev_hash);
+        h.update(&scratch[..]);
+        h.finalize().into()
     }
 }
 
@@ -227,6 +289,17 @@ pub struct ChainVerifier {
     pub recorded: Option<RecordedHead>,
 }
 
+/// A run of consecutive events checked apart ([`ChainVerifier::check_run`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Run {
+    /// The first event's position and stored `prev_hash`; none when empty.
+    pub first: Option<(u64, [u8; 32])>,
+    /// The last event that verified: its position and hash.
+    pub last: (u64, [u8; 32]),
+    /// The run's first break, if any.
+    pub end: Option<ChainBreak>,
+}
+
 impl Default for ChainVerifier {
     fn default() -> Self {
         Self {
@@ -270,6 +343,16 @@ impl ChainVerifier {
     }
 
     pub fn check(&mut self, e: &Recorded) -> Result<(), ChainBreak> {
+        self.check_ref(&e.as_ref(), &mut Vec::new())
+    }
+
+    /// [`check`](Self::check) of a borrowed event; `scratch` holds its
+    /// canonical bytes while they are hashed.
+    pub fn check_ref(
+        &mut self,
+        e: &RecordedRef<'_>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<(), ChainBreak> {
         let expected = self.position + 1;
         if e.position != expected {
             return Err(ChainBreak::Position {
@@ -282,7 +365,7 @@ impl ChainVerifier {
                 position: e.position,
             });
         }
-        if e.compute_hash(&self.hash) != e.hash {
+        if e.compute_hash(&self.hash, scratch) != e.hash {
             return Err(ChainBreak::Hash {
                 position: e.position,
             });
@@ -296,6 +379,56 @@ impl ChainVerifier {
         }
         self.position = e.position;
         self.hash = e.hash;
+        Ok(())
+    }
+
+    /// Checks a run of consecutive events on its own, from the first
+    /// one's stored `prev_hash`: each event's hash depends only on its own
+    /// bytes and the hash stored before it, so runs can be checked apart
+    /// (on several cores) and then [joined](Self::join) in order.
+    pub fn check_run<'a>(
+        events: impl IntoIterator<Item = RecordedRef<'a>>,
+        recorded: Option<RecordedHead>,
+    ) -> Run {
+        let mut events = events.into_iter().peekable();
+        let Some(first) = events.peek().copied() else {
+            return Run::default();
+        };
+        let mut v = ChainVerifier {
+            position: first.position.saturating_sub(1),
+            hash: first.prev_hash,
+            recorded,
+        };
+        let mut scratch = Vec::with_capacity(512);
+        let end = events.try_for_each(|e| v.check_ref(&e, &mut scratch)).err();
+        Run {
+            first: Some((first.position, first.prev_hash)),
+            last: (v.position, v.hash),
+            end,
+        }
+    }
+
+    /// Continues the chain with a run checked apart: it must start at the
+    /// next position with this chain's hash; then its own first break, if
+    /// any, is the chain's.
+    pub fn join(&mut self, run: Run) -> Result<(), ChainBreak> {
+        let Some((position, prev_hash)) = run.first else {
+            return Ok(());
+        };
+        let expected = self.position + 1;
+        if position != expected {
+            return Err(ChainBreak::Position {
+                expected,
+                found: position,
+            });
+        }
+        if prev_hash != self.hash {
+            return Err(ChainBreak::PrevHash { position });
+        }
+        if let Some(b) = run.end {
+            return Err(b);
+        }
+        (self.position, self.hash) = run.last;
         Ok(())
     }
 }
@@ -341,6 +474,54 @@ mod tests {
             v.check(e)?;
         }
         Ok(v.position)
+    }
+
+    /// The same chain checked in runs of `size`, joined in order.
+    fn verify_in_runs(events: &[Recorded], size: usize) -> Result<u64, ChainBreak> {
+        let mut v = ChainVerifier::default();
+        for run in events.chunks(size) {
+            v.join(ChainVerifier::check_run(
+                run.iter().map(Recorded::as_ref),
+                None,
+            ))?;
+        }
+        Ok(v.position)
+    }
+
+    #[test]
+    fn runs_checked_apart_and_joined_find_what_one_pass_finds() {
+        let tamperings: [(&str, fn(&mut Vec<Recorded>)); 6] = [
+            ("untouched", |_| {}),
+            ("a changed byte", |e| e[4].payload[0] ^= 1),
+            ("a removed event", |e| {
+                e.remove(5);
+            }),
+            ("two swapped", |e| e.swap(2, 3)),
+            ("a changed prev hash", |e| e[6].prev_hash[0] ^= 1),
+            ("a resealed event", |e| {
+                e[7].payload[0] ^= 1;
+                let prev = e[7].prev_hash;
+                e[7].seal(prev);
+            }),
+        ];
+        for (what, tamper) in tamperings {
+            let mut events = chain(12);
+            tamper(&mut events);
+            let one_pass = verify(&events);
+            for size in 1..=13 {
+                assert_eq!(
+                    verify_in_runs(&events, size),
+                    one_pass,
+                    "{what}, runs of {size}"
+                );
+            }
+        }
+        // And a borrowed event hashes as its owner does.
+        let e = &chain(3)[2];
+        assert_eq!(
+            e.as_ref().compute_hash(&e.prev_hash, &mut vec![7; 3]),
+            e.hash
+        );
     }
 
     #[test]

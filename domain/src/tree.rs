@@ -112,10 +112,34 @@ impl Frontier {
     /// levels ≥ 1 are pushed to `rows`.
     pub fn push(&mut self, entry: &[u8; 32], rows: &mut Vec<TreeRow>) {
         self.size += 1;
-        let mut hash = leaf_hash(entry);
-        let mut level = 0usize;
+        self.carry(leaf_hash(entry), 0, rows);
+    }
+
+    /// Appends a whole tile of leaves by its root ([`row_over`] of their
+    /// leaf hashes), computed apart (a verifier hashes tiles on several
+    /// cores): what 256 [`push`](Self::push)es of them would do. The tree
+    /// must end at a tile's edge.
+    pub fn push_tile(&mut self, root: [u8; 32], rows: &mut Vec<TreeRow>) -> Result<(), String> {
+        if self.size % TILE_WIDTH != 0 {
+            return Err(format!(
+                "a whole tile pushed onto a tree of {} leaves, not at a tile's edge",
+                self.size
+            ));
+        }
+        self.size += TILE_WIDTH;
+        rows.push(TreeRow {
+            level: 1,
+            index: level_len(self.size, 1) - 1,
+            hash: root,
+        });
+        self.carry(root, 1, rows);
+        Ok(())
+    }
+
+    /// Adds `hash` at tile level `level`, completing the tiles it fills.
+    fn carry(&mut self, mut hash: [u8; 32], mut level: usize, rows: &mut Vec<TreeRow>) {
         loop {
-            if self.levels.len() == level {
+            while self.levels.len() <= level {
                 self.levels.push(Vec::with_capacity(TILE_WIDTH as usize));
             }
             let at = &mut self.levels[level];
@@ -344,6 +368,32 @@ pub fn row_over(hashes: &[[u8; 32]]) -> Option<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tile_pushed_by_its_root_is_its_leaves_pushed_one_by_one() {
+        let n = 3 * TILE_WIDTH * TILE_WIDTH + 5 * TILE_WIDTH + 17;
+        let (mut one, mut one_rows) = (Frontier::default(), Vec::new());
+        let (mut tiles, mut tile_rows) = (Frontier::default(), Vec::new());
+        let entries: Vec<[u8; 32]> = (0..n).map(entry).collect();
+        for e in &entries {
+            one.push(e, &mut one_rows);
+        }
+        let whole = entries.len() / TILE_WIDTH as usize * TILE_WIDTH as usize;
+        for tile in entries[..whole].chunks(TILE_WIDTH as usize) {
+            let leaves: Vec<[u8; 32]> = tile.iter().map(leaf_hash).collect();
+            tiles
+                .push_tile(row_over(&leaves).unwrap(), &mut tile_rows)
+                .unwrap();
+        }
+        for e in &entries[whole..] {
+            tiles.push(e, &mut tile_rows);
+        }
+        assert_eq!((tiles, tile_rows), (one, one_rows));
+        // Only at a tile's edge.
+        let mut f = Frontier::default();
+        f.push(&entry(0), &mut Vec::new());
+        assert!(f.push_tile([0; 32], &mut Vec::new()).is_err());
+    }
 
     fn entry(i: u64) -> [u8; 32] {
         let mut e = [0u8; 32];

@@ -6,6 +6,7 @@
 //! write lock (the `log_head` row), so positions are assigned in exactly one
 //! place, gap-free and in commit order, whichever process writes.
 
+mod chunk;
 mod pg_target;
 mod postgres;
 mod read;
@@ -24,6 +25,8 @@ use sqlx::{ColumnIndex, Decode, Row, Type};
 use stratum_domain::log::{micros_to_time, EventMeta, Recorded};
 use stratum_projections::Changes;
 
+pub(crate) use chunk::{ChunkBuilder, Numbers, VerifyBuilder, VerifyNumbers};
+pub use chunk::{ReplayChunk, ReplayEvent, VerifyChunk};
 pub use pg_target::{SessionAttrs, Target};
 pub use postgres::PgStore;
 pub use replicas::{ReplicaRow, Replicas};
@@ -211,6 +214,16 @@ pub trait EventStore: Send + Sync + 'static {
     /// Up to `limit` events after `after`, with only what a fold reads.
     async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<ReplayChunk>;
 
+    /// The events at positions `after + 1 ..= until` with every field the
+    /// hash chain covers and their stored hashes: what [`verify_chain`]
+    /// checks. Backends read them packed; this default reads rows.
+    async fn read_for_verify(&self, after: u64, until: u64) -> StoreResult<VerifyChunk> {
+        let limit = u32::try_from(until.saturating_sub(after)).unwrap_or(u32::MAX);
+        let mut events = self.read_after(after, limit).await?;
+        events.retain(|e| e.position <= until);
+        VerifyChunk::of(&events)
+    }
+
     /// Every event of one stream, in version order.
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>>;
 
@@ -322,164 +335,6 @@ pub trait EventStore: Send + Sync + 'static {
 /// from before the replica registry say `stratum`, which is how they are
 /// told apart ([`EventStore::unregistered_clients`]).
 pub const APPLICATION_NAME: &str = concat!("stratum/", env!("CARGO_PKG_VERSION"));
-
-/// What folding an event into the read models reads of it, borrowed from
-/// its [`ReplayChunk`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReplayEvent<'a> {
-    pub position: u64,
-    pub stream_id: &'a str,
-    pub stream_version: u64,
-    pub event_type: &'a str,
-    pub schema_version: u16,
-    pub occurred_at: chrono::DateTime<chrono::Utc>,
-    pub principal: &'a str,
-    pub payload: &'a [u8],
-}
-
-/// A chunk of events as a fold reads them, in position order. Their texts
-/// share one string and their payloads one buffer (the bytes as the
-/// backend returned them, where it can): a chunk of any size is a few
-/// allocations, not four per event.
-#[derive(Clone, Debug, Default)]
-pub struct ReplayChunk {
-    texts: String,
-    payloads: bytes::Bytes,
-    events: Vec<Entry>,
-}
-
-/// One event of a chunk: its numbers, and where its texts and payload are.
-#[derive(Clone, Debug)]
-struct Entry {
-    position: u64,
-    stream_version: u64,
-    schema_version: u16,
-    occurred_at: chrono::DateTime<chrono::Utc>,
-    /// The ends of its stream id, event type and principal in `texts` (each
-    /// starts where the one before ends).
-    texts: [u32; 4],
-    payload: std::ops::Range<usize>,
-}
-
-impl ReplayChunk {
-    pub fn len(&self) -> usize {
-        self.events.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
-    }
-
-    pub fn get(&self, i: usize) -> Option<ReplayEvent<'_>> {
-        let e = self.events.get(i)?;
-        let [a, b, c, d] = e.texts.map(|n| n as usize);
-        Some(ReplayEvent {
-            position: e.position,
-            stream_id: &self.texts[a..b],
-            stream_version: e.stream_version,
-            event_type: &self.texts[b..c],
-            schema_version: e.schema_version,
-            occurred_at: e.occurred_at,
-            principal: &self.texts[c..d],
-            payload: &self.payloads[e.payload.clone()],
-        })
-    }
-
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = ReplayEvent<'_>> {
-        (0..self.events.len()).map(|i| self.get(i).expect("in range"))
-    }
-
-    /// The position of its last event.
-    pub fn last_position(&self) -> Option<u64> {
-        self.events.last().map(|e| e.position)
-    }
-}
-
-/// Builds a [`ReplayChunk`] event by event, in position order.
-#[derive(Debug, Default)]
-pub(crate) struct ChunkBuilder {
-    texts: String,
-    events: Vec<Entry>,
-    /// Where each event's payload is in the payload buffer, which is either
-    /// the backend's own (`finish_with`) or built here.
-    payloads: Vec<u8>,
-}
-
-/// The numbers of an event, for [`ChunkBuilder::push`].
-pub(crate) struct Numbers {
-    pub position: u64,
-    pub stream_version: u64,
-    pub schema_version: u16,
-    pub occurred_at: chrono::DateTime<chrono::Utc>,
-}
-
-impl ChunkBuilder {
-    pub(crate) fn with_capacity(events: usize) -> Self {
-        ChunkBuilder {
-            texts: String::with_capacity(events * 48),
-            events: Vec::with_capacity(events),
-            payloads: Vec::new(),
-        }
-    }
-
-    /// An event whose payload is at `payload` in the buffer
-    /// [`finish_with`](Self::finish_with) is given.
-    pub(crate) fn push_at(
-        &mut self,
-        n: Numbers,
-        [stream_id, event_type, principal]: [&str; 3],
-        payload: std::ops::Range<usize>,
-    ) -> StoreResult<()> {
-        let start = self.texts.len();
-        self.texts.push_str(stream_id);
-        let a = self.texts.len();
-        self.texts.push_str(event_type);
-        let b = self.texts.len();
-        self.texts.push_str(principal);
-        let c = self.texts.len();
-        let end = |n: usize| {
-            u32::try_from(n).map_err(|_| StoreError::Corrupt("a chunk's texts over 4 GiB".into()))
-        };
-        self.events.push(Entry {
-            position: n.position,
-            stream_version: n.stream_version,
-            schema_version: n.schema_version,
-            occurred_at: n.occurred_at,
-            texts: [end(start)?, end(a)?, end(b)?, end(c)?],
-            payload,
-        });
-        Ok(())
-    }
-
-    /// An event with its payload copied into the chunk's own buffer.
-    pub(crate) fn push(&mut self, n: Numbers, texts: [&str; 3], payload: &[u8]) -> StoreResult<()> {
-        let start = self.payloads.len();
-        self.payloads.extend_from_slice(payload);
-        self.push_at(n, texts, start..self.payloads.len())
-    }
-
-    /// The chunk, its payloads in the buffer built by [`push`](Self::push).
-    pub(crate) fn finish(mut self) -> ReplayChunk {
-        let payloads = bytes::Bytes::from(std::mem::take(&mut self.payloads));
-        self.finish_with(payloads)
-    }
-
-    /// The chunk, its payloads at the ranges given to
-    /// [`push_at`](Self::push_at) in `payloads`.
-    pub(crate) fn finish_with(self, payloads: bytes::Bytes) -> ReplayChunk {
-        let mut chunk = ReplayChunk {
-            texts: self.texts,
-            payloads,
-            events: self.events,
-        };
-        // Backends return position order; sorting again costs a pass over
-        // sorted data and makes it a guarantee.
-        if !chunk.events.is_sorted_by_key(|e| e.position) {
-            chunk.events.sort_by_key(|e| e.position);
-        }
-        chunk
-    }
-}
 
 /// One write, holding the log's write lock until commit or rollback.
 #[async_trait]

@@ -11,7 +11,17 @@ use super::{IdempotencyRecord, EVENT_COLUMNS};
 /// Rows per multi-row statement, well inside SQLite's variable limit.
 pub(crate) const CHUNK: usize = 500;
 
-pub(crate) const SELECT_AFTER: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events WHERE position > $1 ORDER BY position LIMIT $2";
+macro_rules! select_all {
+    () => {
+        "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events"
+    };
+}
+/// Every column of the events, in `recorded_from_row`'s order.
+pub(crate) const SELECT_ALL_FROM: &str = select_all!();
+pub(crate) const SELECT_AFTER: &str = concat!(
+    select_all!(),
+    " WHERE position > $1 ORDER BY position LIMIT $2"
+);
 /// The columns a fold reads, from the events table.
 macro_rules! select_for_replay {
     () => {
@@ -35,6 +45,15 @@ pub(crate) const SELECT_FOR_REPLAY: &str = concat!(
 /// One `printf` for the numbers: a chain of `||` copies the row each time,
 /// and took a third longer.)
 pub(crate) const SELECT_FOR_REPLAY_PACKED: &str = "SELECT CAST(group_concat(printf('%d %d %d %d %d %d %d %d ', position, stream_version, schema_version, occurred_at, length(CAST(stream_id AS BLOB)), length(CAST(event_type AS BLOB)), length(CAST(principal AS BLOB)), length(payload)) || stream_id || event_type || principal || payload, '') AS BLOB) FROM (SELECT position, stream_id, stream_version, event_type, schema_version, occurred_at, principal, payload FROM events WHERE position > $1 ORDER BY position LIMIT $2)";
+/// Events `$1 < position <= $2` with every column the hash chain covers,
+/// packed as one BLOB the way [`SELECT_FOR_REPLAY_PACKED`] packs a fold's:
+/// per event sixteen numbers in decimal, each followed by a space
+/// (position, stream version, schema version, time, whether causation is
+/// NULL, causation, then the byte lengths of the stream id, event type,
+/// event id, principal, request id, correlation, caller's request id,
+/// payload, prev_hash and hash, -1 for a NULL), then those ten values'
+/// bytes as stored (a NULL as nothing).
+pub(crate) const SELECT_FOR_VERIFY_PACKED: &str = "SELECT CAST(group_concat(printf('%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d ', position, stream_version, schema_version, occurred_at, causation IS NULL, ifnull(causation, 0), length(CAST(stream_id AS BLOB)), length(CAST(event_type AS BLOB)), length(CAST(event_id AS BLOB)), length(CAST(principal AS BLOB)), ifnull(length(CAST(request_id AS BLOB)), -1), ifnull(length(CAST(correlation AS BLOB)), -1), ifnull(length(CAST(client_request_id AS BLOB)), -1), length(payload), length(prev_hash), length(hash)) || stream_id || event_type || event_id || principal || ifnull(request_id, '') || ifnull(correlation, '') || ifnull(client_request_id, '') || payload || prev_hash || hash, '') AS BLOB) FROM (SELECT * FROM events WHERE position > $1 AND position <= $2 ORDER BY position)";
 pub(crate) const PUT_SNAPSHOT: &str = "INSERT INTO rm_snapshots (position, state) VALUES ($1, $2) ON CONFLICT (position) DO UPDATE SET state = excluded.state";
 /// The pruning rule, the one place it is written (see
 /// [`crate::SNAPSHOTS_NEWEST`]): keep the newest $1 and the first at or after
@@ -42,8 +61,14 @@ pub(crate) const PUT_SNAPSHOT: &str = "INSERT INTO rm_snapshots (position, state
 pub(crate) const PRUNE_SNAPSHOTS: &str = "DELETE FROM rm_snapshots WHERE position NOT IN (SELECT position FROM rm_snapshots ORDER BY position DESC LIMIT $1) AND position NOT IN (SELECT MIN(position) FROM rm_snapshots GROUP BY position / $2)";
 pub(crate) const SELECT_SNAPSHOT: &str =
     "SELECT position, state FROM rm_snapshots WHERE position <= $1 ORDER BY position DESC LIMIT 1";
-pub(crate) const SELECT_STREAM_PAGE: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events WHERE stream_id = $1 AND stream_version > $2 ORDER BY stream_version LIMIT $3";
-pub(crate) const SELECT_STREAM: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events WHERE stream_id = $1 ORDER BY stream_version";
+pub(crate) const SELECT_STREAM_PAGE: &str = concat!(
+    select_all!(),
+    " WHERE stream_id = $1 AND stream_version > $2 ORDER BY stream_version LIMIT $3"
+);
+pub(crate) const SELECT_STREAM: &str = concat!(
+    select_all!(),
+    " WHERE stream_id = $1 ORDER BY stream_version"
+);
 pub(crate) const STREAM_VERSION: &str =
     "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE stream_id = $1";
 pub(crate) const SELECT_ENTRIES: &str =

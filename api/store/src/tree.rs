@@ -408,6 +408,16 @@ pub async fn check_rows(
     size: u64,
 ) -> StoreResult<Result<(), (u64, String)>> {
     let rows = rows_from_log(store, size).await?;
+    check_rows_are(store, size, &rows).await
+}
+
+/// [`check_rows`] against the rows of the log's first `size` entries as
+/// the caller computed them (a verifier that read every hash already).
+pub(crate) async fn check_rows_are(
+    store: &dyn EventStore,
+    size: u64,
+    rows: &[TreeRow],
+) -> StoreResult<Result<(), (u64, String)>> {
     'levels: for level in 1..=Frontier::levels_of(size).max(1) {
         let want: Vec<&TreeRow> = rows.iter().filter(|r| r.level == level).collect();
         let mut at = 0u64;

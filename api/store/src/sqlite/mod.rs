@@ -18,6 +18,9 @@ use stratum_domain::log::Recorded;
 use stratum_projections::Changes;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
+mod packed;
+
+use self::packed::unpack;
 use super::read::Reads;
 use super::sql::{self, CHUNK};
 
@@ -28,7 +31,7 @@ use super::tree::{tree_of, TreeCache, TreeWrite};
 use super::{
     check_follows, head_from_row, Access, ChunkBuilder, EventStore, Head, IdempotencyRecord,
     Leadership, Numbers, ReplayChunk, SignedCheckpoint, StoreError, StoreResult, StoredReadModels,
-    WriteTx,
+    VerifyChunk, WriteTx,
 };
 use crate::replicas::SQLITE_NOW;
 use stratum_domain::tree::TreeRow;
@@ -242,6 +245,27 @@ impl EventStore for SqliteStore {
             Err(e) => return Err(e.into()),
         };
         unpack(chunk.unwrap_or_default())
+    }
+
+    /// Packed as replay's chunks are, with every column the chain covers.
+    async fn read_for_verify(&self, after: u64, until: u64) -> StoreResult<VerifyChunk> {
+        let packed: Option<Vec<u8>> = match sqlx::query_scalar(sql::SELECT_FOR_VERIFY_PACKED)
+            .bind(after as i64)
+            .bind(until.min(i64::MAX as u64) as i64)
+            .fetch_one(&self.read)
+            .await
+        {
+            Ok(c) => c,
+            Err(sqlx::Error::Database(e)) => {
+                tracing::debug!(error = %e, "a chunk of the log too big to pack; reading its rows");
+                let limit = u32::try_from(until.saturating_sub(after)).unwrap_or(u32::MAX);
+                let mut events = R::after(&self.read, after, i64::from(limit)).await?;
+                events.retain(|e| e.position <= until);
+                return VerifyChunk::of(&events);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        packed::unpack_verify(packed.unwrap_or_default())
     }
 
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>> {
@@ -504,60 +528,6 @@ impl SqliteStore {
         }
         Ok(chunk.finish())
     }
-}
-
-/// The events of one `SELECT_FOR_REPLAY_PACKED` value: their payloads stay
-/// where they are in it, their texts are checked and gathered.
-fn unpack(data: Vec<u8>) -> StoreResult<ReplayChunk> {
-    fn corrupt() -> StoreError {
-        StoreError::Corrupt("a chunk of the events".into())
-    }
-    let mut chunk = ChunkBuilder::with_capacity(data.len() / 256);
-    let mut at = 0;
-    let number = |at: &mut usize| -> StoreResult<i64> {
-        let rest = &data[*at..];
-        let end = rest.iter().position(|&b| b == b' ').ok_or_else(corrupt)?;
-        let n = std::str::from_utf8(&rest[..end])
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(corrupt)?;
-        *at += end + 1;
-        Ok(n)
-    };
-    let range = |at: &mut usize, len: i64| -> StoreResult<std::ops::Range<usize>> {
-        let end = usize::try_from(len)
-            .ok()
-            .and_then(|len| at.checked_add(len))
-            .filter(|&end| end <= data.len())
-            .ok_or_else(corrupt)?;
-        let r = *at..end;
-        *at = end;
-        Ok(r)
-    };
-    let text = |r: std::ops::Range<usize>| std::str::from_utf8(&data[r]).map_err(|_| corrupt());
-    while at < data.len() {
-        let mut n = [0i64; 8];
-        for v in &mut n {
-            *v = number(&mut at)?;
-        }
-        let [position, stream_version, schema_version, time, stream_id, event_type, principal, payload] =
-            n;
-        let stream_id = range(&mut at, stream_id)?;
-        let event_type = range(&mut at, event_type)?;
-        let principal = range(&mut at, principal)?;
-        let payload = range(&mut at, payload)?;
-        chunk.push_at(
-            Numbers {
-                position: u64::try_from(position).map_err(|_| corrupt())?,
-                stream_version: u64::try_from(stream_version).map_err(|_| corrupt())?,
-                schema_version: u16::try_from(schema_version).map_err(|_| corrupt())?,
-                occurred_at: stratum_domain::log::micros_to_time(time),
-            },
-            [text(stream_id)?, text(event_type)?, text(principal)?],
-            payload,
-        )?;
-    }
-    Ok(chunk.finish_with(bytes::Bytes::from(data)))
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ type Registry = crate::replicas::Registry<sqlx::Postgres>;
 use super::tree::{tree_of, TreeCache, TreeWrite};
 use super::{
     check_follows, head_from_row, Access, EventStore, Head, IdempotencyRecord, Leadership,
-    ReplayChunk, SignedCheckpoint, StoreResult, StoredReadModels, WriteTx,
+    ReplayChunk, SignedCheckpoint, StoreResult, StoredReadModels, VerifyChunk, WriteTx,
 };
 use crate::replicas::POSTGRES_NOW;
 use stratum_domain::tree::TreeRow;
@@ -160,6 +160,21 @@ fn options_for(target: &Target, i: usize, read_only: bool) -> PgConnectOptions {
 }
 
 impl PgStore {
+    /// `COPY (query) TO STDOUT (FORMAT binary)`: the rows as one byte
+    /// stream instead of one protocol message and one driver row each.
+    /// `query` is built from integers and constants only.
+    async fn copy_out(&self, query: &str) -> StoreResult<bytes::Bytes> {
+        use futures::StreamExt;
+        use sqlx::postgres::PgPoolCopyExt;
+        let statement = format!("COPY ({query}) TO STDOUT (FORMAT binary)");
+        let mut stream = self.pool.copy_out_raw(&statement).await?;
+        let mut data = bytes::BytesMut::new();
+        while let Some(chunk) = stream.next().await {
+            data.extend_from_slice(&chunk?);
+        }
+        Ok(data.freeze())
+    }
+
     pub async fn open(url: &str) -> StoreResult<Self> {
         Self::open_as(url, Access::ReadWrite).await
     }
@@ -430,21 +445,29 @@ impl EventStore for PgStore {
     /// streams the rows as one byte stream instead of one protocol message
     /// and one driver row per event.
     async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<ReplayChunk> {
-        use futures::StreamExt;
-        use sqlx::postgres::PgPoolCopyExt;
         // Integers only: nothing a caller passes reaches the text unquoted.
-        let statement = format!(
-            "COPY ({} WHERE position > {} ORDER BY position LIMIT {}) TO STDOUT (FORMAT binary)",
-            sql::SELECT_FOR_REPLAY_FROM,
-            after as i64,
-            limit as i64
-        );
-        let mut stream = self.pool.copy_out_raw(&statement).await?;
-        let mut data = bytes::BytesMut::new();
-        while let Some(chunk) = stream.next().await {
-            data.extend_from_slice(&chunk?);
-        }
-        copy_binary::events(data.freeze())
+        let data = self
+            .copy_out(&format!(
+                "{} WHERE position > {} ORDER BY position LIMIT {}",
+                sql::SELECT_FOR_REPLAY_FROM,
+                after as i64,
+                limit as i64
+            ))
+            .await?;
+        copy_binary::events(data)
+    }
+
+    /// Every column the chain covers, by binary `COPY` as replay reads.
+    async fn read_for_verify(&self, after: u64, until: u64) -> StoreResult<VerifyChunk> {
+        let data = self
+            .copy_out(&format!(
+                "{} WHERE position > {} AND position <= {} ORDER BY position",
+                sql::SELECT_ALL_FROM,
+                after as i64,
+                until.min(i64::MAX as u64) as i64
+            ))
+            .await?;
+        copy_binary::verify_events(data)
     }
 
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>> {
@@ -715,154 +738,7 @@ impl WriteTx for PgTx {
     }
 }
 
-/// Reads PostgreSQL's binary `COPY` format (the documented file format of
-/// `COPY ... (FORMAT binary)`: a signature, flags and a header extension,
-/// then per row a 16-bit field count and per field a 32-bit length and the
-/// value in its binary send format, then a -1 trailer) for the replay
-/// columns: BIGINT is 8 bytes big-endian, TEXT is UTF-8, BYTEA is raw.
-mod copy_binary {
-    use super::super::{ChunkBuilder, Numbers, ReplayChunk, StoreError, StoreResult};
-
-    const SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
-
-    struct Reader<'a> {
-        data: &'a [u8],
-        at: usize,
-    }
-
-    fn corrupt(what: &str) -> StoreError {
-        StoreError::Corrupt(format!("binary COPY of the events: {what}"))
-    }
-
-    impl<'a> Reader<'a> {
-        fn take(&mut self, n: usize) -> StoreResult<&'a [u8]> {
-            let end = self.at.checked_add(n).filter(|e| *e <= self.data.len());
-            let end = end.ok_or_else(|| corrupt("it ends inside a row"))?;
-            let out = &self.data[self.at..end];
-            self.at = end;
-            Ok(out)
-        }
-        fn i16(&mut self) -> StoreResult<i16> {
-            Ok(i16::from_be_bytes(
-                self.take(2)?.try_into().expect("2 bytes"),
-            ))
-        }
-        fn i32(&mut self) -> StoreResult<i32> {
-            Ok(i32::from_be_bytes(
-                self.take(4)?.try_into().expect("4 bytes"),
-            ))
-        }
-        fn field(&mut self) -> StoreResult<&'a [u8]> {
-            let len = self.i32()?;
-            let len = usize::try_from(len).map_err(|_| corrupt("a NULL where none may be"))?;
-            self.take(len)
-        }
-        fn int8(&mut self) -> StoreResult<i64> {
-            let f = self.field()?;
-            Ok(i64::from_be_bytes(
-                f.try_into()
-                    .map_err(|_| corrupt("a BIGINT is not 8 bytes"))?,
-            ))
-        }
-        fn text(&mut self) -> StoreResult<&'a str> {
-            std::str::from_utf8(self.field()?).map_err(|_| corrupt("TEXT is not UTF-8"))
-        }
-    }
-
-    /// The rows of `SELECT_FOR_REPLAY_FROM`, in order; their payloads stay
-    /// where they are in `data`.
-    pub(super) fn events(data: bytes::Bytes) -> StoreResult<ReplayChunk> {
-        let mut r = Reader { data: &data, at: 0 };
-        if r.take(SIGNATURE.len())? != SIGNATURE {
-            return Err(corrupt("no PGCOPY signature"));
-        }
-        let _flags = r.i32()?;
-        let extension = usize::try_from(r.i32()?).map_err(|_| corrupt("a bad header"))?;
-        r.take(extension)?;
-        let mut out = ChunkBuilder::with_capacity(data.len() / 256);
-        loop {
-            match r.i16()? {
-                -1 => return Ok(out.finish_with(data.clone())),
-                8 => {}
-                n => return Err(corrupt(&format!("a row of {n} fields, not 8"))),
-            }
-            let position = r.int8()? as u64;
-            let stream_id = r.text()?;
-            let stream_version = r.int8()? as u64;
-            let event_type = r.text()?;
-            let schema_version = r.int8()? as u16;
-            let occurred_at = stratum_domain::log::micros_to_time(r.int8()?);
-            let principal = r.text()?;
-            let payload = r.field()?;
-            // Where the payload is in `data`.
-            let end = r.at;
-            out.push_at(
-                Numbers {
-                    position,
-                    stream_version,
-                    schema_version,
-                    occurred_at,
-                },
-                [stream_id, event_type, principal],
-                end - payload.len()..end,
-            )?;
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        fn field(out: &mut Vec<u8>, v: &[u8]) {
-            out.extend_from_slice(&(v.len() as i32).to_be_bytes());
-            out.extend_from_slice(v);
-        }
-
-        /// One row as PostgreSQL writes it, after the header.
-        fn copy_of(position: i64, payload: &[u8]) -> Vec<u8> {
-            let mut out = SIGNATURE.to_vec();
-            out.extend_from_slice(&0i32.to_be_bytes());
-            out.extend_from_slice(&0i32.to_be_bytes());
-            out.extend_from_slice(&8i16.to_be_bytes());
-            field(&mut out, &position.to_be_bytes());
-            field(&mut out, b"member-n-1");
-            field(&mut out, &3i64.to_be_bytes());
-            field(&mut out, b"JoinProgressReported");
-            field(&mut out, &1i64.to_be_bytes());
-            field(&mut out, &1_700_000_000_000_000i64.to_be_bytes());
-            field(&mut out, b"user/ann");
-            field(&mut out, payload);
-            out.extend_from_slice(&(-1i16).to_be_bytes());
-            out
-        }
-
-        #[test]
-        fn reads_the_rows_postgres_writes() {
-            let events = events(copy_of(42, &[1, 2, 3]).into()).unwrap();
-            assert_eq!(events.len(), 1);
-            let e = events.get(0).unwrap();
-            assert_eq!((e.position, e.stream_version, e.schema_version), (42, 3, 1));
-            assert_eq!(e.stream_id, "member-n-1");
-            assert_eq!(e.event_type, "JoinProgressReported");
-            assert_eq!(e.principal, "user/ann");
-            assert_eq!(e.payload, [1, 2, 3]);
-        }
-
-        #[test]
-        fn a_cut_or_foreign_stream_is_corrupt_never_a_panic() {
-            let whole = copy_of(7, b"payload");
-            for cut in 0..whole.len() {
-                assert!(
-                    events(whole[..cut].to_vec().into()).is_err(),
-                    "cut at {cut}"
-                );
-            }
-            let mut foreign = whole.clone();
-            foreign[0] = b'X';
-            assert!(events(foreign.into()).is_err());
-        }
-    }
-}
+mod copy_binary;
 
 /// What a failed `COMMIT` means. The server's refusal of one of the
 /// batch's statements is definite: nothing was stored. A connection that
