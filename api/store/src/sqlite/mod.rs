@@ -249,7 +249,13 @@ impl EventStore for SqliteStore {
 
     /// Packed as replay's chunks are, with every column the chain covers.
     async fn read_for_verify(&self, after: u64, until: u64) -> StoreResult<VerifyChunk> {
-        let packed: Option<Vec<u8>> = match sqlx::query_scalar(sql::SELECT_FOR_VERIFY_PACKED)
+        type Packed = (
+            Option<Vec<u8>>,
+            Option<Vec<u8>>,
+            Option<Vec<u8>>,
+            Option<Vec<u8>>,
+        );
+        let packed: Packed = match sqlx::query_as(sql::SELECT_FOR_VERIFY_PACKED)
             .bind(after as i64)
             .bind(until.min(i64::MAX as u64) as i64)
             .fetch_one(&self.read)
@@ -265,7 +271,8 @@ impl EventStore for SqliteStore {
             }
             Err(e) => return Err(e.into()),
         };
-        packed::unpack_verify(packed.unwrap_or_default())
+        let (numbers, texts, payloads, hashes) = packed;
+        packed::unpack_verify([numbers, texts, payloads, hashes].map(Option::unwrap_or_default))
     }
 
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>> {

@@ -98,25 +98,43 @@ pub(super) fn unpack(data: Vec<u8>) -> StoreResult<ReplayChunk> {
     Ok(chunk.finish_with(bytes::Bytes::from(data)))
 }
 
-/// The events of one `SELECT_FOR_VERIFY_PACKED` value, every field the
-/// chain covers; their payloads stay where they are in it.
-pub(super) fn unpack_verify(data: Vec<u8>) -> StoreResult<VerifyChunk> {
-    let mut chunk = VerifyBuilder::with_capacity(data.len() / 256);
-    let mut p = Packed { data: &data, at: 0 };
-    while p.more() {
+/// The four values of one `SELECT_FOR_VERIFY_PACKED` row (the numbers, the
+/// texts, the payloads, the hashes): every field the chain covers. The
+/// payloads stay where they are.
+pub(super) fn unpack_verify(
+    [numbers, texts, payloads, hashes]: [Vec<u8>; 4],
+) -> StoreResult<VerifyChunk> {
+    let mut chunk = VerifyBuilder::with_capacity(numbers.len() / 64);
+    let mut n = Packed {
+        data: &numbers,
+        at: 0,
+    };
+    let mut t = Packed {
+        data: &texts,
+        at: 0,
+    };
+    let mut p = Packed {
+        data: &payloads,
+        at: 0,
+    };
+    let mut h = Packed {
+        data: &hashes,
+        at: 0,
+    };
+    while n.more() {
         let [position, stream_version, schema_version, time, no_causation, causation, stream_id, event_type, event_id, principal, request_id, correlation, client_request_id, payload, prev_hash, hash] =
-            p.numbers()?;
-        let stream_id = p.range(stream_id)?;
-        let event_type = p.range(event_type)?;
-        let event_id = p.range(event_id)?;
-        let principal = p.range(principal)?;
-        let request_id = p.optional(request_id)?;
-        let correlation = p.optional(correlation)?;
-        let client_request_id = p.optional(client_request_id)?;
+            n.numbers()?;
+        let stream_id = t.range(stream_id)?;
+        let event_type = t.range(event_type)?;
+        let event_id = t.range(event_id)?;
+        let principal = t.range(principal)?;
+        let request_id = t.optional(request_id)?;
+        let correlation = t.optional(correlation)?;
+        let client_request_id = t.optional(client_request_id)?;
         let payload = p.range(payload)?;
-        let prev_hash = p.range(prev_hash)?;
-        let hash = p.range(hash)?;
-        let optional = |r: Option<Range<usize>>| r.map(|r| p.text(r)).transpose();
+        let prev_hash = h.range(prev_hash)?;
+        let hash = h.range(hash)?;
+        let optional = |r: Option<Range<usize>>| r.map(|r| t.text(r)).transpose();
         chunk.push(
             VerifyNumbers {
                 position: unsigned(position)?,
@@ -129,17 +147,20 @@ pub(super) fn unpack_verify(data: Vec<u8>) -> StoreResult<VerifyChunk> {
                 },
             },
             [
-                Some(p.text(stream_id)?),
-                Some(p.text(event_type)?),
-                Some(p.text(principal)?),
+                Some(t.text(stream_id)?),
+                Some(t.text(event_type)?),
+                Some(t.text(principal)?),
                 optional(request_id)?,
                 optional(correlation)?,
                 optional(client_request_id)?,
             ],
-            &data[event_id],
+            &texts[event_id],
             payload,
-            [&data[prev_hash], &data[hash]],
+            [&hashes[prev_hash], &hashes[hash]],
         )?;
     }
-    Ok(chunk.finish_with(bytes::Bytes::from(data)))
+    if t.more() || p.more() || h.more() {
+        return Err(corrupt());
+    }
+    Ok(chunk.finish_with(bytes::Bytes::from(payloads)))
 }
