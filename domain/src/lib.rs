@@ -34,6 +34,12 @@ pub mod tree;
 pub mod upgrade;
 
 pub use error::{ErrorCode, FieldError, Refusal};
+
+/// The maps the state keeps its entities in: persistent ordered maps that
+/// share structure, so a copy of the state (the writer keeps one per batch
+/// in flight beside the one it published) costs what the batch changes,
+/// not a copy of every member.
+pub type Map<K, V> = imbl::OrdMap<K, V>;
 pub use event::DomainEvent;
 pub use log::{EventMeta, Recorded};
 pub use state::{Command, CommandContext, Decision, State};

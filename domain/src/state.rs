@@ -6,8 +6,6 @@
 //! decided against one consistent view; the command path holds the state of
 //! the whole log under its write lock.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
 
 use crate::error::{ErrorCode, Refusal};
@@ -176,7 +174,7 @@ pub struct State {
     #[serde(default)]
     pub storage: crate::storage::StorageVersion,
     /// The version of every stream.
-    pub streams: HashMap<String, u64>,
+    pub streams: crate::Map<String, u64>,
     /// The position of the last event folded.
     pub position: u64,
 }

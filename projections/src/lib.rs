@@ -16,7 +16,7 @@ pub mod members;
 pub mod storage;
 pub mod upgrades;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use stratum_domain::log::Recorded;
 use stratum_domain::state::{EventCtx, State};
@@ -153,7 +153,7 @@ pub struct ReadModels {
     generation_dirty: bool,
     /// Generated tokens by the SHA-256 of their secret: how the gate finds
     /// a presented token without a scan.
-    secrets: HashMap<[u8; 32], String>,
+    secrets: stratum_domain::Map<[u8; 32], String>,
     /// The hash of the event at `state.position` (zeros at position 0), when
     /// the fold saw it: what a replica compares with the database's log to
     /// know the log it holds is still the database's. A fold of events
@@ -171,7 +171,7 @@ impl Default for ReadModels {
             dirty_tokens: BTreeSet::new(),
             dirty_docs: BTreeSet::new(),
             generation_dirty: false,
-            secrets: HashMap::new(),
+            secrets: stratum_domain::Map::new(),
             head_hash: Some([0; 32]),
         }
     }

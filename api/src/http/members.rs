@@ -467,7 +467,7 @@ pub async fn list_members(
     };
     let listed = m
         .members
-        .range::<str, _>((from, std::ops::Bound::Unbounded))
+        .range::<_, str>((from, std::ops::Bound::Unbounded))
         .map(|(_, member)| member)
         .filter(|member| {
             wanted_state.is_none_or(|s| member.state == s)

@@ -8,8 +8,6 @@
 //!
 //! [`decide`] decides the commands, one function per command.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -331,13 +329,13 @@ pub fn token_valid_at(
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Iam {
-    pub tokens: BTreeMap<String, Token>,
+    pub tokens: crate::Map<String, Token>,
     /// Custom policies by name.
-    pub policies: BTreeMap<String, CustomPolicy>,
+    pub policies: crate::Map<String, CustomPolicy>,
     /// The policies attached to each principal (besides its tokens').
-    pub principal_policies: BTreeMap<String, Attachment>,
+    pub principal_policies: crate::Map<String, Attachment>,
     /// Resource policies by resource key (`member/<nodeId>`, `upgrade/<id>`).
-    pub resource_policies: BTreeMap<String, CustomPolicy>,
+    pub resource_policies: crate::Map<String, CustomPolicy>,
 }
 
 /// A custom or resource policy: its document as given (canonical JSON) and

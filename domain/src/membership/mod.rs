@@ -6,7 +6,7 @@
 //! decides them, one function per command, and [`evolve`] folds the
 //! events.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -203,8 +203,8 @@ pub struct JoinRequest {
 /// Every member and join request, and the generation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Membership {
-    pub members: BTreeMap<String, Member>,
-    pub join_requests: BTreeMap<String, JoinRequest>,
+    pub members: crate::Map<String, Member>,
+    pub join_requests: crate::Map<String, JoinRequest>,
     /// The global position of the latest topology event.
     pub generation: u64,
     pub max_ordinal: u32,

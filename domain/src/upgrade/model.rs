@@ -1,8 +1,6 @@
 //! The upgrade record, its plan and the running release (the commands are
 //! in [`super::commands`], re-exported here as before).
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -648,20 +646,20 @@ pub struct RegisteredRelease {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Upgrades {
-    pub releases: BTreeMap<String, RegisteredRelease>,
+    pub releases: crate::Map<String, RegisteredRelease>,
     pub running: Option<RunningRelease>,
-    pub upgrades: BTreeMap<String, Upgrade>,
+    pub upgrades: crate::Map<String, Upgrade>,
     /// The one upgrade not in a terminal state, if any.
     pub active: Option<String>,
     /// Each node's newest facts report.
-    pub facts: BTreeMap<String, RecordedFacts>,
+    pub facts: crate::Map<String, RecordedFacts>,
     /// The releases each node fetched (and keeps for a later upgrade).
-    pub fetched: BTreeMap<String, std::collections::BTreeSet<String>>,
+    pub fetched: crate::Map<String, std::collections::BTreeSet<String>>,
     /// Every alarm ever raised, by [`alarm_key`].
-    pub alarms: BTreeMap<String, Alarm>,
+    pub alarms: crate::Map<String, Alarm>,
     /// Every checkpoint fork found, by [`checkpoint_fork_key`], and who
     /// acknowledged it.
-    pub checkpoint_forks: BTreeMap<String, CheckpointFork>,
+    pub checkpoint_forks: crate::Map<String, CheckpointFork>,
 }
 
 /// A fork of the signed checkpoints, as the log recorded it.

@@ -4,8 +4,6 @@
 //! with its name; [`prechecks`] runs the table in order and [`PRECHECKS`]
 //! is its list of names, so the two cannot drift apart.
 
-use std::collections::BTreeMap;
-
 use crate::membership::MemberState;
 use crate::release::{compare_versions, Release};
 use crate::state::State;
@@ -43,7 +41,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn facts(&self) -> &'a BTreeMap<String, RecordedFacts> {
+    fn facts(&self) -> &'a crate::Map<String, RecordedFacts> {
         &self.state.upgrades.facts
     }
 
@@ -480,7 +478,7 @@ fn backup_space(cx: &Ctx) -> Verdict {
 fn drift(
     running: &crate::release::Release,
     version: &str,
-    facts: &std::collections::BTreeMap<String, RecordedFacts>,
+    facts: &crate::Map<String, RecordedFacts>,
     nodes: &[&str],
 ) -> Vec<String> {
     let mut out = Vec::new();
@@ -506,10 +504,7 @@ fn drift(
 }
 
 /// Where the nodes' reported pins disagree, named per component.
-fn disagreements(
-    facts: &std::collections::BTreeMap<String, RecordedFacts>,
-    nodes: &[&str],
-) -> Vec<String> {
+fn disagreements(facts: &crate::Map<String, RecordedFacts>, nodes: &[&str]) -> Vec<String> {
     let mut seen: std::collections::BTreeMap<(String, String), Vec<(String, String)>> =
         std::collections::BTreeMap::new();
     for (node, f) in facts.iter().filter(|(n, _)| nodes.contains(&n.as_str())) {
