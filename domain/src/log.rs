@@ -67,7 +67,18 @@ struct Canonical<'a> {
     request_id: Option<&'a str>,
     causation: Option<u64>,
     correlation: Option<&'a str>,
-    payload: &'a [u8],
+    payload: Bytes<'a>,
+}
+
+/// Bytes as postcard writes a `[u8]` (its length, then each byte as
+/// itself), written at once rather than element by element: the same
+/// bytes, a fraction of the work on a long payload.
+struct Bytes<'a>(&'a [u8]);
+
+impl Serialize for Bytes<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
+    }
 }
 
 impl Recorded {
@@ -152,7 +163,7 @@ impl RecordedRef<'_> {
             request_id: self.request_id,
             causation: self.causation,
             correlation: self.correlation,
-            payload: self.payload,
+            payload: Bytes(self.payload),
         };
         let mut bytes =
             postcard::to_extend(&c, std::mem::take(out)).expect("postcard encodes plain data");
@@ -516,6 +527,12 @@ mod tests {
                 );
             }
         }
+        // Bytes are written as a sequence of bytes always was.
+        let payload: Vec<u8> = (0..=255).collect();
+        assert_eq!(
+            postcard::to_allocvec(&Bytes(&payload)).unwrap(),
+            postcard::to_allocvec(&payload.as_slice()).unwrap()
+        );
         // And a borrowed event hashes as its owner does.
         let e = &chain(3)[2];
         assert_eq!(

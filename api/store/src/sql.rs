@@ -16,6 +16,7 @@ macro_rules! select_all {
         "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events"
     };
 }
+pub(crate) use select_all;
 /// Every column of the events, in `recorded_from_row`'s order.
 pub(crate) const SELECT_ALL_FROM: &str = select_all!();
 pub(crate) const SELECT_AFTER: &str = concat!(
@@ -34,28 +35,6 @@ pub(crate) const SELECT_FOR_REPLAY: &str = concat!(
     select_for_replay!(),
     " WHERE position > $1 ORDER BY position LIMIT $2"
 );
-/// A chunk of [`SELECT_FOR_REPLAY_FROM`] as one BLOB (SQLite): per event,
-/// position, stream version, schema version, time (µs) and the byte
-/// lengths of the stream id, event type, principal and payload, each in
-/// decimal followed by a space, then those four values' bytes as stored.
-/// SQLite concatenates on its own thread, so sqlx hands over one value per
-/// chunk instead of one row per event; nothing is escaped, hexed or parsed
-/// as JSON. (`||` and `group_concat` copy by length, so a payload's zero
-/// bytes are kept; the database's encoding is UTF-8, so text is its bytes.
-/// One `printf` for the numbers: a chain of `||` copies the row each time,
-/// and took a third longer.)
-pub(crate) const SELECT_FOR_REPLAY_PACKED: &str = "SELECT CAST(group_concat(printf('%d %d %d %d %d %d %d %d ', position, stream_version, schema_version, occurred_at, length(CAST(stream_id AS BLOB)), length(CAST(event_type AS BLOB)), length(CAST(principal AS BLOB)), length(payload)) || stream_id || event_type || principal || payload, '') AS BLOB) FROM (SELECT position, stream_id, stream_version, event_type, schema_version, occurred_at, principal, payload FROM events WHERE position > $1 ORDER BY position LIMIT $2)";
-/// Events `$1 < position <= $2` with every column the hash chain covers,
-/// packed as four values, each one aggregate, so no value is copied again
-/// by the concatenations after it (a chain of `||` over whole rows copied
-/// each row about ten times, and SQLite's copying led the profile): per
-/// event, sixteen numbers in decimal, each followed by a space (position,
-/// stream version, schema version, time, whether causation is NULL,
-/// causation, then the byte lengths of the stream id, event type, event
-/// id, principal, request id, correlation, caller's request id, payload,
-/// prev_hash and hash, -1 for a NULL); the texts in that order (a NULL as
-/// nothing); the payloads; the hashes.
-pub(crate) const SELECT_FOR_VERIFY_PACKED: &str = "SELECT CAST(group_concat(printf('%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d ', position, stream_version, schema_version, occurred_at, causation IS NULL, ifnull(causation, 0), length(CAST(stream_id AS BLOB)), length(CAST(event_type AS BLOB)), length(CAST(event_id AS BLOB)), length(CAST(principal AS BLOB)), ifnull(length(CAST(request_id AS BLOB)), -1), ifnull(length(CAST(correlation AS BLOB)), -1), ifnull(length(CAST(client_request_id AS BLOB)), -1), length(payload), length(prev_hash), length(hash)), '') AS BLOB), CAST(group_concat(stream_id || event_type || event_id || principal || ifnull(request_id, '') || ifnull(correlation, '') || ifnull(client_request_id, ''), '') AS BLOB), CAST(group_concat(payload, '') AS BLOB), CAST(group_concat(prev_hash || hash, '') AS BLOB) FROM (SELECT * FROM events WHERE position > $1 AND position <= $2 ORDER BY position)";
 pub(crate) const PUT_SNAPSHOT: &str = "INSERT INTO rm_snapshots (position, state) VALUES ($1, $2) ON CONFLICT (position) DO UPDATE SET state = excluded.state";
 /// The pruning rule, the one place it is written (see
 /// [`crate::SNAPSHOTS_NEWEST`]): keep the newest $1 and the first at or after

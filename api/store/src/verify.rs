@@ -1,4 +1,4 @@
-//! Chain verification over a store: the log read in packed chunks and its
+//! Chain verification over a store: the log read in chunks of whole tiles and its
 //! hash chain recomputed up to the head (SPEC §3, tamper evidence). It
 //! lives beside the log, for the API's `/events/verify` and the CLI alike,
 //! and checks the Merkle tree kept beside the chain.
@@ -16,7 +16,7 @@ use stratum_domain::tree::{self, Frontier, TILE_WIDTH};
 
 use super::{EventStore, StoreError, VerifyChunk};
 
-/// Events per chunk read (one packed value each): whole tiles, so each
+/// Events per chunk read: whole tiles, so each
 /// chunk's tile roots are hashed with its chain.
 const CHUNK: u64 = 8 * TILE_WIDTH;
 /// Chunks read or checked at once: enough to keep the database and both

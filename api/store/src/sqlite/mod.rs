@@ -18,9 +18,9 @@ use stratum_domain::log::Recorded;
 use stratum_projections::Changes;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-mod packed;
+mod bulk;
 
-use self::packed::unpack;
+use self::bulk::Bulk;
 use super::read::Reads;
 use super::sql::{self, CHUNK};
 
@@ -67,6 +67,8 @@ pub struct SqliteStore {
     in_tx: Arc<AtomicBool>,
     /// The tree's right edge after this process's last write.
     tree: Arc<TreeCache>,
+    /// Reads of the whole log through SQLite's C API; none in memory.
+    bulk: Option<Arc<Bulk>>,
 }
 
 impl SqliteStore {
@@ -87,6 +89,7 @@ impl SqliteStore {
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Full);
         }
+        let mut immutable = false;
         let (mut writer, found) = match connect_reading_schema(&opts).await {
             // A WAL database in a directory this user may not write: its
             // shared-memory file cannot be made. With no `-wal` or `-shm`
@@ -111,6 +114,7 @@ impl SqliteStore {
                     )));
                 }
                 opts = opts.immutable(true);
+                immutable = true;
                 connect_reading_schema(&opts).await?
             }
             other => other?,
@@ -121,6 +125,7 @@ impl SqliteStore {
             migrator.run(&mut writer).await?;
             crate::replicas::expand_sqlite(&mut writer).await?;
         }
+        let bulk = Bulk::of(opts.get_filename().to_owned(), immutable);
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .test_before_acquire(false)
@@ -131,6 +136,7 @@ impl SqliteStore {
             writer: Arc::new(Mutex::new(writer)),
             in_tx: Arc::new(AtomicBool::new(false)),
             tree: Arc::default(),
+            bulk,
         })
     }
 }
@@ -223,56 +229,28 @@ impl EventStore for SqliteStore {
         R::after(&self.read, after, i64::from(limit)).await
     }
 
-    /// The bulk read path: SQLite packs the whole chunk into one BLOB on
-    /// its own thread (`SELECT_FOR_REPLAY_PACKED`), so sqlx hands over one
-    /// value per chunk instead of one row per event (the hand-off, not
-    /// SQLite, bounded replay), and the payloads come as they are stored.
+    /// The bulk read path: straight through SQLite's C API on a blocking
+    /// thread ([`Bulk`]), the payloads copied once into the chunk's buffer.
     async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<ReplayChunk> {
-        // A chunk is one SQLite value: at most 2,000 events keeps even large
-        // ones (manifests, facts) far below SQLite's length limit; a chunk
-        // that still reaches it is read row by row.
-        let chunk: Option<Vec<u8>> = match sqlx::query_scalar(sql::SELECT_FOR_REPLAY_PACKED)
-            .bind(after as i64)
-            .bind(limit.min(2_000) as i64)
-            .fetch_one(&self.read)
-            .await
-        {
-            Ok(c) => c,
-            Err(sqlx::Error::Database(e)) => {
-                tracing::debug!(error = %e, "a chunk of the log too big to pack; reading its rows");
-                return self.read_for_replay_rows(after, limit.min(2_000)).await;
-            }
-            Err(e) => return Err(e.into()),
+        let Some(bulk) = self.bulk.clone() else {
+            return self.read_for_replay_rows(after, limit.min(2_000)).await;
         };
-        unpack(chunk.unwrap_or_default())
+        tokio::task::spawn_blocking(move || bulk.replay_chunk(after, limit))
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("a read of the log stopped: {e}")))?
     }
 
-    /// Packed as replay's chunks are, with every column the chain covers.
+    /// Straight through SQLite's C API on a blocking thread ([`Bulk`]).
     async fn read_for_verify(&self, after: u64, until: u64) -> StoreResult<VerifyChunk> {
-        type Packed = (
-            Option<Vec<u8>>,
-            Option<Vec<u8>>,
-            Option<Vec<u8>>,
-            Option<Vec<u8>>,
-        );
-        let packed: Packed = match sqlx::query_as(sql::SELECT_FOR_VERIFY_PACKED)
-            .bind(after as i64)
-            .bind(until.min(i64::MAX as u64) as i64)
-            .fetch_one(&self.read)
-            .await
-        {
-            Ok(c) => c,
-            Err(sqlx::Error::Database(e)) => {
-                tracing::debug!(error = %e, "a chunk of the log too big to pack; reading its rows");
-                let limit = u32::try_from(until.saturating_sub(after)).unwrap_or(u32::MAX);
-                let mut events = R::after(&self.read, after, i64::from(limit)).await?;
-                events.retain(|e| e.position <= until);
-                return VerifyChunk::of(&events);
-            }
-            Err(e) => return Err(e.into()),
+        let Some(bulk) = self.bulk.clone() else {
+            let limit = u32::try_from(until.saturating_sub(after)).unwrap_or(u32::MAX);
+            let mut events = R::after(&self.read, after, i64::from(limit)).await?;
+            events.retain(|e| e.position <= until);
+            return VerifyChunk::of(&events);
         };
-        let (numbers, texts, payloads, hashes) = packed;
-        packed::unpack_verify([numbers, texts, payloads, hashes].map(Option::unwrap_or_default))
+        tokio::task::spawn_blocking(move || bulk.verify_chunk(after, until))
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("a read of the log stopped: {e}")))?
     }
 
     async fn read_stream(&self, stream_id: &str) -> StoreResult<Vec<Recorded>> {
@@ -541,11 +519,15 @@ impl SqliteStore {
 mod tests {
     use super::*;
 
-    /// SQLite's packing keeps a payload's zero and high bytes and text
-    /// beyond ASCII exactly, and `unpack` reads back what was stored.
+    /// The bulk reader gives back a payload's zero and high bytes and text
+    /// beyond ASCII exactly; a value that is not what stratum writes is
+    /// `Corrupt`, never a panic; a database in memory has no bulk reader.
     #[tokio::test]
-    async fn a_packed_chunk_reads_back_every_byte() {
-        let mut c = SqliteConnectOptions::from_str("sqlite::memory:")
+    async fn the_bulk_reader_reads_back_every_byte() {
+        let path = std::env::temp_dir().join(format!("stratum-bulk-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let url = format!("sqlite://{}?mode=rwc", path.display());
+        let mut c = SqliteConnectOptions::from_str(&url)
             .unwrap()
             .connect()
             .await
@@ -582,13 +564,8 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let packed: Option<Vec<u8>> = sqlx::query_scalar(sql::SELECT_FOR_REPLAY_PACKED)
-            .bind(0i64)
-            .bind(10i64)
-            .fetch_one(&mut c)
-            .await
-            .unwrap();
-        let chunk = unpack(packed.unwrap()).unwrap();
+        let bulk = Bulk::of(path.clone(), false).unwrap();
+        let chunk = bulk.replay_chunk(0, 10).unwrap();
         assert_eq!(chunk.len(), 3);
         for ((p, s, v, t, who, payload), e) in rows.into_iter().zip(chunk.iter()) {
             assert_eq!(
@@ -604,24 +581,22 @@ mod tests {
                 stratum_domain::log::micros_to_time(-1_000_000 * p)
             );
         }
-        // Nothing after the head: no value, an empty chunk.
-        let none: Option<Vec<u8>> = sqlx::query_scalar(sql::SELECT_FOR_REPLAY_PACKED)
-            .bind(3i64)
-            .bind(10i64)
-            .fetch_one(&mut c)
-            .await
-            .unwrap();
-        assert!(unpack(none.unwrap_or_default()).unwrap().is_empty());
-        // A cut chunk is corrupt, never a panic.
-        let whole: Option<Vec<u8>> = sqlx::query_scalar(sql::SELECT_FOR_REPLAY_PACKED)
-            .bind(0i64)
-            .bind(1i64)
-            .fetch_one(&mut c)
-            .await
-            .unwrap();
-        let whole = whole.unwrap();
-        for cut in 1..whole.len() {
-            assert!(unpack(whole[..cut].to_vec()).is_err(), "cut at {cut}");
+        assert_eq!(bulk.replay_chunk(1, 1).unwrap().last_position(), Some(2));
+        assert!(bulk.replay_chunk(3, 10).unwrap().is_empty());
+        // Bytes that are not UTF-8 where a text belongs, or a text where a
+        // number belongs.
+        for tamper in [
+            "UPDATE events SET stream_id = CAST(x'ff00' AS TEXT) WHERE position = 2",
+            "UPDATE events SET stream_version = 'seven' WHERE position = 2",
+        ] {
+            c.execute(tamper).await.unwrap();
+            match bulk.replay_chunk(0, 10) {
+                Err(StoreError::Corrupt(why)) => assert!(why.contains("event 2"), "{why}"),
+                other => panic!("{tamper}: {other:?}"),
+            }
         }
+        drop(c);
+        let _ = std::fs::remove_file(&path);
+        assert!(Bulk::of(":memory:".into(), false).is_none());
     }
 }
