@@ -501,7 +501,8 @@ mod tests {
 
     #[test]
     fn runs_checked_apart_and_joined_find_what_one_pass_finds() {
-        let tamperings: [(&str, fn(&mut Vec<Recorded>)); 6] = [
+        type Tamper = fn(&mut Vec<Recorded>);
+        let tamperings: [(&str, Tamper); 6] = [
             ("untouched", |_| {}),
             ("a changed byte", |e| e[4].payload[0] ^= 1),
             ("a removed event", |e| {

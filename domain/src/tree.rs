@@ -120,7 +120,7 @@ impl Frontier {
     /// cores): what 256 [`push`](Self::push)es of them would do. The tree
     /// must end at a tile's edge.
     pub fn push_tile(&mut self, root: [u8; 32], rows: &mut Vec<TreeRow>) -> Result<(), String> {
-        if self.size % TILE_WIDTH != 0 {
+        if !self.size.is_multiple_of(TILE_WIDTH) {
             return Err(format!(
                 "a whole tile pushed onto a tree of {} leaves, not at a tile's edge",
                 self.size
