@@ -122,7 +122,7 @@ impl Recorded {
     }
 }
 
-/// One event of the log with its fields borrowed (from a packed chunk the
+/// One event of the log with its fields borrowed (from a chunk the
 /// store read, or from a [`Recorded`]): everything the chain covers, and
 /// the hashes stored with it. The time is the stored microseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -487,14 +487,32 @@ mod tests {
         Ok(v.position)
     }
 
-    /// The same chain checked in runs of `size`, joined in order.
-    fn verify_in_runs(events: &[Recorded], size: usize) -> Result<u64, ChainBreak> {
-        let mut v = ChainVerifier::default();
+    /// The chain checked in one pass, against a recorded head.
+    fn verify_holding(
+        events: &[Recorded],
+        recorded: Option<RecordedHead>,
+    ) -> Result<u64, ChainBreak> {
+        let mut v = ChainVerifier::expecting(recorded);
+        for e in events {
+            v.check(e)?;
+        }
+        Ok(v.position)
+    }
+
+    /// The same chain checked in runs of `size` (an empty run after each),
+    /// joined in order.
+    fn verify_in_runs(
+        events: &[Recorded],
+        size: usize,
+        recorded: Option<RecordedHead>,
+    ) -> Result<u64, ChainBreak> {
+        let mut v = ChainVerifier::expecting(recorded);
         for run in events.chunks(size) {
             v.join(ChainVerifier::check_run(
                 run.iter().map(Recorded::as_ref),
-                None,
+                recorded,
             ))?;
+            v.join(ChainVerifier::check_run([], recorded))?;
         }
         Ok(v.position)
     }
@@ -516,16 +534,19 @@ mod tests {
                 e[7].seal(prev);
             }),
         ];
+        let elsewhere: RecordedHead = format!("9:{}", hex::encode([7; 32])).parse().unwrap();
         for (what, tamper) in tamperings {
-            let mut events = chain(12);
-            tamper(&mut events);
-            let one_pass = verify(&events);
-            for size in 1..=13 {
-                assert_eq!(
-                    verify_in_runs(&events, size),
-                    one_pass,
-                    "{what}, runs of {size}"
-                );
+            for recorded in [None, Some(elsewhere)] {
+                let mut events = chain(12);
+                tamper(&mut events);
+                let one_pass = verify_holding(&events, recorded);
+                for size in 1..=13 {
+                    assert_eq!(
+                        verify_in_runs(&events, size, recorded),
+                        one_pass,
+                        "{what}, runs of {size}, {recorded:?}"
+                    );
+                }
             }
         }
         // Bytes are written as a sequence of bytes always was.

@@ -187,9 +187,10 @@ struct VerifyEntry {
     event_id: uuid::Uuid,
     prev_hash: [u8; 32],
     hash: [u8; 32],
-    /// Where the stream id, event type, principal, request id, correlation
-    /// and caller's request id are in `texts` (the last three optional).
-    texts: [Option<Range<u32>>; 6],
+    /// Where the stream id, event type and principal are in `texts`.
+    texts: [Range<u32>; 3],
+    /// Where the request id, correlation and caller's request id are.
+    optional: [Option<Range<u32>>; 3],
     payload: Range<usize>,
 }
 
@@ -204,24 +205,22 @@ impl VerifyChunk {
 
     pub fn iter(&self) -> impl ExactSizeIterator<Item = RecordedRef<'_>> {
         self.events.iter().map(|e| {
-            let text = |i: usize| {
-                e.texts[i]
-                    .clone()
-                    .map(|r| &self.texts[r.start as usize..r.end as usize])
-            };
+            let text = |r: &Range<u32>| &self.texts[r.start as usize..r.end as usize];
+            let [stream_id, event_type, principal] = &e.texts;
+            let [request_id, correlation, client_request_id] = &e.optional;
             RecordedRef {
                 position: e.position,
-                stream_id: text(0).unwrap_or_default(),
+                stream_id: text(stream_id),
                 stream_version: e.stream_version,
-                event_type: text(1).unwrap_or_default(),
+                event_type: text(event_type),
                 schema_version: e.schema_version,
                 event_id: e.event_id,
                 occurred_at_micros: e.occurred_at_micros,
-                principal: text(2).unwrap_or_default(),
-                request_id: text(3),
+                principal: text(principal),
+                request_id: request_id.as_ref().map(text),
                 causation: e.causation,
-                correlation: text(4),
-                client_request_id: text(5),
+                correlation: correlation.as_ref().map(text),
+                client_request_id: client_request_id.as_ref().map(text),
                 payload: &self.data[e.payload.clone()],
                 prev_hash: e.prev_hash,
                 hash: e.hash,
@@ -229,8 +228,8 @@ impl VerifyChunk {
         })
     }
 
-    /// The chunk of events read one by one (a backend without a packed
-    /// read).
+    /// The chunk of events read as rows (a backend, or a database, without
+    /// a bulk read).
     pub fn of(events: &[stratum_domain::log::Recorded]) -> StoreResult<Self> {
         let mut b = VerifyBuilder::with_capacity(events.len());
         let mut payloads = Vec::new();
@@ -238,8 +237,7 @@ impl VerifyChunk {
             let r = e.as_ref();
             let start = payloads.len();
             payloads.extend_from_slice(r.payload);
-            let id = r.event_id.hyphenated().to_string();
-            b.push(
+            b.push_with_id(
                 VerifyNumbers {
                     position: r.position,
                     stream_version: r.stream_version,
@@ -247,15 +245,9 @@ impl VerifyChunk {
                     occurred_at_micros: r.occurred_at_micros,
                     causation: r.causation,
                 },
-                [
-                    Some(r.stream_id),
-                    Some(r.event_type),
-                    Some(r.principal),
-                    r.request_id,
-                    r.correlation,
-                    r.client_request_id,
-                ],
-                id.as_bytes(),
+                [r.stream_id, r.event_type, r.principal],
+                [r.request_id, r.correlation, r.client_request_id],
+                r.event_id,
                 start..payloads.len(),
                 [&r.prev_hash, &r.hash],
             )?;
@@ -288,40 +280,63 @@ impl VerifyBuilder {
         }
     }
 
-    /// An event: its texts (stream id, event type, principal, request id,
-    /// correlation, caller's request id), its event id as stored (a UUID's
-    /// text), where its payload is in the buffer given to
-    /// [`finish_with`](Self::finish_with), and its stored `prev_hash` and
+    /// An event: its stream id, event type and principal; its request id,
+    /// correlation and caller's request id; its event id as stored (a
+    /// UUID's text); where its payload is in the buffer given to
+    /// [`finish_with`](Self::finish_with); its stored `prev_hash` and
     /// `hash`. A value that is not what stratum writes is `Corrupt`.
     pub(crate) fn push(
         &mut self,
         n: VerifyNumbers,
-        texts: [Option<&str>; 6],
+        texts: [&str; 3],
+        optional: [Option<&str>; 3],
         event_id: &[u8],
+        payload: Range<usize>,
+        hashes: [&[u8]; 2],
+    ) -> StoreResult<()> {
+        let id =
+            uuid::Uuid::try_parse_ascii(event_id).map_err(|_| corrupt(n.position, "event id"))?;
+        self.push_with_id(n, texts, optional, id, payload, hashes)
+    }
+
+    fn push_with_id(
+        &mut self,
+        n: VerifyNumbers,
+        texts: [&str; 3],
+        optional: [Option<&str>; 3],
+        event_id: uuid::Uuid,
         payload: Range<usize>,
         [prev_hash, hash]: [&[u8]; 2],
     ) -> StoreResult<()> {
-        let corrupt =
-            |what: &str| StoreError::Corrupt(format!("event {} has a bad {what}", n.position));
-        let mut ranges: [Option<Range<u32>>; 6] = Default::default();
-        for (range, text) in ranges.iter_mut().zip(texts) {
-            if let Some(text) = text {
-                let start = self.texts.len();
-                self.texts.push_str(text);
-                let at = |n: usize| u32::try_from(n).map_err(|_| corrupt("chunk (over 4 GiB)"));
-                *range = Some(at(start)?..at(self.texts.len())?);
-            }
-        }
+        let position = n.position;
+        let mut text = |t: &str| -> StoreResult<Range<u32>> {
+            let at =
+                |n: usize| u32::try_from(n).map_err(|_| corrupt(position, "chunk (over 4 GiB)"));
+            let start = at(self.texts.len())?;
+            self.texts.push_str(t);
+            Ok(start..at(self.texts.len())?)
+        };
+        let [a, b, c] = texts;
+        let texts = [text(a)?, text(b)?, text(c)?];
+        let [d, e, f] = optional;
+        let optional = [
+            d.map(&mut text).transpose()?,
+            e.map(&mut text).transpose()?,
+            f.map(&mut text).transpose()?,
+        ];
         self.events.push(VerifyEntry {
-            position: n.position,
+            position,
             stream_version: n.stream_version,
             schema_version: n.schema_version,
             occurred_at_micros: n.occurred_at_micros,
             causation: n.causation,
-            event_id: uuid::Uuid::try_parse_ascii(event_id).map_err(|_| corrupt("event id"))?,
-            prev_hash: prev_hash.try_into().map_err(|_| corrupt("prev_hash"))?,
-            hash: hash.try_into().map_err(|_| corrupt("hash"))?,
-            texts: ranges,
+            event_id,
+            prev_hash: prev_hash
+                .try_into()
+                .map_err(|_| corrupt(position, "prev_hash"))?,
+            hash: hash.try_into().map_err(|_| corrupt(position, "hash"))?,
+            texts,
+            optional,
             payload,
         });
         Ok(())
@@ -340,4 +355,8 @@ impl VerifyBuilder {
         }
         chunk
     }
+}
+
+fn corrupt(position: u64, what: &str) -> StoreError {
+    StoreError::Corrupt(format!("event {position} has a bad {what}"))
 }

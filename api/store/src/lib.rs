@@ -216,12 +216,9 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// The events at positions `after + 1 ..= until` with every field the
     /// hash chain covers and their stored hashes: what [`verify_chain`]
-    /// checks. Backends read them packed; this default reads rows.
+    /// checks. Backends read them in bulk; this default reads rows.
     async fn read_for_verify(&self, after: u64, until: u64) -> StoreResult<VerifyChunk> {
-        let limit = u32::try_from(until.saturating_sub(after)).unwrap_or(u32::MAX);
-        let mut events = self.read_after(after, limit).await?;
-        events.retain(|e| e.position <= until);
-        VerifyChunk::of(&events)
+        verify_chunk_by_rows(self, after, until).await
     }
 
     /// Every event of one stream, in version order.
@@ -329,6 +326,19 @@ pub trait EventStore: Send + Sync + 'static {
     async fn unregistered_clients(&self) -> StoreResult<Vec<String>> {
         Ok(Vec::new())
     }
+}
+
+/// [`EventStore::read_for_verify`] by rows, through [`EventStore::read_after`]:
+/// for a backend, or a database, without a bulk read.
+pub(crate) async fn verify_chunk_by_rows<S: EventStore + ?Sized>(
+    store: &S,
+    after: u64,
+    until: u64,
+) -> StoreResult<VerifyChunk> {
+    let limit = u32::try_from(until.saturating_sub(after)).unwrap_or(u32::MAX);
+    let mut events = store.read_after(after, limit).await?;
+    events.retain(|e| e.position <= until);
+    VerifyChunk::of(&events)
 }
 
 /// The `application_name` this build's PostgreSQL sessions carry. Builds

@@ -16,9 +16,11 @@ macro_rules! select_all {
         "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events"
     };
 }
-pub(crate) use select_all;
-/// Every column of the events, in `recorded_from_row`'s order.
-pub(crate) const SELECT_ALL_FROM: &str = select_all!();
+/// The events at positions `$1 < position <= $2`, every column.
+pub(crate) const SELECT_RANGE: &str = concat!(
+    select_all!(),
+    " WHERE position > $1 AND position <= $2 ORDER BY position"
+);
 pub(crate) const SELECT_AFTER: &str = concat!(
     select_all!(),
     " WHERE position > $1 ORDER BY position LIMIT $2"

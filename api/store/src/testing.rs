@@ -297,3 +297,16 @@ pub async fn append_to_stream(
     tx.commit().await?;
     Ok(records)
 }
+
+/// Runs statements on a test database behind the store's back: how a test
+/// changes what the store keeps, as an attacker or a broken disk would.
+pub async fn tamper(db: &TestDb, sql: &str) {
+    use sqlx::{Connection, Executor};
+    if db.backend == "sqlite" {
+        let mut c = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+        c.execute(sql).await.unwrap();
+    } else {
+        let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
+        c.execute(sql).await.unwrap();
+    }
+}

@@ -5,7 +5,7 @@
 //!
 //! Each event's hash depends only on its own bytes and the `prev_hash`
 //! stored with it, so the chunks are read and hashed several at a time (the
-//! database packing one while the hashes of others are computed on the
+//! database reading one while the hashes of others are computed on the
 //! blocking threads), then joined in position order: the verdict, and the
 //! first position that breaks, are those of one pass from the start.
 

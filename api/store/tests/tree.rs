@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use stratum_domain::log::{EventMeta, Verification};
 use stratum_domain::tree::{self, check_record, check_tree, Frontier, Hash, TreeRow};
-use stratum_store::testing::{append_to_stream, each_backend, NewEvent, TestDb};
+use stratum_store::testing::{append_to_stream, each_backend, tamper, NewEvent};
 use stratum_store::tree::{consistency, ensure, inclusion, root, root_consistent_with};
 use stratum_store::{connect, verify_chain, EventStore};
 
@@ -48,17 +48,6 @@ async fn expected(s: &dyn EventStore, size: u64) -> (Frontier, Vec<TreeRow>) {
         f.push(&e, &mut rows);
     }
     (f, rows)
-}
-
-async fn tamper(db: &TestDb, sql: &str) {
-    use sqlx::{Connection, Executor};
-    if db.backend == "sqlite" {
-        let mut c = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
-        c.execute(sql).await.unwrap();
-    } else {
-        let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
-        c.execute(sql).await.unwrap();
-    }
 }
 
 #[tokio::test]

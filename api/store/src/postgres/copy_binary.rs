@@ -126,14 +126,8 @@ pub(super) fn verify_events(data: bytes::Bytes) -> StoreResult<VerifyChunk> {
                 occurred_at_micros,
                 causation: causation.map(|c| c as u64),
             },
-            [
-                Some(stream_id),
-                Some(event_type),
-                Some(principal),
-                request_id,
-                correlation,
-                client_request_id,
-            ],
+            [stream_id, event_type, principal],
+            [request_id, correlation, client_request_id],
             event_id,
             payload,
             [prev_hash, hash],
@@ -200,6 +194,63 @@ mod tests {
         field(&mut out, payload);
         out.extend_from_slice(&(-1i16).to_be_bytes());
         out
+    }
+
+    /// One row of every column (`SELECT_RANGE`), as PostgreSQL writes it.
+    fn verify_copy_of(position: i64) -> Vec<u8> {
+        let null = |out: &mut Vec<u8>| out.extend_from_slice(&(-1i32).to_be_bytes());
+        let mut out = SIGNATURE.to_vec();
+        out.extend_from_slice(&0i32.to_be_bytes());
+        out.extend_from_slice(&0i32.to_be_bytes());
+        out.extend_from_slice(&15i16.to_be_bytes());
+        field(&mut out, &position.to_be_bytes());
+        field(&mut out, b"member/n-1");
+        field(&mut out, &3i64.to_be_bytes());
+        field(&mut out, b"JoinProgressReported");
+        field(&mut out, &1i64.to_be_bytes());
+        field(&mut out, b"00000000-0000-0000-0000-000000000007");
+        field(&mut out, &1_700_000_000_000_000i64.to_be_bytes());
+        field(&mut out, b"user/ann");
+        null(&mut out);
+        field(&mut out, &6i64.to_be_bytes());
+        null(&mut out);
+        field(&mut out, b"payload");
+        field(&mut out, &[1; 32]);
+        field(&mut out, &[2; 32]);
+        field(&mut out, b"deploy-42");
+        out.extend_from_slice(&(-1i16).to_be_bytes());
+        out
+    }
+
+    #[test]
+    fn reads_every_column_postgres_writes_and_a_cut_is_corrupt() {
+        let whole = verify_copy_of(7);
+        let chunk = verify_events(whole.clone().into()).unwrap();
+        let e = chunk.iter().next().unwrap();
+        assert_eq!(
+            (e.position, e.stream_id, e.stream_version, e.schema_version),
+            (7, "member/n-1", 3, 1)
+        );
+        assert_eq!(e.event_id, uuid::Uuid::from_u128(7));
+        assert_eq!(
+            (
+                e.request_id,
+                e.causation,
+                e.correlation,
+                e.client_request_id
+            ),
+            (None, Some(6), None, Some("deploy-42"))
+        );
+        assert_eq!(
+            (e.payload, e.prev_hash, e.hash),
+            (&b"payload"[..], [1; 32], [2; 32])
+        );
+        for cut in 0..whole.len() {
+            assert!(
+                verify_events(whole[..cut].to_vec().into()).is_err(),
+                "cut at {cut}"
+            );
+        }
     }
 
     #[test]

@@ -460,12 +460,11 @@ impl EventStore for PgStore {
     /// Every column the chain covers, by binary `COPY` as replay reads.
     async fn read_for_verify(&self, after: u64, until: u64) -> StoreResult<VerifyChunk> {
         let data = self
-            .copy_out(&format!(
-                "{} WHERE position > {} AND position <= {} ORDER BY position",
-                sql::SELECT_ALL_FROM,
-                after as i64,
-                until.min(i64::MAX as u64) as i64
-            ))
+            .copy_out(
+                &sql::SELECT_RANGE
+                    .replace("$1", &(after as i64).to_string())
+                    .replace("$2", &(until.min(i64::MAX as u64) as i64).to_string()),
+            )
             .await?;
         copy_binary::verify_events(data)
     }

@@ -1,18 +1,19 @@
-//! The bulk reads of a SQLite log (replaying it, verifying it) straight through SQLite's
-//! C API with `rusqlite`: one `sqlite3_step` per row on the calling
-//! (blocking) thread, its columns borrowed where SQLite holds them. Through
-//! sqlx every row, or every packed chunk, is handed over from its worker
-//! thread, and packing a chunk in SQL (`printf`, concatenation) was most
-//! of the work in the verify profile.
+//! The bulk reads of a SQLite log (replaying it, verifying it) straight
+//! through SQLite's C API with `rusqlite`: one `sqlite3_step` per row on the
+//! calling (blocking) thread, its columns borrowed where SQLite holds them.
+//! Through sqlx every row, or every packed chunk, is handed over from its
+//! worker thread, and packing a chunk in SQL (`printf`, concatenation) was
+//! most of the work in the verify profile.
 //!
-//! Its connections are read-only and separate from sqlx's pool; a database
-//! they cannot open (one in memory) is read through sqlx instead.
+//! Its connections are read-only and separate from sqlx's pool, opened on
+//! the same file with the same `immutable` and `vfs` options; a database in
+//! memory (which another connection cannot see) is read through sqlx.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, OpenFlags, Row};
+use sqlx::sqlite::SqliteConnectOptions;
 
 use super::super::{
     ChunkBuilder, Numbers, ReplayChunk, StoreError, StoreResult, VerifyBuilder, VerifyChunk,
@@ -23,8 +24,8 @@ use crate::sql;
 /// A few read-only connections to one database file, kept between reads.
 #[derive(Debug)]
 pub(super) struct Bulk {
-    path: PathBuf,
-    immutable: bool,
+    /// The SQLite URI of the file, read-only, with sqlx's options.
+    uri: String,
     idle: Mutex<Vec<Connection>>,
 }
 
@@ -38,16 +39,92 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
+/// One row of the events, its columns checked as the row readers (sqlx)
+/// check them: a text only from TEXT, bytes only from a BLOB, a number
+/// only from an INTEGER.
+struct Columns<'r, 's> {
+    row: &'r Row<'s>,
+    position: i64,
+}
+
+impl<'r> Columns<'r, '_> {
+    fn of<'s>(row: &'r Row<'s>) -> StoreResult<Columns<'r, 's>> {
+        match row.get_ref(0)? {
+            ValueRef::Integer(position) => Ok(Columns { row, position }),
+            _ => Err(StoreError::Corrupt(
+                "an event's position is not an integer".into(),
+            )),
+        }
+    }
+
+    fn int(&self, i: usize, what: &'static str) -> StoreResult<i64> {
+        match self.row.get_ref(i)? {
+            ValueRef::Integer(n) => Ok(n),
+            _ => Err(corrupt(self.position, what)),
+        }
+    }
+
+    fn optional_int(&self, i: usize, what: &'static str) -> StoreResult<Option<i64>> {
+        match self.row.get_ref(i)? {
+            ValueRef::Null => Ok(None),
+            _ => self.int(i, what).map(Some),
+        }
+    }
+
+    fn optional_text(&self, i: usize, what: &'static str) -> StoreResult<Option<&'r str>> {
+        match self.row.get_ref(i)? {
+            ValueRef::Null => Ok(None),
+            ValueRef::Text(b) => std::str::from_utf8(b)
+                .map(Some)
+                .map_err(|_| corrupt(self.position, what)),
+            _ => Err(corrupt(self.position, what)),
+        }
+    }
+
+    fn text(&self, i: usize, what: &'static str) -> StoreResult<&'r str> {
+        self.optional_text(i, what)?
+            .ok_or_else(|| corrupt(self.position, what))
+    }
+
+    fn blob(&self, i: usize, what: &'static str) -> StoreResult<&'r [u8]> {
+        match self.row.get_ref(i)? {
+            ValueRef::Blob(b) => Ok(b),
+            _ => Err(corrupt(self.position, what)),
+        }
+    }
+}
+
 impl Bulk {
-    /// Bulk reads of the database at `path`; none for one in memory.
-    pub(super) fn of(path: PathBuf, immutable: bool) -> Option<Arc<Self>> {
-        let name = path.to_string_lossy();
-        if name.is_empty() || name.starts_with(':') || name.contains("mode=memory") {
+    /// Bulk reads of the database that `url` names and sqlx opened with
+    /// `opts` (`immutable` where the store opened it so); none for one in
+    /// memory. The options sqlx reads from the URL's query that change
+    /// which database, or how it is read, are given to SQLite too.
+    pub(super) fn of(url: &str, opts: &SqliteConnectOptions, immutable: bool) -> Option<Arc<Self>> {
+        let rest = url
+            .trim_start_matches("sqlite://")
+            .trim_start_matches("sqlite:");
+        let (database, params) = rest.split_once('?').unwrap_or((rest, ""));
+        if database == ":memory:" {
             return None;
         }
+        let mut query = String::from("mode=ro");
+        if immutable {
+            query.push_str("&immutable=1");
+        }
+        for pair in params.split('&') {
+            match pair.split_once('=').unwrap_or((pair, "")) {
+                ("mode", "memory") => return None,
+                ("immutable", "true" | "1") if !immutable => query.push_str("&immutable=1"),
+                ("vfs", vfs) => query.push_str(&format!("&vfs={vfs}")),
+                _ => {}
+            }
+        }
+        let path = opts.get_filename().to_string_lossy();
+        // `file:` then the path; an absolute one after an empty authority,
+        // so a path that starts with `//` is not read as a host.
+        let sep = if path.starts_with('/') { "//" } else { "" };
         Some(Arc::new(Bulk {
-            path,
-            immutable,
+            uri: format!("file:{sep}{}?{query}", escape(&path)),
             idle: Mutex::new(Vec::new()),
         }))
     }
@@ -57,7 +134,14 @@ impl Bulk {
         let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let conn = match idle {
             Some(c) => c,
-            None => self.open()?,
+            None => {
+                let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | OpenFlags::SQLITE_OPEN_URI;
+                let conn = Connection::open_with_flags(&self.uri, flags)?;
+                conn.busy_timeout(std::time::Duration::from_secs(10))?;
+                conn
+            }
         };
         let out = f(&conn);
         self.idle
@@ -67,99 +151,43 @@ impl Bulk {
         out
     }
 
-    fn open(&self) -> StoreResult<Connection> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI;
-        let conn = if self.immutable {
-            // A stopped service's copy in a directory this user cannot
-            // write (see `SqliteStore::open_as`).
-            let path = self
-                .path
-                .to_string_lossy()
-                .replace('%', "%25")
-                .replace('?', "%3f")
-                .replace('#', "%23");
-            Connection::open_with_flags(format!("file:{path}?immutable=1"), flags)?
-        } else {
-            Connection::open_with_flags(&self.path, flags)?
-        };
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        Ok(conn)
-    }
-
     /// [`EventStore::read_for_verify`](crate::EventStore::read_for_verify):
     /// the events at positions `after + 1 ..= until`, every column the
-    /// chain covers, as SQLite holds them.
+    /// chain covers, as SQLite holds them. Numbers are taken as the row
+    /// reader takes them (a negative version wraps), so a changed one is a
+    /// hash that does not match, at its position.
     pub(super) fn verify_chunk(&self, after: u64, until: u64) -> StoreResult<VerifyChunk> {
         self.with(|conn| {
-            let mut stmt = conn.prepare_cached(concat!(
-                sql::select_all!(),
-                " WHERE position > ?1 AND position <= ?2 ORDER BY position"
-            ))?;
+            let mut stmt = conn.prepare_cached(sql::SELECT_RANGE)?;
             let mut rows = stmt.query((after as i64, until.min(i64::MAX as u64) as i64))?;
             let mut chunk =
                 VerifyBuilder::with_capacity(until.saturating_sub(after).min(4096) as usize);
             let mut payloads = Vec::new();
             while let Some(row) = rows.next()? {
-                let ValueRef::Integer(position) = row.get_ref(0)? else {
-                    return Err(StoreError::Corrupt(
-                        "an event's position is not an integer".into(),
-                    ));
-                };
-                let int = |i: usize, what: &'static str| -> StoreResult<i64> {
-                    row.get_ref(i)?
-                        .as_i64()
-                        .map_err(|_| corrupt(position, what))
-                };
-                let bytes = |i: usize, what: &'static str| -> StoreResult<Option<&[u8]>> {
-                    match row.get_ref(i)? {
-                        ValueRef::Null => Ok(None),
-                        ValueRef::Text(b) | ValueRef::Blob(b) => Ok(Some(b)),
-                        _ => Err(corrupt(position, what)),
-                    }
-                };
-                let text = |i: usize, what: &'static str| -> StoreResult<Option<&str>> {
-                    bytes(i, what)?
-                        .map(|b| std::str::from_utf8(b).map_err(|_| corrupt(position, what)))
-                        .transpose()
-                };
-                let required = |i: usize, what: &'static str| -> StoreResult<&str> {
-                    text(i, what)?.ok_or_else(|| corrupt(position, what))
-                };
-                let payload = bytes(11, "payload")?.ok_or_else(|| corrupt(position, "payload"))?;
+                let c = Columns::of(row)?;
                 let start = payloads.len();
-                payloads.extend_from_slice(payload);
-                let unsigned = |n: i64, what: &'static str| {
-                    u64::try_from(n).map_err(|_| corrupt(position, what))
-                };
+                payloads.extend_from_slice(c.blob(11, "payload")?);
                 chunk.push(
                     VerifyNumbers {
-                        position: unsigned(position, "position")?,
-                        stream_version: unsigned(int(2, "stream version")?, "stream version")?,
-                        schema_version: u16::try_from(int(4, "schema version")?)
-                            .map_err(|_| corrupt(position, "schema version"))?,
-                        occurred_at_micros: int(6, "time")?,
-                        causation: match row.get_ref(9)? {
-                            ValueRef::Null => None,
-                            ValueRef::Integer(c) => Some(unsigned(c, "causation")?),
-                            _ => return Err(corrupt(position, "causation")),
-                        },
+                        position: c.position as u64,
+                        stream_version: c.int(2, "stream version")? as u64,
+                        schema_version: c.int(4, "schema version")? as u16,
+                        occurred_at_micros: c.int(6, "time")?,
+                        causation: c.optional_int(9, "causation")?.map(|n| n as u64),
                     },
                     [
-                        Some(required(1, "stream id")?),
-                        Some(required(3, "event type")?),
-                        Some(required(7, "principal")?),
-                        text(8, "request id")?,
-                        text(10, "correlation")?,
-                        text(14, "caller's request id")?,
+                        c.text(1, "stream id")?,
+                        c.text(3, "event type")?,
+                        c.text(7, "principal")?,
                     ],
-                    bytes(5, "event id")?.unwrap_or_default(),
-                    start..payloads.len(),
                     [
-                        bytes(12, "prev_hash")?.unwrap_or_default(),
-                        bytes(13, "hash")?.unwrap_or_default(),
+                        c.optional_text(8, "request id")?,
+                        c.optional_text(10, "correlation")?,
+                        c.optional_text(14, "caller's request id")?,
                     ],
+                    c.text(5, "event id")?.as_bytes(),
+                    start..payloads.len(),
+                    [c.blob(12, "prev_hash")?, c.blob(13, "hash")?],
                 )?;
             }
             Ok(chunk.finish_with(bytes::Bytes::from(payloads)))
@@ -174,43 +202,36 @@ impl Bulk {
             let mut rows = stmt.query((after as i64, i64::from(limit)))?;
             let mut chunk = ChunkBuilder::with_capacity(limit.min(4096) as usize);
             while let Some(row) = rows.next()? {
-                let ValueRef::Integer(position) = row.get_ref(0)? else {
-                    return Err(StoreError::Corrupt(
-                        "an event's position is not an integer".into(),
-                    ));
-                };
-                let int = |i: usize, what: &'static str| -> StoreResult<i64> {
-                    row.get_ref(i)?
-                        .as_i64()
-                        .map_err(|_| corrupt(position, what))
-                };
-                let text = |i: usize, what: &'static str| -> StoreResult<&str> {
-                    row.get_ref(i)?
-                        .as_str()
-                        .map_err(|_| corrupt(position, what))
-                };
+                let c = Columns::of(row)?;
                 let unsigned = |n: i64, what: &'static str| {
-                    u64::try_from(n).map_err(|_| corrupt(position, what))
+                    u64::try_from(n).map_err(|_| corrupt(c.position, what))
                 };
                 chunk.push(
                     Numbers {
-                        position: unsigned(position, "position")?,
-                        stream_version: unsigned(int(2, "stream version")?, "stream version")?,
-                        schema_version: u16::try_from(int(4, "schema version")?)
-                            .map_err(|_| corrupt(position, "schema version"))?,
-                        occurred_at: stratum_domain::log::micros_to_time(int(5, "time")?),
+                        position: unsigned(c.position, "position")?,
+                        stream_version: unsigned(c.int(2, "stream version")?, "stream version")?,
+                        schema_version: u16::try_from(c.int(4, "schema version")?)
+                            .map_err(|_| corrupt(c.position, "schema version"))?,
+                        occurred_at: stratum_domain::log::micros_to_time(c.int(5, "time")?),
                     },
                     [
-                        text(1, "stream id")?,
-                        text(3, "event type")?,
-                        text(6, "principal")?,
+                        c.text(1, "stream id")?,
+                        c.text(3, "event type")?,
+                        c.text(6, "principal")?,
                     ],
-                    row.get_ref(7)?
-                        .as_bytes()
-                        .map_err(|_| corrupt(position, "payload"))?,
+                    c.blob(7, "payload")?,
                 )?;
             }
             Ok(chunk.finish())
         })
     }
+}
+
+/// A path or value as SQLite's URI reads it: `%`, `?`, `#` and `&`
+/// escaped.
+fn escape(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('?', "%3f")
+        .replace('#', "%23")
+        .replace('&', "%26")
 }

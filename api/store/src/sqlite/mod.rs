@@ -125,7 +125,7 @@ impl SqliteStore {
             migrator.run(&mut writer).await?;
             crate::replicas::expand_sqlite(&mut writer).await?;
         }
-        let bulk = Bulk::of(opts.get_filename().to_owned(), immutable);
+        let bulk = Bulk::of(url, &opts, immutable);
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .test_before_acquire(false)
@@ -233,7 +233,7 @@ impl EventStore for SqliteStore {
     /// thread ([`Bulk`]), the payloads copied once into the chunk's buffer.
     async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<ReplayChunk> {
         let Some(bulk) = self.bulk.clone() else {
-            return self.read_for_replay_rows(after, limit.min(2_000)).await;
+            return self.read_for_replay_rows(after, limit).await;
         };
         tokio::task::spawn_blocking(move || bulk.replay_chunk(after, limit))
             .await
@@ -243,10 +243,7 @@ impl EventStore for SqliteStore {
     /// Straight through SQLite's C API on a blocking thread ([`Bulk`]).
     async fn read_for_verify(&self, after: u64, until: u64) -> StoreResult<VerifyChunk> {
         let Some(bulk) = self.bulk.clone() else {
-            let limit = u32::try_from(until.saturating_sub(after)).unwrap_or(u32::MAX);
-            let mut events = R::after(&self.read, after, i64::from(limit)).await?;
-            events.retain(|e| e.position <= until);
-            return VerifyChunk::of(&events);
+            return crate::verify_chunk_by_rows(self, after, until).await;
         };
         tokio::task::spawn_blocking(move || bulk.verify_chunk(after, until))
             .await
@@ -488,9 +485,8 @@ impl WriteTx for SqliteTx {
 }
 
 impl SqliteStore {
-    /// [`EventStore::read_for_replay`] one row per event: for a chunk too
-    /// large to pack (one row per event through sqlx's worker thread was
-    /// 2-5 times slower than packing, in the replay bench).
+    /// [`EventStore::read_for_replay`] one row per event through sqlx: for
+    /// a database in memory, which the bulk reader cannot open.
     async fn read_for_replay_rows(&self, after: u64, limit: u32) -> StoreResult<ReplayChunk> {
         use futures::TryStreamExt;
         let mut rows = sqlx::query(sql::SELECT_FOR_REPLAY)
@@ -564,7 +560,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let bulk = Bulk::of(path.clone(), false).unwrap();
+        let bulk = Bulk::of(&url, &SqliteConnectOptions::from_str(&url).unwrap(), false).unwrap();
         let chunk = bulk.replay_chunk(0, 10).unwrap();
         assert_eq!(chunk.len(), 3);
         for ((p, s, v, t, who, payload), e) in rows.into_iter().zip(chunk.iter()) {
@@ -583,9 +579,10 @@ mod tests {
         }
         assert_eq!(bulk.replay_chunk(1, 1).unwrap().last_position(), Some(2));
         assert!(bulk.replay_chunk(3, 10).unwrap().is_empty());
-        // Bytes that are not UTF-8 where a text belongs, or a text where a
-        // number belongs.
+        // Bytes that are not UTF-8 where a text belongs, a BLOB where a
+        // text belongs, or a text where a number belongs.
         for tamper in [
+            "UPDATE events SET principal = CAST(principal AS BLOB) WHERE position = 2",
             "UPDATE events SET stream_id = CAST(x'ff00' AS TEXT) WHERE position = 2",
             "UPDATE events SET stream_version = 'seven' WHERE position = 2",
         ] {
@@ -597,6 +594,13 @@ mod tests {
         }
         drop(c);
         let _ = std::fs::remove_file(&path);
-        assert!(Bulk::of(":memory:".into(), false).is_none());
+        for memory in [
+            "sqlite::memory:",
+            "sqlite://?mode=memory",
+            "sqlite://x.db?mode=memory",
+        ] {
+            let opts = SqliteConnectOptions::from_str(memory).unwrap();
+            assert!(Bulk::of(memory, &opts, false).is_none(), "{memory}");
+        }
     }
 }
