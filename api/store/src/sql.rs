@@ -25,18 +25,8 @@ pub(crate) const SELECT_AFTER: &str = concat!(
     select_all!(),
     " WHERE position > $1 ORDER BY position LIMIT $2"
 );
-/// The columns a fold reads, from the events table.
-macro_rules! select_for_replay {
-    () => {
-        "SELECT position, stream_id, stream_version, event_type, schema_version, occurred_at, principal, payload FROM events"
-    };
-}
-pub(crate) const SELECT_FOR_REPLAY_FROM: &str = select_for_replay!();
-/// A chunk of [`SELECT_FOR_REPLAY_FROM`] as rows (SQLite).
-pub(crate) const SELECT_FOR_REPLAY: &str = concat!(
-    select_for_replay!(),
-    " WHERE position > $1 ORDER BY position LIMIT $2"
-);
+/// What a fold reads of up to `$2` events after `$1`.
+pub(crate) const SELECT_FOR_REPLAY: &str = "SELECT position, stream_id, stream_version, event_type, schema_version, occurred_at, principal, payload FROM events WHERE position > $1 ORDER BY position LIMIT $2";
 pub(crate) const PUT_SNAPSHOT: &str = "INSERT INTO rm_snapshots (position, state) VALUES ($1, $2) ON CONFLICT (position) DO UPDATE SET state = excluded.state";
 /// The pruning rule, the one place it is written (see
 /// [`crate::SNAPSHOTS_NEWEST`]): keep the newest $1 and the first at or after

@@ -136,7 +136,7 @@ pub(super) fn verify_events(data: bytes::Bytes) -> StoreResult<VerifyChunk> {
     Ok(out.finish_with(data.clone()))
 }
 
-/// The rows of `SELECT_FOR_REPLAY_FROM`, in order; their payloads stay
+/// The rows of `SELECT_FOR_REPLAY`, in order; their payloads stay
 /// where they are in `data`.
 pub(super) fn events(data: bytes::Bytes) -> StoreResult<ReplayChunk> {
     let mut r = Reader { data: &data, at: 0 };

@@ -162,10 +162,16 @@ fn options_for(target: &Target, i: usize, read_only: bool) -> PgConnectOptions {
 impl PgStore {
     /// `COPY (query) TO STDOUT (FORMAT binary)`: the rows as one byte
     /// stream instead of one protocol message and one driver row each.
-    /// `query` is built from integers and constants only.
-    async fn copy_out(&self, query: &str) -> StoreResult<bytes::Bytes> {
+    /// `COPY` takes no parameters, so the query's `$1`, `$2`... are
+    /// written in as the integers `args` (nothing a caller passes reaches
+    /// the text): the same statement the other backend binds.
+    async fn copy_out(&self, query: &str, args: &[i64]) -> StoreResult<bytes::Bytes> {
         use futures::StreamExt;
         use sqlx::postgres::PgPoolCopyExt;
+        // The highest first, so `$1` never takes the front of `$10`.
+        let query = (1..=args.len()).rev().fold(query.to_owned(), |q, n| {
+            q.replace(&format!("${n}"), &args[n - 1].to_string())
+        });
         let statement = format!("COPY ({query}) TO STDOUT (FORMAT binary)");
         let mut stream = self.pool.copy_out_raw(&statement).await?;
         let mut data = bytes::BytesMut::new();
@@ -445,26 +451,17 @@ impl EventStore for PgStore {
     /// streams the rows as one byte stream instead of one protocol message
     /// and one driver row per event.
     async fn read_for_replay(&self, after: u64, limit: u32) -> StoreResult<ReplayChunk> {
-        // Integers only: nothing a caller passes reaches the text unquoted.
         let data = self
-            .copy_out(&format!(
-                "{} WHERE position > {} ORDER BY position LIMIT {}",
-                sql::SELECT_FOR_REPLAY_FROM,
-                after as i64,
-                limit as i64
-            ))
+            .copy_out(sql::SELECT_FOR_REPLAY, &[after as i64, i64::from(limit)])
             .await?;
         copy_binary::events(data)
     }
 
     /// Every column the chain covers, by binary `COPY` as replay reads.
     async fn read_for_verify(&self, after: u64, until: u64) -> StoreResult<VerifyChunk> {
+        let until = until.min(i64::MAX as u64) as i64;
         let data = self
-            .copy_out(
-                &sql::SELECT_RANGE
-                    .replace("$1", &(after as i64).to_string())
-                    .replace("$2", &(until.min(i64::MAX as u64) as i64).to_string()),
-            )
+            .copy_out(sql::SELECT_RANGE, &[after as i64, until])
             .await?;
         copy_binary::verify_events(data)
     }
