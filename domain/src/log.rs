@@ -145,6 +145,29 @@ pub struct RecordedRef<'a> {
 }
 
 impl RecordedRef<'_> {
+    /// The event with its fields owned.
+    pub fn to_recorded(&self) -> Recorded {
+        Recorded {
+            position: self.position,
+            stream_id: self.stream_id.to_owned(),
+            stream_version: self.stream_version,
+            event_type: self.event_type.to_owned(),
+            schema_version: self.schema_version,
+            event_id: self.event_id,
+            occurred_at: micros_to_time(self.occurred_at_micros),
+            meta: EventMeta {
+                principal: self.principal.to_owned(),
+                request_id: self.request_id.map(str::to_owned),
+                causation: self.causation,
+                correlation: self.correlation.map(str::to_owned),
+                client_request_id: self.client_request_id.map(str::to_owned),
+            },
+            payload: self.payload.to_vec(),
+            prev_hash: self.prev_hash,
+            hash: self.hash,
+        }
+    }
+
     /// Appends the canonical bytes of the event to `out`: postcard of the
     /// covered fields, then, only for an event that has one, the caller's
     /// request id after a tag byte. An event without one has the bytes it

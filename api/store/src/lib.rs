@@ -6,12 +6,14 @@
 //! write lock (the `log_head` row), so positions are assigned in exactly one
 //! place, gap-free and in commit order, whichever process writes.
 
+// First: its statement macros (the conflict clauses) serve both backends.
+#[macro_use]
+mod sql;
 mod chunk;
 mod pg_target;
 mod postgres;
 mod read;
 pub mod replicas;
-mod sql;
 mod sqlite;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -642,14 +644,13 @@ fn redact_keywords(text: &str) -> String {
     out.join(" ")
 }
 
-pub(crate) const EVENT_COLUMNS: &str = "position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id";
-
 pub(crate) fn hash32(v: Vec<u8>, what: &str) -> StoreResult<[u8; 32]> {
     v.try_into()
         .map_err(|_| StoreError::Corrupt(format!("{what} is not 32 bytes")))
 }
 
-/// Decodes an `events` row selected with [`EVENT_COLUMNS`], on either backend.
+/// Decodes an `events` row selected with every column (`sql::SELECT_RANGE`'s),
+/// on either backend.
 pub(crate) fn recorded_from_row<'r, R>(row: &'r R) -> StoreResult<Recorded>
 where
     R: Row,

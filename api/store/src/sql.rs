@@ -2,20 +2,64 @@
 //! placeholders work on SQLite and PostgreSQL alike); only execution differs.
 
 use sqlx::{Database, Encode, QueryBuilder, Type};
-use stratum_domain::log::Recorded;
 use stratum_domain::tree::TreeRow;
-use stratum_projections::{DocRow, JoinRequestRow, MemberRow, TokenRow};
-
-use super::{IdempotencyRecord, EVENT_COLUMNS};
 
 /// Rows per multi-row statement, well inside SQLite's variable limit.
 pub(crate) const CHUNK: usize = 500;
 
-macro_rules! select_all {
+macro_rules! event_columns {
     () => {
-        "SELECT position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id FROM events"
+        "position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id"
     };
 }
+macro_rules! select_all {
+    () => {
+        concat!("SELECT ", event_columns!(), " FROM events")
+    };
+}
+/// One row per statement, for a writer that keeps its statements prepared
+/// (SQLite's, [`crate::sqlite`]); the multi-row builders below end with the
+/// same conflict clauses.
+pub(crate) const INSERT_EVENT: &str = concat!(
+    "INSERT INTO events (",
+    event_columns!(),
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+);
+pub(crate) const INSERT_TREE_ROW: &str =
+    "INSERT INTO log_tree (level, idx, hash) VALUES (?1, ?2, ?3)";
+pub(crate) const INSERT_IDEMPOTENCY: &str = "INSERT INTO idempotency (principal, idem_key, request_hash, status, body, etag, position) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+/// Shared with PostgreSQL's upsert from arrays.
+macro_rules! members_on_conflict {
+    () => {
+        " ON CONFLICT (node_id) DO UPDATE SET state = excluded.state, role = excluded.role, rack = excluded.rack, ordinal = excluded.ordinal, version = excluded.version, doc = excluded.doc"
+    };
+}
+pub(crate) const UPSERT_MEMBER: &str = concat!("INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", members_on_conflict!());
+macro_rules! join_requests_on_conflict {
+    () => {
+        " ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, version = excluded.version, doc = excluded.doc"
+    };
+}
+pub(crate) const UPSERT_JOIN_REQUEST: &str = concat!(
+    "INSERT INTO rm_join_requests (request_id, status, version, doc) VALUES (?1, ?2, ?3, ?4)",
+    join_requests_on_conflict!()
+);
+macro_rules! tokens_on_conflict {
+    () => {
+        " ON CONFLICT (token_id) DO UPDATE SET principal = excluded.principal, policies = excluded.policies, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at, doc = excluded.doc"
+    };
+}
+pub(crate) const UPSERT_TOKEN: &str = concat!("INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, principal, policies, expires_at, revoked_at, doc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", tokens_on_conflict!());
+macro_rules! docs_on_conflict {
+    () => {
+        " ON CONFLICT (kind, id) DO UPDATE SET sort_key = excluded.sort_key, doc = excluded.doc"
+    };
+}
+pub(crate) const UPSERT_DOC: &str = concat!(
+    "INSERT INTO rm_docs (kind, id, sort_key, doc) VALUES (?1, ?2, ?3, ?4)",
+    docs_on_conflict!()
+);
+
 /// The events at positions `$1 < position <= $2`, every column.
 pub(crate) const SELECT_RANGE: &str = concat!(
     select_all!(),
@@ -101,37 +145,6 @@ pub(crate) fn finish(
     sql
 }
 
-pub(crate) fn insert_events<'a, DB>(events: &'a [Recorded]) -> QueryBuilder<'a, DB>
-where
-    DB: Database,
-    i64: Encode<'a, DB> + Type<DB>,
-    &'a str: Encode<'a, DB> + Type<DB>,
-    String: Encode<'a, DB> + Type<DB>,
-    Option<&'a str>: Encode<'a, DB> + Type<DB>,
-    Option<i64>: Encode<'a, DB> + Type<DB>,
-    &'a [u8]: Encode<'a, DB> + Type<DB>,
-{
-    let mut qb = QueryBuilder::new(format!("INSERT INTO events ({EVENT_COLUMNS}) "));
-    qb.push_values(events, |mut b, e| {
-        b.push_bind(e.position as i64)
-            .push_bind(e.stream_id.as_str())
-            .push_bind(e.stream_version as i64)
-            .push_bind(e.event_type.as_str())
-            .push_bind(e.schema_version as i64)
-            .push_bind(e.event_id.to_string())
-            .push_bind(e.occurred_at.timestamp_micros())
-            .push_bind(e.meta.principal.as_str())
-            .push_bind(e.meta.request_id.as_deref())
-            .push_bind(e.meta.causation.map(|c| c as i64))
-            .push_bind(e.meta.correlation.as_deref())
-            .push_bind(e.payload.as_slice())
-            .push_bind(e.prev_hash.as_slice())
-            .push_bind(e.hash.as_slice())
-            .push_bind(e.meta.client_request_id.as_deref());
-    });
-    qb
-}
-
 pub(crate) fn insert_tree_rows<'a, DB>(rows: &'a [TreeRow]) -> QueryBuilder<'a, DB>
 where
     DB: Database,
@@ -144,123 +157,5 @@ where
             .push_bind(r.index as i64)
             .push_bind(r.hash.as_slice());
     });
-    qb
-}
-
-pub(crate) fn upsert_members<'a, DB>(rows: &'a [MemberRow]) -> QueryBuilder<'a, DB>
-where
-    DB: Database,
-    i64: Encode<'a, DB> + Type<DB>,
-    &'a str: Encode<'a, DB> + Type<DB>,
-    Option<&'a str>: Encode<'a, DB> + Type<DB>,
-{
-    let mut qb = QueryBuilder::new(
-        "INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc) ",
-    );
-    qb.push_values(rows, |mut b, r| {
-        b.push_bind(r.node_id.as_str())
-            .push_bind(r.state)
-            .push_bind(r.role)
-            .push_bind(r.rack.as_deref())
-            .push_bind(r.ordinal as i64)
-            .push_bind(r.version as i64)
-            .push_bind(r.doc.as_str());
-    });
-    qb.push(
-        " ON CONFLICT (node_id) DO UPDATE SET state = excluded.state, role = excluded.role, \
-         rack = excluded.rack, ordinal = excluded.ordinal, version = excluded.version, doc = excluded.doc",
-    );
-    qb
-}
-
-pub(crate) fn upsert_join_requests<'a, DB>(rows: &'a [JoinRequestRow]) -> QueryBuilder<'a, DB>
-where
-    DB: Database,
-    i64: Encode<'a, DB> + Type<DB>,
-    &'a str: Encode<'a, DB> + Type<DB>,
-{
-    let mut qb =
-        QueryBuilder::new("INSERT INTO rm_join_requests (request_id, status, version, doc) ");
-    qb.push_values(rows, |mut b, r| {
-        b.push_bind(r.request_id.as_str())
-            .push_bind(r.status)
-            .push_bind(r.version as i64)
-            .push_bind(r.doc.as_str());
-    });
-    qb.push(
-        " ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, \
-         version = excluded.version, doc = excluded.doc",
-    );
-    qb
-}
-
-pub(crate) fn insert_idempotency<'a, DB>(rows: &'a [IdempotencyRecord]) -> QueryBuilder<'a, DB>
-where
-    DB: Database,
-    i64: Encode<'a, DB> + Type<DB>,
-    Option<i64>: Encode<'a, DB> + Type<DB>,
-    &'a str: Encode<'a, DB> + Type<DB>,
-    &'a [u8]: Encode<'a, DB> + Type<DB>,
-{
-    let mut qb = QueryBuilder::new(
-        "INSERT INTO idempotency (principal, idem_key, request_hash, status, body, etag, position) ",
-    );
-    qb.push_values(rows, |mut b, r| {
-        b.push_bind(r.principal.as_str())
-            .push_bind(r.key.as_str())
-            .push_bind(r.request_hash.as_slice())
-            .push_bind(r.status as i64)
-            .push_bind(r.body.as_str())
-            .push_bind(r.etag.map(|e| e as i64))
-            .push_bind(r.position as i64);
-    });
-    qb
-}
-
-pub(crate) fn upsert_tokens<'a, DB>(rows: &'a [TokenRow]) -> QueryBuilder<'a, DB>
-where
-    DB: Database,
-    Option<i64>: Encode<'a, DB> + Type<DB>,
-    &'a str: Encode<'a, DB> + Type<DB>,
-    Option<&'a str>: Encode<'a, DB> + Type<DB>,
-    Option<&'a [u8]>: Encode<'a, DB> + Type<DB>,
-{
-    let mut qb = QueryBuilder::new(
-        "INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, principal, policies, expires_at, revoked_at, doc) ",
-    );
-    qb.push_values(rows, |mut b, r| {
-        b.push_bind(r.token_id.as_str())
-            .push_bind(r.secret_sha256.as_ref().map(|h| h.as_slice()))
-            .push_bind(r.secret_argon2id.as_deref())
-            .push_bind(r.principal.as_str())
-            .push_bind(r.policies.as_str())
-            .push_bind(r.expires_at)
-            .push_bind(r.revoked_at)
-            .push_bind(r.doc.as_str());
-    });
-    qb.push(
-        " ON CONFLICT (token_id) DO UPDATE SET principal = excluded.principal, \
-         policies = excluded.policies, expires_at = excluded.expires_at, \
-         revoked_at = excluded.revoked_at, doc = excluded.doc",
-    );
-    qb
-}
-
-pub(crate) fn upsert_docs<'a, DB>(rows: &'a [DocRow]) -> QueryBuilder<'a, DB>
-where
-    DB: Database,
-    i64: Encode<'a, DB> + Type<DB>,
-    &'a str: Encode<'a, DB> + Type<DB>,
-{
-    let mut qb = QueryBuilder::new("INSERT INTO rm_docs (kind, id, sort_key, doc) ");
-    qb.push_values(rows, |mut b, r| {
-        b.push_bind(r.kind)
-            .push_bind(r.id.as_str())
-            .push_bind(r.sort_key)
-            .push_bind(r.doc.as_str());
-    });
-    qb.push(
-        " ON CONFLICT (kind, id) DO UPDATE SET sort_key = excluded.sort_key, doc = excluded.doc",
-    );
     qb
 }

@@ -559,13 +559,31 @@ async fn idempotency_records_are_kept_by_principal_and_key_once() {
             "{b}: another principal's key is not this one's"
         );
         assert_eq!(s.idempotency("user/a", "k2").await.unwrap(), None, "{b}");
-        // A key is kept once: a second record for it is a conflict.
+        // A key is kept once: a second record for it is a conflict, when
+        // it is put or at the latest when the write commits (SQLite's
+        // writer runs a write's statements in its commit), and nothing of
+        // that write is stored.
         let mut tx = s.begin_write().await.unwrap();
-        let again = tx
+        let head = tx.head();
+        tx.append(&seal(head, "member/n-7", 0, vec![event(7)]))
+            .await
+            .unwrap();
+        let again = match tx
             .put_idempotency(&[idem("user/a", "POST /v1/x k1", 2)])
-            .await;
-        assert!(matches!(again, Err(StoreError::Conflict(_))), "{b}");
-        tx.rollback().await.unwrap();
+            .await
+        {
+            Ok(()) => tx.commit().await,
+            Err(e) => {
+                tx.rollback().await.unwrap();
+                Err(e)
+            }
+        };
+        assert!(
+            matches!(again, Err(StoreError::Conflict(_))),
+            "{b}: {again:?}"
+        );
+        assert_eq!(s.head().await.unwrap(), head, "{b}");
+        assert!(s.read_stream("member/n-7").await.unwrap().is_empty(), "{b}");
         assert_eq!(
             s.idempotency("user/a", "POST /v1/x k1")
                 .await
@@ -785,4 +803,54 @@ async fn an_unknown_url_scheme_is_refused_without_its_password() {
     let msg = got.err().expect("refused").to_string();
     assert!(msg.contains("unsupported"), "{msg}");
     assert!(!msg.contains("s3cret"), "{msg}");
+}
+
+/// SQLite's writer has a connection of its own: a database in memory is
+/// the one sqlx's readers see, and a write dropped before its end (a
+/// cancelled task) stores nothing and lets the write lock go, also for
+/// another process's connection.
+#[tokio::test]
+async fn sqlite_writes_in_memory_and_a_dropped_write_lets_the_lock_go() {
+    {
+        let url = "sqlite::memory:";
+        let s = connect(url).await.unwrap();
+        let written = append(&*s, "member/n-1", 1, 3).await;
+        assert_eq!(s.head().await.unwrap().position, 3, "{url}");
+        assert_eq!(s.read_after(0, 10).await.unwrap(), written, "{url}");
+        assert!(
+            matches!(
+                verify_chain(&*s, None).await.unwrap(),
+                Verification::Intact { position: 3, .. }
+            ),
+            "{url}"
+        );
+    }
+    for db in each_backend().await {
+        if db.backend != "sqlite" {
+            continue;
+        }
+        let s = open(&db).await;
+        let other = open(&db).await;
+        append(&*s, "member/n-1", 1, 1).await;
+        let head = s.head().await.unwrap();
+        let mut tx = s.begin_write().await.unwrap();
+        tx.append(&seal(head, "member/n-2", 0, vec![event(2)]))
+            .await
+            .unwrap();
+        tx.put_idempotency(&[idem("user/a", "k", 2)]).await.unwrap();
+        assert!(tx.idempotency("user/a", "k").await.unwrap().is_some());
+        drop(tx);
+        // Another connection takes the lock at once (not after the busy
+        // timeout) and finds nothing of the dropped write.
+        let took = tokio::time::timeout(Duration::from_secs(2), other.begin_write())
+            .await
+            .expect("the dropped write let the lock go")
+            .unwrap();
+        assert_eq!(took.head(), head);
+        took.rollback().await.unwrap();
+        assert!(s.read_stream("member/n-2").await.unwrap().is_empty());
+        assert_eq!(s.idempotency("user/a", "k").await.unwrap(), None);
+        append(&*s, "member/n-2", 2, 1).await;
+        assert_eq!(s.head().await.unwrap().position, 2);
+    }
 }

@@ -294,11 +294,19 @@ struct PgTx {
     open: bool,
     /// The tree's right edge, moved on by each append.
     tree: Option<TreeWrite>,
+    /// What the write has not sent yet.
+    pending: Pending,
 }
 
 impl PgTx {
     fn conn(&mut self) -> &mut PgConnection {
         self.conn.as_mut().expect("a write holds a connection")
+    }
+
+    /// Sends what the write kept, so what follows reads or replaces it.
+    async fn send(&mut self) -> StoreResult<()> {
+        let c = self.conn.as_mut().expect("a write holds a connection");
+        self.pending.send(c).await
     }
 }
 
@@ -310,60 +318,6 @@ impl Drop for PgTx {
             self.conn.take();
         }
     }
-}
-
-/// Inserts events as arrays: one statement text, prepared once, whatever
-/// the batch size (a multi-row VALUES list is a new statement per size and
-/// binds fifteen parameters a row).
-async fn insert_events_unnest(c: &mut PgConnection, events: &[Recorded]) -> StoreResult<()> {
-    let col = |f: fn(&Recorded) -> i64| events.iter().map(f).collect::<Vec<i64>>();
-    let text = |f: fn(&Recorded) -> String| events.iter().map(f).collect::<Vec<String>>();
-    let opt = |f: fn(&Recorded) -> Option<String>| events.iter().map(f).collect::<Vec<_>>();
-    let bytes = |f: fn(&Recorded) -> Vec<u8>| events.iter().map(f).collect::<Vec<Vec<u8>>>();
-    sqlx::query(
-        "INSERT INTO events (position, stream_id, stream_version, event_type, schema_version, event_id, occurred_at, principal, request_id, causation, correlation, payload, prev_hash, hash, client_request_id) \
-         SELECT * FROM UNNEST($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], $6::text[], $7::int8[], $8::text[], $9::text[], $10::int8[], $11::text[], $12::bytea[], $13::bytea[], $14::bytea[], $15::text[])",
-    )
-    .bind(col(|e| e.position as i64))
-    .bind(text(|e| e.stream_id.clone()))
-    .bind(col(|e| e.stream_version as i64))
-    .bind(text(|e| e.event_type.clone()))
-    .bind(col(|e| e.schema_version as i64))
-    .bind(text(|e| e.event_id.to_string()))
-    .bind(col(|e| e.occurred_at.timestamp_micros()))
-    .bind(text(|e| e.meta.principal.clone()))
-    .bind(opt(|e| e.meta.request_id.clone()))
-    .bind(events.iter().map(|e| e.meta.causation.map(|c| c as i64)).collect::<Vec<_>>())
-    .bind(opt(|e| e.meta.correlation.clone()))
-    .bind(bytes(|e| e.payload.clone()))
-    .bind(bytes(|e| e.prev_hash.to_vec()))
-    .bind(bytes(|e| e.hash.to_vec()))
-    .bind(opt(|e| e.meta.client_request_id.clone()))
-    .execute(c)
-    .await?;
-    Ok(())
-}
-
-async fn upsert_members_unnest(
-    c: &mut PgConnection,
-    rows: &[stratum_projections::MemberRow],
-) -> StoreResult<()> {
-    sqlx::query(
-        "INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc) \
-         SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[]) \
-         ON CONFLICT (node_id) DO UPDATE SET state = excluded.state, role = excluded.role, \
-         rack = excluded.rack, ordinal = excluded.ordinal, version = excluded.version, doc = excluded.doc",
-    )
-    .bind(rows.iter().map(|r| r.node_id.as_str()).collect::<Vec<_>>())
-    .bind(rows.iter().map(|r| r.state).collect::<Vec<_>>())
-    .bind(rows.iter().map(|r| r.role).collect::<Vec<_>>())
-    .bind(rows.iter().map(|r| r.rack.as_deref()).collect::<Vec<_>>())
-    .bind(rows.iter().map(|r| r.ordinal as i64).collect::<Vec<_>>())
-    .bind(rows.iter().map(|r| r.version as i64).collect::<Vec<_>>())
-    .bind(rows.iter().map(|r| r.doc.as_str()).collect::<Vec<_>>())
-    .execute(c)
-    .await?;
-    Ok(())
 }
 
 fn pg_bytea(b: &[u8]) -> String {
@@ -415,6 +369,7 @@ impl EventStore for PgStore {
             cluster: None,
             open: true,
             tree: None,
+            pending: Pending::default(),
         };
         tx.head = head_from_row(&row?)?;
         let mut tree = TreeWrite::begin(&self.tree, tx.head);
@@ -617,6 +572,7 @@ impl WriteTx for PgTx {
     }
 
     async fn clear_read_models(&mut self) -> StoreResult<()> {
+        self.send().await?;
         for stmt in sql::CLEAR_READ_MODELS {
             sqlx::query(stmt).execute(self.conn()).await?;
         }
@@ -624,10 +580,12 @@ impl WriteTx for PgTx {
     }
 
     async fn events_after(&mut self, after: u64) -> StoreResult<Vec<Recorded>> {
+        self.send().await?;
         R::after(self.conn(), after, i64::MAX).await
     }
 
     async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64> {
+        self.send().await?;
         R::stream_version(self.conn(), stream_id).await
     }
 
@@ -636,6 +594,7 @@ impl WriteTx for PgTx {
         principal: &str,
         key: &str,
     ) -> StoreResult<Option<IdempotencyRecord>> {
+        self.send().await?;
         R::idempotency(self.conn(), principal, key).await
     }
 
@@ -644,14 +603,11 @@ impl WriteTx for PgTx {
             return Ok(());
         };
         check_follows(self.head, events)?;
-        insert_events_unnest(self.conn(), events).await?;
-        let rows = tree_of(&mut self.tree)?.extend(events)?;
-        for chunk in rows.chunks(CHUNK) {
-            sql::insert_tree_rows(chunk)
-                .build()
-                .execute(self.conn())
-                .await?;
+        if self.pending.holds_events() {
+            self.send().await?;
         }
+        let rows = tree_of(&mut self.tree)?.extend(events)?;
+        self.pending.keep_events(events, rows);
         self.head_moved = true;
         self.head = Head {
             position: last.position,
@@ -661,35 +617,22 @@ impl WriteTx for PgTx {
     }
 
     async fn write_changes(&mut self, changes: &Changes, checkpoint: u64) -> StoreResult<()> {
-        if !changes.members.is_empty() {
-            upsert_members_unnest(self.conn(), &changes.members).await?;
+        if self.pending.holds_changes() {
+            self.send().await?;
         }
-        for chunk in changes.tokens.chunks(CHUNK) {
-            sql::upsert_tokens(chunk)
-                .build()
-                .execute(self.conn())
-                .await?;
-        }
-        for chunk in changes.docs.chunks(CHUNK) {
-            sql::upsert_docs(chunk).build().execute(self.conn()).await?;
-        }
-        for chunk in changes.join_requests.chunks(CHUNK) {
-            sql::upsert_join_requests(chunk)
-                .build()
-                .execute(self.conn())
-                .await?;
-        }
+        self.pending.keep_changes(changes);
         self.cluster = Some((changes.generation, checkpoint));
         Ok(())
     }
 
     async fn put_idempotency(&mut self, records: &[IdempotencyRecord]) -> StoreResult<()> {
-        for chunk in records.chunks(CHUNK) {
-            sql::insert_idempotency(chunk)
-                .build()
-                .execute(self.conn())
-                .await?;
+        if records.is_empty() {
+            return Ok(());
         }
+        if self.pending.holds_idempotency() {
+            self.send().await?;
+        }
+        self.pending.keep_idempotency(records);
         Ok(())
     }
 
@@ -700,8 +643,10 @@ impl WriteTx for PgTx {
             pg_bytea,
             Some(NOTIFY_CHANNEL),
         );
-        // A failed commit leaves `open` set: the connection is dropped, as
-        // it may be broken or hold an aborted transaction.
+        // A failed statement or commit leaves `open` set: the connection
+        // is dropped, as it may be broken or hold an aborted transaction.
+        // Until the COMMIT is sent, nothing can have been stored.
+        self.send().await?;
         self.conn()
             .execute(finish.as_str())
             .await
@@ -717,6 +662,7 @@ impl WriteTx for PgTx {
         if let Some(t) = self.tree.as_mut() {
             t.forget();
         }
+        self.send().await?;
         self.conn().execute("DELETE FROM log_tree").await?;
         for chunk in rows.chunks(CHUNK) {
             sql::insert_tree_rows(chunk)
@@ -734,7 +680,10 @@ impl WriteTx for PgTx {
     }
 }
 
+mod batch;
 mod copy_binary;
+
+use self::batch::Pending;
 
 /// What a failed `COMMIT` means. The server's refusal of one of the
 /// batch's statements is definite: nothing was stored. A connection that

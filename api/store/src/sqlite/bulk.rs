@@ -33,12 +33,6 @@ fn corrupt(position: i64, what: &'static str) -> StoreError {
     StoreError::Corrupt(format!("event {position} has a bad {what}"))
 }
 
-impl From<rusqlite::Error> for StoreError {
-    fn from(e: rusqlite::Error) -> Self {
-        StoreError::Unavailable(e.to_string())
-    }
-}
-
 /// One row of the events, its columns checked as the row readers (sqlx)
 /// check them: a text only from TEXT, bytes only from a BLOB, a number
 /// only from an INTEGER.
@@ -100,31 +94,22 @@ impl Bulk {
     /// memory. The options sqlx reads from the URL's query that change
     /// which database, or how it is read, are given to SQLite too.
     pub(super) fn of(url: &str, opts: &SqliteConnectOptions, immutable: bool) -> Option<Arc<Self>> {
-        let rest = url
-            .trim_start_matches("sqlite://")
-            .trim_start_matches("sqlite:");
-        let (database, params) = rest.split_once('?').unwrap_or((rest, ""));
-        if database == ":memory:" {
+        if in_memory(url) {
             return None;
         }
         let mut query = String::from("mode=ro");
         if immutable {
             query.push_str("&immutable=1");
         }
-        for pair in params.split('&') {
-            match pair.split_once('=').unwrap_or((pair, "")) {
-                ("mode", "memory") => return None,
+        for (key, value) in params(url) {
+            match (key, value) {
                 ("immutable", "true" | "1") if !immutable => query.push_str("&immutable=1"),
                 ("vfs", vfs) => query.push_str(&format!("&vfs={vfs}")),
                 _ => {}
             }
         }
-        let path = opts.get_filename().to_string_lossy();
-        // `file:` then the path; an absolute one after an empty authority,
-        // so a path that starts with `//` is not read as a host.
-        let sep = if path.starts_with('/') { "//" } else { "" };
         Some(Arc::new(Bulk {
-            uri: format!("file:{sep}{}?{query}", escape(&path)),
+            uri: file_uri(&opts.get_filename().to_string_lossy(), &query),
             idle: Mutex::new(Vec::new()),
         }))
     }
@@ -151,47 +136,10 @@ impl Bulk {
         out
     }
 
-    /// [`EventStore::read_for_verify`](crate::EventStore::read_for_verify):
-    /// the events at positions `after + 1 ..= until`, every column the
-    /// chain covers, as SQLite holds them. Numbers are taken as the row
-    /// reader takes them (a negative version wraps), so a changed one is a
-    /// hash that does not match, at its position.
+    /// [`EventStore::read_for_verify`](crate::EventStore::read_for_verify),
+    /// a [`range`].
     pub(super) fn verify_chunk(&self, after: u64, until: u64) -> StoreResult<VerifyChunk> {
-        self.with(|conn| {
-            let mut stmt = conn.prepare_cached(sql::SELECT_RANGE)?;
-            let mut rows = stmt.query((after as i64, until.min(i64::MAX as u64) as i64))?;
-            let mut chunk =
-                VerifyBuilder::with_capacity(until.saturating_sub(after).min(4096) as usize);
-            let mut payloads = Vec::new();
-            while let Some(row) = rows.next()? {
-                let c = Columns::of(row)?;
-                let start = payloads.len();
-                payloads.extend_from_slice(c.blob(11, "payload")?);
-                chunk.push(
-                    VerifyNumbers {
-                        position: c.position as u64,
-                        stream_version: c.int(2, "stream version")? as u64,
-                        schema_version: c.int(4, "schema version")? as u16,
-                        occurred_at_micros: c.int(6, "time")?,
-                        causation: c.optional_int(9, "causation")?.map(|n| n as u64),
-                    },
-                    [
-                        c.text(1, "stream id")?,
-                        c.text(3, "event type")?,
-                        c.text(7, "principal")?,
-                    ],
-                    [
-                        c.optional_text(8, "request id")?,
-                        c.optional_text(10, "correlation")?,
-                        c.optional_text(14, "caller's request id")?,
-                    ],
-                    c.text(5, "event id")?.as_bytes(),
-                    start..payloads.len(),
-                    [c.blob(12, "prev_hash")?, c.blob(13, "hash")?],
-                )?;
-            }
-            Ok(chunk.finish_with(bytes::Bytes::from(payloads)))
-        })
+        self.with(|conn| range(conn, after, until))
     }
 
     /// [`EventStore::read_for_replay`](crate::EventStore::read_for_replay):
@@ -225,6 +173,71 @@ impl Bulk {
             Ok(chunk.finish())
         })
     }
+}
+
+/// The events at positions `after + 1 ..= until` on `conn`, every column
+/// the chain covers, as SQLite holds them. Numbers are taken as the row
+/// reader takes them (a negative version wraps), so a changed one is a
+/// hash that does not match, at its position.
+pub(super) fn range(conn: &Connection, after: u64, until: u64) -> StoreResult<VerifyChunk> {
+    let mut stmt = conn.prepare_cached(sql::SELECT_RANGE)?;
+    let mut rows = stmt.query((after as i64, until.min(i64::MAX as u64) as i64))?;
+    let mut chunk = VerifyBuilder::with_capacity(until.saturating_sub(after).min(4096) as usize);
+    let mut payloads = Vec::new();
+    while let Some(row) = rows.next()? {
+        let c = Columns::of(row)?;
+        let start = payloads.len();
+        payloads.extend_from_slice(c.blob(11, "payload")?);
+        chunk.push(
+            VerifyNumbers {
+                position: c.position as u64,
+                stream_version: c.int(2, "stream version")? as u64,
+                schema_version: c.int(4, "schema version")? as u16,
+                occurred_at_micros: c.int(6, "time")?,
+                causation: c.optional_int(9, "causation")?.map(|n| n as u64),
+            },
+            [
+                c.text(1, "stream id")?,
+                c.text(3, "event type")?,
+                c.text(7, "principal")?,
+            ],
+            [
+                c.optional_text(8, "request id")?,
+                c.optional_text(10, "correlation")?,
+                c.optional_text(14, "caller's request id")?,
+            ],
+            c.text(5, "event id")?.as_bytes(),
+            start..payloads.len(),
+            [c.blob(12, "prev_hash")?, c.blob(13, "hash")?],
+        )?;
+    }
+    Ok(chunk.finish_with(bytes::Bytes::from(payloads)))
+}
+
+/// The `key=value` pairs of a `sqlite:` URL's query.
+pub(super) fn params(url: &str) -> impl Iterator<Item = (&str, &str)> {
+    let params = url.split_once('?').map_or("", |(_, q)| q);
+    params
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
+}
+
+/// Whether a `sqlite:` URL names a database in memory, as sqlx reads it.
+pub(super) fn in_memory(url: &str) -> bool {
+    let rest = url
+        .trim_start_matches("sqlite://")
+        .trim_start_matches("sqlite:");
+    let database = rest.split_once('?').map_or(rest, |(d, _)| d);
+    database == ":memory:" || params(url).any(|p| p == ("mode", "memory"))
+}
+
+/// A SQLite URI of the file at `path` with `query`: `file:` then the path,
+/// an absolute one after an empty authority, so a path that starts with
+/// `//` is not read as a host.
+pub(super) fn file_uri(path: &str, query: &str) -> String {
+    let sep = if path.starts_with('/') { "//" } else { "" };
+    format!("file:{sep}{}?{query}", escape(path))
 }
 
 /// A path or value as SQLite's URI reads it: `%`, `?`, `#` and `&`

@@ -1,10 +1,9 @@
 //! The SQLite backend, the embedded default: WAL with `synchronous=FULL`,
 //! so an acknowledged command survives a power cut. One connection writes
-//! (`BEGIN IMMEDIATE` serializes writers, also across processes); a small
-//! pool reads.
+//! (`BEGIN IMMEDIATE` serializes writers, also across processes), through
+//! SQLite's C API ([`write`]); a small pool reads through sqlx.
 
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,28 +12,25 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
 };
-use sqlx::{ConnectOptions, Connection, Executor};
+use sqlx::{ConnectOptions, Connection};
 use stratum_domain::log::Recorded;
-use stratum_projections::Changes;
-use tokio::sync::{Mutex, OwnedMutexGuard};
 
 mod bulk;
+mod write;
 
 use self::bulk::Bulk;
+use self::write::Writer;
 use super::read::Reads;
-use super::sql::{self, CHUNK};
+use super::sql;
 
 /// The reads both backends share, on this one.
 type R = Reads<sqlx::Sqlite>;
 type Registry = crate::replicas::Registry<sqlx::Sqlite>;
-use super::tree::{tree_of, TreeCache, TreeWrite};
 use super::{
-    check_follows, head_from_row, Access, ChunkBuilder, EventStore, Head, IdempotencyRecord,
-    Leadership, Numbers, ReplayChunk, SignedCheckpoint, StoreError, StoreResult, StoredReadModels,
-    VerifyChunk, WriteTx,
+    Access, ChunkBuilder, EventStore, Head, IdempotencyRecord, Leadership, Numbers, ReplayChunk,
+    SignedCheckpoint, StoreError, StoreResult, StoredReadModels, VerifyChunk, WriteTx,
 };
 use crate::replicas::SQLITE_NOW;
-use stratum_domain::tree::TreeRow;
 
 /// `SQLITE_READONLY_DIRECTORY`: a journal or shared-memory file would be
 /// needed in a directory that cannot be written.
@@ -61,12 +57,8 @@ async fn connect_reading_schema(
 
 pub struct SqliteStore {
     read: SqlitePool,
-    writer: Arc<Mutex<SqliteConnection>>,
-    /// Set while a write transaction is open on the writer connection, so a
-    /// write abandoned mid-way (a cancelled future) is rolled back first.
-    in_tx: Arc<AtomicBool>,
-    /// The tree's right edge after this process's last write.
-    tree: Arc<TreeCache>,
+    /// The one connection that writes; none when opened read-only.
+    writer: Option<Writer>,
     /// Reads of the whole log through SQLite's C API; none in memory.
     bulk: Option<Arc<Bulk>>,
 }
@@ -90,7 +82,7 @@ impl SqliteStore {
                 .synchronous(SqliteSynchronous::Full);
         }
         let mut immutable = false;
-        let (mut writer, found) = match connect_reading_schema(&opts).await {
+        let (mut first, found) = match connect_reading_schema(&opts).await {
             // A WAL database in a directory this user may not write: its
             // shared-memory file cannot be made. With no `-wal` or `-shm`
             // beside it, no service has it open, and it is read as the
@@ -122,35 +114,29 @@ impl SqliteStore {
         let migrator = &super::SQLITE_MIGRATIONS;
         super::check_schema(found, migrator, access)?;
         if !read_only {
-            migrator.run(&mut writer).await?;
-            crate::replicas::expand_sqlite(&mut writer).await?;
+            migrator.run(&mut first).await?;
+            crate::replicas::expand_sqlite(&mut first).await?;
         }
         let bulk = Bulk::of(url, &opts, immutable);
+        // Opened while sqlx's first connection still holds a database in
+        // memory open, so both see the same one.
+        let writing = if read_only {
+            None
+        } else {
+            Some(write::open(url, &opts)?)
+        };
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .test_before_acquire(false)
             .connect_with(opts)
             .await?;
+        drop(first);
         Ok(Self {
+            writer: writing.map(Writer::new),
             read,
-            writer: Arc::new(Mutex::new(writer)),
-            in_tx: Arc::new(AtomicBool::new(false)),
-            tree: Arc::default(),
             bulk,
         })
     }
-}
-
-struct SqliteTx {
-    conn: OwnedMutexGuard<SqliteConnection>,
-    in_tx: Arc<AtomicBool>,
-    head: Head,
-    /// Whether events were appended, so the commit moves the head.
-    head_moved: bool,
-    /// The generation and checkpoint the commit writes.
-    cluster: Option<(Option<u64>, u64)>,
-    /// The tree's right edge, moved on by each append.
-    tree: Option<TreeWrite>,
 }
 
 fn sqlite_blob(b: &[u8]) -> String {
@@ -164,61 +150,10 @@ impl EventStore for SqliteStore {
     }
 
     async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>> {
-        let mut conn = self.writer.clone().lock_owned().await;
-        if self.in_tx.swap(false, Ordering::SeqCst) {
-            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
-        }
-        self.in_tx.store(true, Ordering::SeqCst);
-        // One round trip: take the write lock and read the head under it.
-        let row = (&mut *conn)
-            .fetch_one("BEGIN IMMEDIATE; SELECT position, hash FROM log_head WHERE id = 1")
-            .await;
-        let head = row
-            .map_err(StoreError::from)
-            .and_then(|r| head_from_row(&r));
-        let mut tree = head.as_ref().ok().map(|h| TreeWrite::begin(&self.tree, *h));
-        let mut repaired = Vec::new();
-        if let (Ok(h), Some(t)) = (&head, tree.as_mut()) {
-            if t.needs_load() {
-                // Through the read pool: under the write lock what it reads
-                // is committed, and no other write can move it. Rows of
-                // events another build appended are built here and kept
-                // in this write.
-                t.load(
-                    super::tree::frontier_repairing(self, h.position)
-                        .await
-                        .map(|(f, rows)| {
-                            repaired = rows;
-                            f
-                        }),
-                );
-            }
-        }
-        let head = match head {
-            Ok(h) => h,
-            Err(e) => {
-                let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
-                self.in_tx.store(false, Ordering::SeqCst);
-                return Err(e);
-            }
-        };
-        let mut tx = SqliteTx {
-            conn,
-            in_tx: self.in_tx.clone(),
-            head,
-            head_moved: false,
-            cluster: None,
-            tree,
-        };
-        // A failed insert drops the write with its transaction open: the
-        // next write's start rolls it back (`in_tx`).
-        for chunk in repaired.chunks(CHUNK) {
-            sql::insert_tree_rows(chunk)
-                .build()
-                .execute(&mut *tx.conn)
-                .await?;
-        }
-        Ok(Box::new(tx))
+        let writer = self.writer.as_ref().ok_or_else(|| {
+            StoreError::Unavailable("the database was opened read-only: it takes no writes".into())
+        })?;
+        Ok(Box::new(writer.begin(self).await?))
     }
 
     async fn head(&self) -> StoreResult<Head> {
@@ -347,143 +282,6 @@ impl EventStore for SqliteStore {
     }
 }
 
-#[async_trait]
-impl WriteTx for SqliteTx {
-    fn head(&self) -> Head {
-        self.head
-    }
-
-    async fn clear_read_models(&mut self) -> StoreResult<()> {
-        for stmt in sql::CLEAR_READ_MODELS {
-            sqlx::query(stmt).execute(&mut *self.conn).await?;
-        }
-        Ok(())
-    }
-
-    async fn events_after(&mut self, after: u64) -> StoreResult<Vec<Recorded>> {
-        R::after(&mut *self.conn, after, i64::MAX).await
-    }
-
-    async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64> {
-        R::stream_version(&mut *self.conn, stream_id).await
-    }
-
-    async fn idempotency(
-        &mut self,
-        principal: &str,
-        key: &str,
-    ) -> StoreResult<Option<IdempotencyRecord>> {
-        R::idempotency(&mut *self.conn, principal, key).await
-    }
-
-    async fn append(&mut self, events: &[Recorded]) -> StoreResult<()> {
-        let Some(last) = events.last() else {
-            return Ok(());
-        };
-        check_follows(self.head, events)?;
-        for chunk in events.chunks(CHUNK) {
-            sql::insert_events(chunk)
-                .build()
-                .execute(&mut *self.conn)
-                .await?;
-        }
-        let rows = tree_of(&mut self.tree)?.extend(events)?;
-        for chunk in rows.chunks(CHUNK) {
-            sql::insert_tree_rows(chunk)
-                .build()
-                .execute(&mut *self.conn)
-                .await?;
-        }
-        self.head_moved = true;
-        self.head = Head {
-            position: last.position,
-            hash: last.hash,
-        };
-        Ok(())
-    }
-
-    async fn write_changes(&mut self, changes: &Changes, checkpoint: u64) -> StoreResult<()> {
-        for chunk in changes.members.chunks(CHUNK) {
-            sql::upsert_members(chunk)
-                .build()
-                .execute(&mut *self.conn)
-                .await?;
-        }
-        for chunk in changes.tokens.chunks(CHUNK) {
-            sql::upsert_tokens(chunk)
-                .build()
-                .execute(&mut *self.conn)
-                .await?;
-        }
-        for chunk in changes.docs.chunks(CHUNK) {
-            sql::upsert_docs(chunk)
-                .build()
-                .execute(&mut *self.conn)
-                .await?;
-        }
-        for chunk in changes.join_requests.chunks(CHUNK) {
-            sql::upsert_join_requests(chunk)
-                .build()
-                .execute(&mut *self.conn)
-                .await?;
-        }
-        self.cluster = Some((changes.generation, checkpoint));
-        Ok(())
-    }
-
-    async fn put_idempotency(&mut self, records: &[IdempotencyRecord]) -> StoreResult<()> {
-        for chunk in records.chunks(CHUNK) {
-            sql::insert_idempotency(chunk)
-                .build()
-                .execute(&mut *self.conn)
-                .await?;
-        }
-        Ok(())
-    }
-
-    async fn commit(mut self: Box<Self>) -> StoreResult<()> {
-        let finish = sql::finish(
-            self.head_moved.then_some(self.head),
-            self.cluster,
-            sqlite_blob,
-            None,
-        );
-        let r = (&mut *self.conn).execute(finish.as_str()).await;
-        if r.is_err() {
-            let _ = sqlx::query("ROLLBACK").execute(&mut *self.conn).await;
-        }
-        self.in_tx.store(false, Ordering::SeqCst);
-        r?;
-        if let Some(t) = self.tree.take() {
-            t.committed(self.head);
-        }
-        Ok(())
-    }
-
-    async fn replace_tree(&mut self, rows: &[TreeRow]) -> StoreResult<()> {
-        if let Some(t) = self.tree.as_mut() {
-            t.forget();
-        }
-        sqlx::query("DELETE FROM log_tree")
-            .execute(&mut *self.conn)
-            .await?;
-        for chunk in rows.chunks(CHUNK) {
-            sql::insert_tree_rows(chunk)
-                .build()
-                .execute(&mut *self.conn)
-                .await?;
-        }
-        Ok(())
-    }
-
-    async fn rollback(mut self: Box<Self>) -> StoreResult<()> {
-        let r = sqlx::query("ROLLBACK").execute(&mut *self.conn).await;
-        self.in_tx.store(false, Ordering::SeqCst);
-        r?;
-        Ok(())
-    }
-}
-
 impl SqliteStore {
     /// [`EventStore::read_for_replay`] one row per event through sqlx: for
     /// a database in memory, which the bulk reader cannot open.
@@ -514,6 +312,7 @@ impl SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sqlx::Executor;
 
     /// The bulk reader gives back a payload's zero and high bytes and text
     /// beyond ASCII exactly; a value that is not what stratum writes is
