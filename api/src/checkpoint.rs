@@ -47,6 +47,11 @@ pub struct CheckpointArgs {
     #[arg(long, env = "STRATUM_LOG_PUBLIC", default_value = "false",
           value_parser = clap::builder::BoolishValueParser::new(), action = clap::ArgAction::Set)]
     pub log_public: bool,
+    /// A witness policy (`witness NAME VKEY URL` lines and `quorum K`):
+    /// each checkpoint signed is submitted to these witnesses (C2SP
+    /// tlog-witness), and `/v1/log/checkpoint` serves their cosignatures.
+    #[arg(long, env = "STRATUM_LOG_WITNESS_POLICY", value_name = "FILE")]
+    pub log_witness_policy: Option<PathBuf>,
 }
 
 /// A loaded signing key and what it signs as.
@@ -59,6 +64,8 @@ pub struct LogKey {
     pub origin: String,
     /// The newest checkpoint signed, kept outside the database.
     pub state_file: PathBuf,
+    /// The witnesses asked to cosign, if any.
+    pub witnesses: Option<crate::witness::Policy>,
 }
 
 impl std::fmt::Debug for LogKey {
@@ -82,6 +89,12 @@ impl CheckpointArgs {
         let Some(path) = &self.log_signing_key_file else {
             if self.log_origin.is_some() {
                 anyhow::bail!("STRATUM_LOG_ORIGIN is set without STRATUM_LOG_SIGNING_KEY_FILE");
+            }
+            if self.log_witness_policy.is_some() {
+                anyhow::bail!(
+                    "STRATUM_LOG_WITNESS_POLICY is set without STRATUM_LOG_SIGNING_KEY_FILE: \
+                     witnesses cosign signed checkpoints"
+                );
             }
             return Ok(None);
         };
@@ -107,11 +120,28 @@ impl CheckpointArgs {
             p.push(".checkpoint");
             PathBuf::from(p)
         });
+        let witnesses = match &self.log_witness_policy {
+            None => None,
+            Some(p) => {
+                let policy = crate::witness::Policy::load(p)
+                    .map_err(|e| anyhow::anyhow!("STRATUM_LOG_WITNESS_POLICY: {e}"))?;
+                if let Some(w) = policy.witnesses.iter().find(|w| w.url.is_none()) {
+                    anyhow::bail!(
+                        "STRATUM_LOG_WITNESS_POLICY {}: the witness {} has no URL \
+                         (`witness NAME VKEY URL`, URL its submission prefix)",
+                        p.display(),
+                        w.name
+                    );
+                }
+                Some(policy)
+            }
+        };
         Ok(Some(LogKey {
             signer,
             name,
             origin,
             state_file,
+            witnesses,
         }))
     }
 }
@@ -203,6 +233,8 @@ pub struct Checkpoints {
     latest: watch::Sender<Option<Arc<SignedCheckpoint>>>,
     /// The fork this process found, until it is acknowledged.
     forked: std::sync::Mutex<Option<CheckpointForkFound>>,
+    /// The witnesses asked to cosign each checkpoint, if any.
+    witnessing: Option<Arc<crate::witness::submit::Witnessing>>,
 }
 
 impl std::fmt::Debug for Checkpoints {
@@ -249,6 +281,10 @@ impl Checkpoints {
                  proofs are served, and no auditor can hold the service to a checkpoint"
             ),
         }
+        let witnessing = key
+            .as_ref()
+            .and_then(|k| k.witnesses.clone())
+            .map(|p| Arc::new(crate::witness::submit::Witnessing::new(p)));
         Ok(Self {
             store,
             bus,
@@ -257,7 +293,28 @@ impl Checkpoints {
             signing: tokio::sync::Mutex::new(remembered),
             latest: watch::channel(None).0,
             forked: std::sync::Mutex::new(None),
+            witnessing,
         })
+    }
+
+    /// The note `GET /v1/log/checkpoint` serves: the newest checkpoint,
+    /// with the witnesses' cosignatures when there are witnesses (then the
+    /// newest that a quorum cosigned, while one is).
+    pub fn served(&self) -> Result<String, Withheld> {
+        let latest = self.latest()?;
+        Ok(match &self.witnessing {
+            Some(w) => w.served(&latest),
+            None => latest.note.clone(),
+        })
+    }
+
+    /// The witnesses' tasks, if there are witnesses: each submits the
+    /// checkpoints this process signs.
+    pub fn spawn_witnessing(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        match &self.witnessing {
+            Some(w) => w.spawn(self.store.clone(), self.bus.clone(), self.latest.subscribe()),
+            None => Vec::new(),
+        }
     }
 
     /// The newest checkpoint signed, if any yet.

@@ -21,3 +21,4 @@ pub mod settings;
 pub mod testing;
 pub mod tls;
 pub mod upgrade_driver;
+pub mod witness;

@@ -45,6 +45,9 @@ pub struct Metrics {
     pub replicas: IntGaugeVec,
     pub settings_differ: IntGauge,
     pub storage_level: IntGauge,
+    pub witness_duration: HistogramVec,
+    pub witness_failures: IntCounterVec,
+    pub witness_size: IntGaugeVec,
     /// `http_requests` and `http_duration` resolved per label set.
     requests: RequestSeries,
 }
@@ -245,6 +248,31 @@ impl Metrics {
                 &r,
                 "stratum_storage_level",
                 "The log's storage level: what may be written (stratum replicas finalize moves it).",
+            ),
+            witness_duration: {
+                let h = HistogramVec::new(
+                    HistogramOpts::new(
+                        "stratum_witness_submit_duration_seconds",
+                        "How long a checkpoint's submission to a witness took (C2SP tlog-witness add-checkpoint), by witness.",
+                    )
+                    .buckets(latency_buckets()),
+                    &["witness"],
+                )
+                .expect("a valid metric");
+                r.register(Box::new(h.clone())).expect("registered once");
+                h
+            },
+            witness_failures: counter(
+                &r,
+                "stratum_witness_failures_total",
+                "Submissions a witness did not cosign, by witness and reason (timeout, unreachable, forbidden, unknown_log, inconsistent, conflict, refused, garbage, proof, config).",
+                &["witness", "reason"],
+            ),
+            witness_size: gauges(
+                &r,
+                "stratum_witness_cosigned_size",
+                "The size of the newest checkpoint a witness cosigned for this process, by witness.",
+                &["witness"],
             ),
             requests: RequestSeries::default(),
             registry: r,

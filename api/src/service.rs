@@ -190,6 +190,7 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         acting.clone(),
         state.shutdown.clone(),
     )));
+    tasks.extend(checkpoints.spawn_witnessing());
     tasks.push(tokio::spawn(checkpoints.run()));
     tasks.push(tokio::spawn(
         RaftCleanup::new(

@@ -27,6 +27,7 @@ pub async fn events(command: EventsCmd) -> anyhow::Result<i32> {
             allow_empty,
             key,
             checkpoint,
+            witness_policy,
             db,
         } => {
             let what = if file.is_some() { "export" } else { "log" };
@@ -37,7 +38,17 @@ pub async fn events(command: EventsCmd) -> anyhow::Result<i32> {
                         .as_deref()
                         .map(crate::checkpoint::verifier)
                         .transpose()?;
-                    verify_file(&path, expect_head, key.as_ref(), checkpoint.as_deref())?
+                    let policy = witness_policy
+                        .as_deref()
+                        .map(crate::witness::Policy::load)
+                        .transpose()?;
+                    verify_file(
+                        &path,
+                        expect_head,
+                        key.as_ref(),
+                        checkpoint.as_deref(),
+                        policy.as_ref(),
+                    )?
                 }
                 None => {
                     let store = open_existing(&db, Access::ReadOnly).await?;
@@ -406,17 +417,25 @@ fn export_lines(
 
 /// Verifies an export offline (see [`stratum_domain::export::verify`]);
 /// with a verifier key, it must end with a checkpoint signed by it of its
-/// own size and root, and reach a checkpoint held earlier with its root.
+/// own size and root, and reach a checkpoint held earlier with its root;
+/// with a witness policy, that checkpoint must carry a quorum of its
+/// witnesses' cosignatures.
 pub fn verify_file(
     path: &std::path::Path,
     recorded: Option<stratum_domain::log::RecordedHead>,
     key: Option<&signed_note::StandardVerifier>,
     held: Option<&std::path::Path>,
+    witnesses: Option<&crate::witness::Policy>,
 ) -> anyhow::Result<Verification> {
     let held = match (key, held) {
         (Some(k), Some(p)) => {
             let note =
                 std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+            if let Some(policy) = witnesses {
+                policy
+                    .require(&note)
+                    .map_err(|e| anyhow::anyhow!("--checkpoint {}: refused: {e}", p.display()))?;
+            }
             Some(
                 crate::checkpoint::open(&note, k)
                     .map_err(|e| anyhow::anyhow!("--checkpoint {}: {e}", p.display()))?,

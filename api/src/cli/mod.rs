@@ -183,6 +183,12 @@ pub enum Cmd {
         #[command(subcommand)]
         command: LogCmd,
     },
+    /// Be a witness of transparency logs (C2SP tlog-witness): make a
+    /// witness key, and serve the witness.
+    Witness {
+        #[command(subcommand)]
+        command: WitnessCmd,
+    },
     /// Prints a shell completion script: `stratum completions bash >
     /// /etc/bash_completion.d/stratum`.
     Completions { shell: clap_complete::Shell },
@@ -271,6 +277,43 @@ pub enum LogCmd {
         /// Where the newest verified checkpoint is kept between runs.
         #[arg(long)]
         state: std::path::PathBuf,
+        /// A witness policy (`witness NAME VKEY [URL]` lines, `quorum K`):
+        /// a checkpoint without a quorum of valid cosignatures is refused,
+        /// naming the witnesses that signed and those that did not.
+        #[arg(long, value_name = "FILE")]
+        witness_policy: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WitnessCmd {
+    /// Writes a witness key pair: `NAME.key` (the private key; mode 0600)
+    /// and `NAME.pub` (its cosignature/v1 verifier key, type 0x04), with
+    /// any `/` in NAME written as `_` in the file names.
+    Keygen {
+        /// The witness's name, e.g. `witness.example.com/w1`: no space, no `+`.
+        name: String,
+        /// Where to write the two files.
+        #[arg(long, default_value = ".")]
+        dir: std::path::PathBuf,
+    },
+    /// Serves C2SP tlog-witness (`POST /add-checkpoint`, `GET
+    /// /<origin hash>/checkpoint`) for the logs it is given: cosigns a
+    /// checkpoint only if it is consistent with the newest it cosigned.
+    Serve {
+        /// The address to listen on, e.g. `127.0.0.1:7380`.
+        #[arg(long, env = "STRATUM_WITNESS_LISTEN")]
+        listen: String,
+        /// The witness's private key (`stratum witness keygen`).
+        #[arg(long, env = "STRATUM_WITNESS_KEY_FILE", value_name = "FILE")]
+        key: std::path::PathBuf,
+        /// Where the newest checkpoint cosigned for each log is kept.
+        #[arg(long, env = "STRATUM_WITNESS_STATE_DIR", value_name = "DIR")]
+        state: std::path::PathBuf,
+        /// A log's note verifier key (a file or the key itself); its name is
+        /// the log's origin. Repeat it for each log witnessed.
+        #[arg(long = "log-key", value_name = "VKEY", required = true)]
+        log_keys: Vec<String>,
     },
 }
 
@@ -302,6 +345,11 @@ pub enum EventsCmd {
         /// so a log cut back or rewritten since is caught.
         #[arg(long, requires = "key", value_name = "FILE")]
         checkpoint: Option<std::path::PathBuf>,
+        /// With --checkpoint: a witness policy (`witness NAME VKEY [URL]`
+        /// lines, `quorum K`); the checkpoint kept must carry a quorum of
+        /// its witnesses' valid cosignatures.
+        #[arg(long, requires = "checkpoint", value_name = "FILE")]
+        witness_policy: Option<std::path::PathBuf>,
         #[command(flatten)]
         db: Db,
     },
@@ -365,13 +413,16 @@ fn out(bytes: &[u8]) -> anyhow::Result<i32> {
     }
 }
 
-/// `stratum log keygen NAME`: the two files, the private one readable by
-/// its owner only, never overwritten.
-fn keygen(name: &str, dir: &std::path::Path) -> anyhow::Result<i32> {
+/// A key pair written as `DIR/FILE.key` (the private key, readable by its
+/// owner only) and `DIR/FILE.pub`, never overwriting either.
+fn write_key_pair(
+    dir: &std::path::Path,
+    file: &str,
+    private: &str,
+    public: &str,
+) -> anyhow::Result<(std::path::PathBuf, std::path::PathBuf)> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let (private, public) = crate::checkpoint::generate_key(name)?;
-    let file = name.replace('/', "-");
     let write = |ext: &str, text: &str, mode: u32| -> anyhow::Result<std::path::PathBuf> {
         let path = dir.join(format!("{file}.{ext}"));
         let mut f = std::fs::OpenOptions::new()
@@ -384,10 +435,28 @@ fn keygen(name: &str, dir: &std::path::Path) -> anyhow::Result<i32> {
         f.sync_all()?;
         Ok(path)
     };
-    let key = write("key", &private, 0o600)?;
-    let public_path = write("pub", &public, 0o644)?;
+    Ok((write("key", private, 0o600)?, write("pub", public, 0o644)?))
+}
+
+/// `stratum log keygen NAME`: a checkpoint signing key pair.
+fn keygen(name: &str, dir: &std::path::Path) -> anyhow::Result<i32> {
+    let (private, public) = crate::checkpoint::generate_key(name)?;
+    let (key, public_path) = write_key_pair(dir, &name.replace('/', "-"), &private, &public)?;
     println!(
         "wrote {} (the signing key: STRATUM_LOG_SIGNING_KEY_FILE) and {} (the verifier key, for auditors):\n{public}",
+        key.display(),
+        public_path.display()
+    );
+    Ok(0)
+}
+
+/// `stratum witness keygen NAME`: a witness's cosignature/v1 key pair.
+fn witness_keygen(name: &str, dir: &std::path::Path) -> anyhow::Result<i32> {
+    let (private, public) =
+        crate::witness::Cosigner::generate(name).map_err(|e| anyhow::anyhow!(e))?;
+    let (key, public_path) = write_key_pair(dir, &name.replace('/', "_"), &private, &public)?;
+    println!(
+        "wrote {} (the witness's key: stratum witness serve --key) and {} (its verifier key, for logs' and auditors' witness policies):\n{public}",
         key.display(),
         public_path.display()
     );
@@ -421,6 +490,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Log {
             command: LogCmd::Keygen { name, dir },
         } => keygen(&name, &dir),
+        Cmd::Witness {
+            command: WitnessCmd::Keygen { name, dir },
+        } => witness_keygen(&name, &dir),
+        Cmd::Witness {
+            command:
+                WitnessCmd::Serve {
+                    listen,
+                    key,
+                    state,
+                    log_keys,
+                },
+        } => crate::witness::serve::run(&listen, &key, state, &log_keys).await,
         Cmd::Token { command } if remote.server.is_none() => Ok(host::emit(
             token(command, output::Format::parse(&remote.output)).await?,
         )),

@@ -318,3 +318,23 @@ fn the_settings_alarm_is_raised_while_replicas_differ_and_cleared_once_none_do()
     assert!(s.upgrades.alarms[&key].cleared_at.is_some());
     s.when(keep(&[])).then_nothing();
 }
+
+#[test]
+fn the_witness_alarm_names_the_failing_witnesses_and_clears_once_none_fails() {
+    use crate::upgrade::{alarm_key, LOG_WITNESS_FAILING_ALARM};
+    let keep = |failing: &[&str]| UpgradeCommand::KeepWitnessAlarm {
+        failing: failing.iter().map(|d| (*d).to_owned()).collect(),
+    };
+    let mut s = State::default();
+    s.when(keep(&[])).then_nothing();
+    let d = run(&mut s, keep(&["w2 (http://127.0.0.1:9/add-checkpoint: timed out)"]));
+    let [DomainEvent::AlarmRaised(raised)] = d.events.as_slice() else {
+        panic!("{:?}", d.events);
+    };
+    assert_eq!(raised.name, LOG_WITNESS_FAILING_ALARM);
+    assert!(raised.message.contains("w2 (http://127.0.0.1:9"), "{}", raised.message);
+    s.when(keep(&["w2 (refused)"])).then_nothing();
+    run(&mut s, keep(&[]));
+    let key = alarm_key(LOG_WITNESS_FAILING_ALARM, None, None);
+    assert!(s.upgrades.alarms[&key].cleared_at.is_some());
+}

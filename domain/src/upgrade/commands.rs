@@ -90,6 +90,13 @@ pub enum UpgradeCommand {
     KeepReplicaSettingsAlarm {
         differing: Vec<String>,
     },
+    /// A replica's view of the log's witnesses that fail to cosign its
+    /// checkpoints, each described for a person (sent by the service
+    /// itself, never over HTTP): the `log-witness-failing` alarm is raised
+    /// while there are any and cleared once there are none.
+    KeepWitnessAlarm {
+        failing: Vec<String>,
+    },
 }
 
 /// The service's configuration an upgrade is planned with: recorded in the
@@ -130,6 +137,7 @@ impl UpgradeCommand {
             UpgradeCommand::KeepReplicaSettingsAlarm { .. } => {
                 format!("alarm/{REPLICA_SETTINGS_DIFFER_ALARM}")
             }
+            UpgradeCommand::KeepWitnessAlarm { .. } => format!("alarm/{LOG_WITNESS_FAILING_ALARM}"),
             UpgradeCommand::Create { upgrade_id, .. }
             | UpgradeCommand::Apply { upgrade_id }
             | UpgradeCommand::ReportNode { upgrade_id, .. }
@@ -154,6 +162,7 @@ impl UpgradeCommand {
                 | UpgradeCommand::RecordCheckpointFork(_)
                 | UpgradeCommand::AcknowledgeCheckpointFork { .. }
                 | UpgradeCommand::KeepReplicaSettingsAlarm { .. }
+                | UpgradeCommand::KeepWitnessAlarm { .. }
                 | UpgradeCommand::Cancel { .. }
         )
     }

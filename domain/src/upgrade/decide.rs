@@ -150,6 +150,7 @@ impl Upgrades {
             UpgradeCommand::KeepReplicaSettingsAlarm { differing } => {
                 Ok(self.keep_replica_settings_alarm(differing))
             }
+            UpgradeCommand::KeepWitnessAlarm { failing } => Ok(self.keep_witness_alarm(failing)),
         }?;
         let clears = self.alarms_cleared_by(&decision.events);
         decision.events.extend(clears);
@@ -883,30 +884,30 @@ impl Upgrades {
 }
 
 impl Upgrades {
-    /// Records a fork once: every replica that finds the log forked from
-    /// the same signed checkpoint reports the same fork.
-    /// Raises the `replica-settings-differ` alarm while live replicas'
-    /// settings differ from the agreed ones, and clears it once none do;
-    /// nothing when the alarm already says so.
-    fn keep_replica_settings_alarm(&self, differing: &[String]) -> Decision {
-        let key = alarm_key(REPLICA_SETTINGS_DIFFER_ALARM, None, None);
+    /// Keeps an alarm that lists what is wrong now: raised, with the
+    /// message `message` makes of the list, while the list is not empty,
+    /// and cleared once it is; nothing when the alarm already says so.
+    fn keep_listing_alarm(
+        &self,
+        name: &str,
+        list: &[String],
+        message: impl FnOnce(String) -> String,
+    ) -> Decision {
+        let key = alarm_key(name, None, None);
         let subject = Subject::Alarm(key.clone());
         let active = self
             .alarms
             .get(&key)
             .is_some_and(|a| a.cleared_at.is_none());
-        let event = match (differing.is_empty(), active) {
+        let event = match (list.is_empty(), active) {
             (false, false) => DomainEvent::AlarmRaised(AlarmRaised {
-                name: REPLICA_SETTINGS_DIFFER_ALARM.to_owned(),
+                name: name.to_owned(),
                 node_id: None,
                 upgrade_id: None,
-                message: format!(
-                    "Live replicas run with process-manager settings other than the agreed ones, and never run the raft cleanup with them: {}. Give them the agreed settings, or give every replica the new ones and finalize again (stratum replicas list).",
-                    differing.join("; ")
-                ),
+                message: message(list.join("; ")),
             }),
             (true, true) => DomainEvent::AlarmCleared(AlarmCleared {
-                name: REPLICA_SETTINGS_DIFFER_ALARM.to_owned(),
+                name: name.to_owned(),
                 node_id: None,
                 upgrade_id: None,
             }),
@@ -919,6 +920,27 @@ impl Upgrades {
         }
     }
 
+    /// The `replica-settings-differ` alarm, while live replicas' settings
+    /// differ from the agreed ones.
+    fn keep_replica_settings_alarm(&self, differing: &[String]) -> Decision {
+        self.keep_listing_alarm(REPLICA_SETTINGS_DIFFER_ALARM, differing, |list| {
+            format!(
+                "Live replicas run with process-manager settings other than the agreed ones, and never run the raft cleanup with them: {list}. Give them the agreed settings, or give every replica the new ones and finalize again (stratum replicas list)."
+            )
+        })
+    }
+
+    /// The `log-witness-failing` alarm, while witnesses fail to cosign.
+    fn keep_witness_alarm(&self, failing: &[String]) -> Decision {
+        self.keep_listing_alarm(LOG_WITNESS_FAILING_ALARM, failing, |list| {
+            format!(
+                "Witnesses of the log's checkpoints fail to cosign them: {list}. Commits go on; auditors that require these witnesses refuse the checkpoints until a quorum cosigns again (stratum_witness_failures_total, STRATUM_LOG_WITNESS_POLICY)."
+            )
+        })
+    }
+
+    /// Records a fork once: every replica that finds the log forked from
+    /// the same signed checkpoint reports the same fork.
     fn record_checkpoint_fork(&self, fork: &CheckpointForkFound) -> Result<Decision, Refusal> {
         let subject = Subject::Alarm(checkpoint_fork_key(fork.signed_size, &fork.signed_root));
         let mut f = Findings::default();

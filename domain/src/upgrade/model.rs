@@ -379,6 +379,10 @@ pub const CHECKPOINT_FORK_ALARM: &str = "log-checkpoint-fork";
 /// agreed ones (an upgrade of stratum itself, `crate::storage`).
 pub const REPLICA_SETTINGS_DIFFER_ALARM: &str = "replica-settings-differ";
 
+/// The alarm of witnesses that fail to cosign the log's checkpoints
+/// (`STRATUM_LOG_WITNESS_POLICY`).
+pub const LOG_WITNESS_FAILING_ALARM: &str = "log-witness-failing";
+
 /// The key of the fork from the signed checkpoint of `size` and `root`
 /// (hex): of its alarm, and in [`Upgrades::checkpoint_forks`]. Replicas that
 /// remembered different checkpoints report different forks.

@@ -297,11 +297,17 @@ async fn exchange(c: &Client, command: Cmd) -> Result<i32> {
             ))
         }
         Cmd::Log {
-            command: LogCmd::Watch { key, state },
-        } => return watch::watch(c, &key, &state).await,
+            command:
+                LogCmd::Watch {
+                    key,
+                    state,
+                    witness_policy,
+                },
+        } => return watch::watch(c, &key, &state, witness_policy.as_deref()).await,
         Cmd::Log {
             command: LogCmd::Keygen { .. },
         }
+        | Cmd::Witness { .. }
         | Cmd::Serve(_)
         | Cmd::Completions { .. }
         | Cmd::Man => {

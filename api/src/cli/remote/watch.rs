@@ -26,8 +26,17 @@ fn hash(hex_text: &serde_json::Value) -> Option<Hash> {
     Some(Hash(bytes.try_into().ok()?))
 }
 
-pub(super) async fn watch(c: &Client, key: &str, state: &Path) -> Result<i32> {
+pub(super) async fn watch(
+    c: &Client,
+    key: &str,
+    state: &Path,
+    witness_policy: Option<&Path>,
+) -> Result<i32> {
     let key = verifier(key).map_err(|e| usage(e.to_string()))?;
+    let policy = witness_policy
+        .map(crate::witness::Policy::load)
+        .transpose()
+        .map_err(|e| usage(format!("--witness-policy: {e}")))?;
     std::fs::create_dir_all(state)
         .map_err(|e| usage(format!("--state {}: {e}", state.display())))?;
     let kept_path = state.join(KEPT);
@@ -59,6 +68,18 @@ pub(super) async fn watch(c: &Client, key: &str, state: &Path) -> Result<i32> {
         Ok(n) => n,
         Err(e) => return broke(format!("the server's checkpoint is refused: {e}")),
     };
+    let witnessed = match &policy {
+        None => None,
+        Some(p) => match p.require(&note) {
+            Ok(signed) => Some(signed),
+            Err(why) => {
+                return broke(format!(
+                    "the server's checkpoint (size {}) is refused: {why}",
+                    new.size
+                ))
+            }
+        },
+    };
     if let Some(k) = &kept {
         if let Some(why) = compare(c, k, &new).await? {
             return broke(why);
@@ -67,6 +88,9 @@ pub(super) async fn watch(c: &Client, key: &str, state: &Path) -> Result<i32> {
     write_kept(&kept_path, &new.note)
         .map_err(|e| usage(format!("{}: {e}", kept_path.display())))?;
     let root = base64_root(&new);
+    if let Some(signed) = &witnessed {
+        say(&format!("cosigned by the witnesses {}", signed.join(", ")))?;
+    }
     match kept {
         Some(k) if k.size < new.size => say(&format!(
             "verified: {} at size {} (root {root}), consistent with the kept size {}",

@@ -1,0 +1,296 @@
+//! `stratum witness serve`: the witness side of C2SP tlog-witness, for any
+//! log whose note verifier key it is given.
+//!
+//! For each log (by origin) it keeps the newest checkpoint it cosigned, in
+//! a file of its own under the state directory (the file's name is the
+//! SHA-256 of the origin, hex), written to a temporary file, synced and
+//! renamed over the old one before the answer goes out. The check of the
+//! submitted `old` size against that file and the write of the new one
+//! happen under one lock, so two submissions never race a size back (the
+//! spec's rollback race); a witness killed at any point restarts from the
+//! last file renamed, which is never smaller than a size it answered.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use base64::prelude::{Engine as _, BASE64_STANDARD};
+use sha2::{Digest, Sha256};
+use signed_note::{Note, StandardVerifier, VerifierList};
+use stratum_domain::tree::{check_tree, parse_checkpoint, Hash};
+
+use super::Cosigner;
+
+/// The most consistency proof lines a request may carry.
+const MAX_PROOF: usize = 63;
+/// The largest request body read.
+const MAX_BODY: usize = 64 * 1024;
+
+/// What the witness knows: its key, the logs it witnesses, its state.
+pub struct Witness {
+    key: Cosigner,
+    logs: HashMap<String, StandardVerifier>,
+    state: PathBuf,
+    /// Held from the check of `old` to the write of the new checkpoint.
+    lock: Mutex<()>,
+}
+
+/// A refusal: the status and a one-line reason.
+type Refused = (StatusCode, String);
+
+fn refuse(status: StatusCode, why: impl Into<String>) -> Refused {
+    (status, why.into())
+}
+
+/// The SHA-256 of the empty string: the root of the empty tree.
+fn empty_root() -> [u8; 32] {
+    Sha256::digest([]).into()
+}
+
+/// The hex SHA-256 of an origin: its state file's name, and its path in
+/// the monitoring API.
+pub fn origin_hash(origin: &str) -> String {
+    hex::encode(Sha256::digest(origin.as_bytes()))
+}
+
+/// A submission, parsed.
+struct Submission {
+    old: u64,
+    proof: Vec<Hash>,
+    note: String,
+}
+
+fn parse(body: &[u8]) -> Result<Submission, Refused> {
+    let bad = |why: &str| refuse(StatusCode::BAD_REQUEST, why);
+    let text = std::str::from_utf8(body).map_err(|_| bad("the body is not UTF-8"))?;
+    let (head, note) = text
+        .split_once("\n\n")
+        .ok_or_else(|| bad("no empty line before the checkpoint"))?;
+    let mut lines = head.split('\n');
+    let old = lines
+        .next()
+        .and_then(|l| l.strip_prefix("old "))
+        .filter(|n| n == &"0" || (!n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit())))
+        .and_then(|n| n.parse::<u64>().ok())
+        .ok_or_else(|| bad("the first line is not `old <size>`"))?;
+    let mut proof = Vec::new();
+    for l in lines {
+        let h: [u8; 32] = BASE64_STANDARD
+            .decode(l)
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| bad("a consistency proof line is not a base64 hash"))?;
+        proof.push(Hash(h));
+    }
+    if proof.len() > MAX_PROOF {
+        return Err(bad("more than 63 consistency proof lines"));
+    }
+    Ok(Submission {
+        old,
+        proof,
+        note: note.to_owned(),
+    })
+}
+
+impl Witness {
+    pub fn new(key: Cosigner, logs: Vec<StandardVerifier>, state: PathBuf) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&state)
+            .map_err(|e| anyhow::anyhow!("--state {}: {e}", state.display()))?;
+        let mut by_origin = HashMap::new();
+        for k in logs {
+            let origin = signed_note::Verifier::name(&k).to_owned();
+            if by_origin.insert(origin.clone(), k).is_some() {
+                anyhow::bail!("--log-key: two keys for the log {origin}");
+            }
+        }
+        Ok(Self {
+            key,
+            logs: by_origin,
+            state,
+            lock: Mutex::new(()),
+        })
+    }
+
+    fn file(&self, origin: &str) -> PathBuf {
+        self.state.join(origin_hash(origin))
+    }
+
+    /// The newest checkpoint cosigned for `origin`: its size, root and
+    /// note (with the cosignature).
+    fn kept(&self, origin: &str) -> Result<Option<(u64, [u8; 32], String)>, String> {
+        let path = self.file(origin);
+        let note = match std::fs::read_to_string(&path) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let n = Note::from_bytes(note.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (_, size, root) = parse_checkpoint(n.text()).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Some((size, root, note)))
+    }
+
+    /// Handles one `add-checkpoint`: the cosignature line, or why not.
+    pub fn add_checkpoint(&self, body: &[u8], now: u64) -> Result<String, Refused> {
+        let s = parse(body)?;
+        let note = Note::from_bytes(s.note.as_bytes())
+            .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a signed note: {e}")))?;
+        let (origin, size, root) = parse_checkpoint(note.text())
+            .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a checkpoint: {e}")))?;
+        let key = self
+            .logs
+            .get(&origin)
+            .ok_or_else(|| refuse(StatusCode::NOT_FOUND, format!("unknown log {origin}")))?;
+        note.verify(&VerifierList::new(vec![Box::new(key.clone())]))
+            .map_err(|e| refuse(StatusCode::FORBIDDEN, format!("not signed by the log's key: {e}")))?;
+        if s.old > size {
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                format!("old size {} is larger than the checkpoint's {size}", s.old),
+            ));
+        }
+        let _held = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = self
+            .kept(&origin)
+            .map_err(|e| refuse(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+        let (kept_size, kept_root) = kept.as_ref().map_or((0, empty_root()), |k| (k.0, k.1));
+        if s.old != kept_size {
+            return Err((StatusCode::CONFLICT, format!("{kept_size}\n")));
+        }
+        let unprocessable = |why: &str| refuse(StatusCode::UNPROCESSABLE_ENTITY, why);
+        if size == 0 && root != empty_root() {
+            return Err(unprocessable("a checkpoint of size 0 must have the empty tree's root"));
+        }
+        if s.old == 0 {
+            if !s.proof.is_empty() {
+                return Err(unprocessable("a consistency proof from size 0 must be empty"));
+            }
+        } else if s.old == size {
+            if root != kept_root {
+                return Err(unprocessable(
+                    "the checkpoint's root is not the one cosigned at its size",
+                ));
+            }
+        } else if check_tree(&s.proof, size, Hash(root), s.old, Hash(kept_root)).is_err() {
+            return Err(unprocessable("the consistency proof does not verify"));
+        }
+        let line = self.key.cosign(note.text(), now);
+        let mut kept_note = s.note.clone();
+        kept_note.push_str(&line);
+        write_atomically(&self.file(&origin), &kept_note)
+            .map_err(|e| refuse(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+        tracing::info!(%origin, size, "cosigned");
+        Ok(line)
+    }
+}
+
+/// Writes `text` to `path` so that a crash leaves the old file or the new.
+fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
+    let tmp = path.with_extension("tmp");
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let run = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        std::fs::File::open(dir)?.sync_all()
+    };
+    run().map_err(|e| format!("keeping {}: {e}", path.display()))
+}
+
+fn text(status: StatusCode, content_type: &'static str, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+async fn add_checkpoint(State(w): State<Arc<Witness>>, body: Bytes) -> Response {
+    if body.len() > MAX_BODY {
+        return text(StatusCode::PAYLOAD_TOO_LARGE, "text/plain; charset=utf-8", "too large\n".into());
+    }
+    let now = chrono::Utc::now().timestamp().max(1) as u64;
+    let answer = tokio::task::spawn_blocking(move || w.add_checkpoint(&body, now)).await;
+    match answer {
+        Ok(Ok(line)) => text(StatusCode::OK, "text/plain; charset=utf-8", line),
+        Ok(Err((StatusCode::CONFLICT, size))) => text(StatusCode::CONFLICT, "text/x.tlog.size", size),
+        Ok(Err((status, why))) => {
+            tracing::info!(%status, %why, "refused a checkpoint");
+            text(status, "text/plain; charset=utf-8", format!("{why}\n"))
+        }
+        Err(e) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain; charset=utf-8",
+            format!("{e}\n"),
+        ),
+    }
+}
+
+async fn checkpoint(
+    State(w): State<Arc<Witness>>,
+    axum::extract::Path(hash): axum::extract::Path<String>,
+) -> Response {
+    let origin = w.logs.keys().find(|o| origin_hash(o) == hash).cloned();
+    let kept = origin.map(|o| w.kept(&o));
+    match kept {
+        Some(Ok(Some((_, _, note)))) => text(StatusCode::OK, "text/plain; charset=utf-8", note),
+        Some(Err(e)) => text(StatusCode::INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", format!("{e}\n")),
+        _ => text(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", "no checkpoint cosigned for that log\n".into()),
+    }
+}
+
+/// The witness's routes: `POST /add-checkpoint` and `GET /<origin
+/// hash>/checkpoint`, under the prefix the URL it is given names.
+pub fn router(w: Arc<Witness>) -> axum::Router {
+    axum::Router::new()
+        .route("/add-checkpoint", axum::routing::post(add_checkpoint))
+        .route("/{hash}/checkpoint", axum::routing::get(checkpoint))
+        .with_state(w)
+}
+
+/// `stratum witness serve`: serves until SIGTERM or Ctrl-C.
+pub async fn run(listen: &str, key: &Path, state: PathBuf, log_keys: &[String]) -> anyhow::Result<i32> {
+    let text = std::fs::read_to_string(key).map_err(|e| anyhow::anyhow!("--key {}: {e}", key.display()))?;
+    let cosigner = Cosigner::from_text(&text).map_err(|e| anyhow::anyhow!("--key {}: {e}", key.display()))?;
+    if log_keys.is_empty() {
+        anyhow::bail!("--log-key: name at least one log to witness");
+    }
+    let logs = log_keys
+        .iter()
+        .map(|k| crate::checkpoint::verifier(k))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let vkey = cosigner.verifier_key();
+    let w = Arc::new(Witness::new(cosigner, logs, state)?);
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("--listen {listen}: {e}"))?;
+    tracing::info!(addr = %listener.local_addr()?, %vkey, logs = w.logs.len(), "witness listening");
+    axum::serve(listener, router(w))
+        .with_graceful_shutdown(async {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("a SIGTERM handler");
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        })
+        .await?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_submission_is_read_as_the_spec_writes_it() {
+        let body = "old 3\nPlRNCrwHpqhGrupue0L7gxbjbMiKA9temvuZZDDpkaw=\n\nexample.com/log\n5\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n\n— example.com/log AAAA\n";
+        let s = parse(body.as_bytes()).unwrap();
+        assert_eq!((s.old, s.proof.len()), (3, 1));
+        assert!(s.note.starts_with("example.com/log\n5\n"));
+        for bad in ["old 03\n\nx", "old -1\n\nx", "new 1\n\nx", "old 1\nnot base64\n\nx", "old 1\n"] {
+            assert_eq!(parse(bad.as_bytes()).err().map(|e| e.0), Some(StatusCode::BAD_REQUEST), "{bad:?}");
+        }
+    }
+}
