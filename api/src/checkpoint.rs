@@ -312,7 +312,11 @@ impl Checkpoints {
     /// checkpoints this process signs.
     pub fn spawn_witnessing(&self) -> Vec<tokio::task::JoinHandle<()>> {
         match &self.witnessing {
-            Some(w) => w.spawn(self.store.clone(), self.bus.clone(), self.latest.subscribe()),
+            Some(w) => w.spawn(
+                self.store.clone(),
+                self.bus.clone(),
+                self.latest.subscribe(),
+            ),
             None => Vec::new(),
         }
     }

@@ -203,6 +203,9 @@ pub struct AlarmRecord {
     /// of the EventsLost event that lists the lost events' hashes.
     /// log-checkpoint-fork: the log no longer extends the newest signed
     /// checkpoint; the message names both; cleared when acknowledged.
+    /// log-witness-failing: witnesses of the log's checkpoints fail to
+    /// cosign them; the message names each and why; cleared once every
+    /// witness cosigns again.
     pub name: String,
     pub node_id: Option<String>,
     pub upgrade_id: Option<String>,

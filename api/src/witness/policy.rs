@@ -116,7 +116,8 @@ impl Policy {
 
     /// What each witness said of a signed checkpoint note.
     pub fn cosigned(&self, note: &str) -> Result<Cosigned, String> {
-        let note = Note::from_bytes(note.as_bytes()).map_err(|e| format!("not a signed note: {e}"))?;
+        let note =
+            Note::from_bytes(note.as_bytes()).map_err(|e| format!("not a signed note: {e}"))?;
         let mut c = Cosigned::default();
         for w in &self.witnesses {
             match signed_by(&note, &w.verifier) {
@@ -151,7 +152,10 @@ impl Policy {
             list(&c.missing),
         );
         if !c.invalid.is_empty() {
-            why.push_str(&format!("; signatures that do not verify: {}", c.invalid.join(", ")));
+            why.push_str(&format!(
+                "; signatures that do not verify: {}",
+                c.invalid.join(", ")
+            ));
         }
         why.push(')');
         Err(why)
@@ -181,15 +185,30 @@ mod tests {
         );
         let p = Policy::parse(&text).unwrap();
         assert_eq!(p.quorum, 2);
-        assert_eq!(p.witnesses[0].url.as_ref().unwrap().as_str(), "http://127.0.0.1:1/w");
+        assert_eq!(
+            p.witnesses[0].url.as_ref().unwrap().as_str(),
+            "http://127.0.0.1:1/w"
+        );
         assert_eq!(p.witnesses[1].url, None);
         for (bad, says) in [
             (format!("witness a {}\nquorum 2", k[0].1), "quorum 2 of 1"),
             (format!("witness a {}\n", k[0].1), "no `quorum K`"),
-            (format!("witness a {}\nwitness a {}\nquorum 1", k[0].1, k[1].1), "line 2: the witness a is named twice"),
-            (format!("witness a {}\nwitness b {}\nquorum 1", k[0].1, k[0].1), "another's too"),
-            (format!("witness a {} ftp://x\nquorum 1", k[0].1), "not http(s)"),
-            ("witness a b+00000000+AAAA\nquorum 1".to_owned(), "line 1: the witness a's key"),
+            (
+                format!("witness a {}\nwitness a {}\nquorum 1", k[0].1, k[1].1),
+                "line 2: the witness a is named twice",
+            ),
+            (
+                format!("witness a {}\nwitness b {}\nquorum 1", k[0].1, k[0].1),
+                "another's too",
+            ),
+            (
+                format!("witness a {} ftp://x\nquorum 1", k[0].1),
+                "not http(s)",
+            ),
+            (
+                "witness a b+00000000+AAAA\nquorum 1".to_owned(),
+                "line 1: the witness a's key",
+            ),
             ("quorum one".to_owned(), "not a number"),
             ("witnesses a\n".to_owned(), "neither"),
         ] {
@@ -213,14 +232,23 @@ mod tests {
         n.add_sigs(&[&signer]).unwrap();
         let note = String::from_utf8(n.to_bytes()).unwrap();
         let e = p.require(&note).unwrap_err();
-        assert!(e.contains("0 of the 2") && e.contains("not signed: a, b, c"), "{e}");
+        assert!(
+            e.contains("0 of the 2") && e.contains("not signed: a, b, c"),
+            "{e}"
+        );
         let one = format!("{note}{}", k[0].0.cosign(body.as_bytes(), 1));
         let e = p.require(&one).unwrap_err();
-        assert!(e.contains("signed: a;") && e.contains("not signed: b, c"), "{e}");
+        assert!(
+            e.contains("signed: a;") && e.contains("not signed: b, c"),
+            "{e}"
+        );
         let two = format!("{one}{}", k[2].0.cosign(body.as_bytes(), 2));
         assert_eq!(p.require(&two).unwrap(), ["a", "c"]);
         // b's key over another checkpoint's text does not count.
-        let other = k[1].0.cosign(b"example.com/log\n6\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", 3);
+        let other = k[1].0.cosign(
+            b"example.com/log\n6\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n",
+            3,
+        );
         let c = p.cosigned(&format!("{one}{other}")).unwrap();
         assert_eq!(c.invalid, ["b"]);
         let e = p.require(&format!("{one}{other}")).unwrap_err();

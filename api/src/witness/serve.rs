@@ -129,8 +129,10 @@ impl Witness {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
-        let n = Note::from_bytes(note.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (_, size, root) = parse_checkpoint(n.text()).map_err(|e| format!("{}: {e}", path.display()))?;
+        let n =
+            Note::from_bytes(note.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (_, size, root) =
+            parse_checkpoint(n.text()).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Some((size, root, note)))
     }
 
@@ -146,7 +148,12 @@ impl Witness {
             .get(&origin)
             .ok_or_else(|| refuse(StatusCode::NOT_FOUND, format!("unknown log {origin}")))?;
         note.verify(&VerifierList::new(vec![Box::new(key.clone())]))
-            .map_err(|e| refuse(StatusCode::FORBIDDEN, format!("not signed by the log's key: {e}")))?;
+            .map_err(|e| {
+                refuse(
+                    StatusCode::FORBIDDEN,
+                    format!("not signed by the log's key: {e}"),
+                )
+            })?;
         if s.old > size {
             return Err(refuse(
                 StatusCode::BAD_REQUEST,
@@ -163,11 +170,15 @@ impl Witness {
         }
         let unprocessable = |why: &str| refuse(StatusCode::UNPROCESSABLE_ENTITY, why);
         if size == 0 && root != empty_root() {
-            return Err(unprocessable("a checkpoint of size 0 must have the empty tree's root"));
+            return Err(unprocessable(
+                "a checkpoint of size 0 must have the empty tree's root",
+            ));
         }
         if s.old == 0 {
             if !s.proof.is_empty() {
-                return Err(unprocessable("a consistency proof from size 0 must be empty"));
+                return Err(unprocessable(
+                    "a consistency proof from size 0 must be empty",
+                ));
             }
         } else if s.old == size {
             if root != kept_root {
@@ -208,13 +219,19 @@ fn text(status: StatusCode, content_type: &'static str, body: String) -> Respons
 
 async fn add_checkpoint(State(w): State<Arc<Witness>>, body: Bytes) -> Response {
     if body.len() > MAX_BODY {
-        return text(StatusCode::PAYLOAD_TOO_LARGE, "text/plain; charset=utf-8", "too large\n".into());
+        return text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "text/plain; charset=utf-8",
+            "too large\n".into(),
+        );
     }
     let now = chrono::Utc::now().timestamp().max(1) as u64;
     let answer = tokio::task::spawn_blocking(move || w.add_checkpoint(&body, now)).await;
     match answer {
         Ok(Ok(line)) => text(StatusCode::OK, "text/plain; charset=utf-8", line),
-        Ok(Err((StatusCode::CONFLICT, size))) => text(StatusCode::CONFLICT, "text/x.tlog.size", size),
+        Ok(Err((StatusCode::CONFLICT, size))) => {
+            text(StatusCode::CONFLICT, "text/x.tlog.size", size)
+        }
         Ok(Err((status, why))) => {
             tracing::info!(%status, %why, "refused a checkpoint");
             text(status, "text/plain; charset=utf-8", format!("{why}\n"))
@@ -235,8 +252,16 @@ async fn checkpoint(
     let kept = origin.map(|o| w.kept(&o));
     match kept {
         Some(Ok(Some((_, _, note)))) => text(StatusCode::OK, "text/plain; charset=utf-8", note),
-        Some(Err(e)) => text(StatusCode::INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", format!("{e}\n")),
-        _ => text(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", "no checkpoint cosigned for that log\n".into()),
+        Some(Err(e)) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain; charset=utf-8",
+            format!("{e}\n"),
+        ),
+        _ => text(
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            "no checkpoint cosigned for that log\n".into(),
+        ),
     }
 }
 
@@ -250,9 +275,16 @@ pub fn router(w: Arc<Witness>) -> axum::Router {
 }
 
 /// `stratum witness serve`: serves until SIGTERM or Ctrl-C.
-pub async fn run(listen: &str, key: &Path, state: PathBuf, log_keys: &[String]) -> anyhow::Result<i32> {
-    let text = std::fs::read_to_string(key).map_err(|e| anyhow::anyhow!("--key {}: {e}", key.display()))?;
-    let cosigner = Cosigner::from_text(&text).map_err(|e| anyhow::anyhow!("--key {}: {e}", key.display()))?;
+pub async fn run(
+    listen: &str,
+    key: &Path,
+    state: PathBuf,
+    log_keys: &[String],
+) -> anyhow::Result<i32> {
+    let text = std::fs::read_to_string(key)
+        .map_err(|e| anyhow::anyhow!("--key {}: {e}", key.display()))?;
+    let cosigner =
+        Cosigner::from_text(&text).map_err(|e| anyhow::anyhow!("--key {}: {e}", key.display()))?;
     if log_keys.is_empty() {
         anyhow::bail!("--log-key: name at least one log to witness");
     }
@@ -268,8 +300,9 @@ pub async fn run(listen: &str, key: &Path, state: PathBuf, log_keys: &[String]) 
     tracing::info!(addr = %listener.local_addr()?, %vkey, logs = w.logs.len(), "witness listening");
     axum::serve(listener, router(w))
         .with_graceful_shutdown(async {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .expect("a SIGTERM handler");
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("a SIGTERM handler");
             tokio::select! {
                 _ = term.recv() => {}
                 _ = tokio::signal::ctrl_c() => {}
@@ -289,8 +322,18 @@ mod tests {
         let s = parse(body.as_bytes()).unwrap();
         assert_eq!((s.old, s.proof.len()), (3, 1));
         assert!(s.note.starts_with("example.com/log\n5\n"));
-        for bad in ["old 03\n\nx", "old -1\n\nx", "new 1\n\nx", "old 1\nnot base64\n\nx", "old 1\n"] {
-            assert_eq!(parse(bad.as_bytes()).err().map(|e| e.0), Some(StatusCode::BAD_REQUEST), "{bad:?}");
+        for bad in [
+            "old 03\n\nx",
+            "old -1\n\nx",
+            "new 1\n\nx",
+            "old 1\nnot base64\n\nx",
+            "old 1\n",
+        ] {
+            assert_eq!(
+                parse(bad.as_bytes()).err().map(|e| e.0),
+                Some(StatusCode::BAD_REQUEST),
+                "{bad:?}"
+            );
         }
     }
 }

@@ -123,7 +123,10 @@ impl Witnessing {
         g.failing.remove(witness);
         // A checkpoint of another root at a size held: the log was rebased
         // after an acknowledged fork, and what was gathered is of the old.
-        if g.by_size.get(&c.size).is_some_and(|(k, _)| k.root != c.root) {
+        if g.by_size
+            .get(&c.size)
+            .is_some_and(|(k, _)| k.root != c.root)
+        {
             g.by_size.clear();
         }
         let entry = g
@@ -233,7 +236,9 @@ impl Witnessing {
                     }
                 }
                 Err((reason, why)) => {
-                    m.witness_failures.with_label_values(&[&w.name, reason]).inc();
+                    m.witness_failures
+                        .with_label_values(&[&w.name, reason])
+                        .inc();
                     tracing::warn!(witness = %w.name, %why, "a witness did not cosign; trying again");
                     self.fail(&w.name, why);
                     // Its state is unknown now: learn it again.
@@ -254,17 +259,18 @@ impl Witnessing {
         c: &SignedCheckpoint,
         old: u64,
     ) -> Result<String, Failed> {
-        let url = w.url.as_ref().ok_or_else(|| {
-            Failed::Other("config", "the policy gives it no URL".to_owned())
-        })?;
+        let url = w
+            .url
+            .as_ref()
+            .ok_or_else(|| Failed::Other("config", "the policy gives it no URL".to_owned()))?;
         let url = format!("{}/add-checkpoint", url.as_str().trim_end_matches('/'));
         let old = if old > c.size { 0 } else { old };
         let proof = if old == 0 || old == c.size {
             Vec::new()
         } else {
-            tree::consistency(store, old, c.size)
-                .await
-                .map_err(|e| Failed::Other("proof", format!("no consistency proof from {old}: {e}")))?
+            tree::consistency(store, old, c.size).await.map_err(|e| {
+                Failed::Other("proof", format!("no consistency proof from {old}: {e}"))
+            })?
         };
         let mut body = format!("old {old}\n");
         for h in &proof {
@@ -280,7 +286,11 @@ impl Witnessing {
             .send()
             .await
             .map_err(|e| {
-                let reason = if e.is_timeout() { "timeout" } else { "unreachable" };
+                let reason = if e.is_timeout() {
+                    "timeout"
+                } else {
+                    "unreachable"
+                };
                 Failed::Other(reason, format!("{url}: {e}"))
             })?;
         let status = resp.status();
@@ -330,16 +340,19 @@ impl Witnessing {
     }
 
     /// Keeps the alarm: raised naming the witnesses that failed for
-    /// [`ALARM_AFTER`], cleared once none does.
+    /// [`ALARM_AFTER`] (raised again when they change), cleared once none
+    /// does. Why each fails is in the metric and the log, not the alarm,
+    /// so a changing error text is not an event each time.
     async fn keep_alarm(&self, bus: CommandBus) {
         let mut changed = self.changed.subscribe();
+        let mut said: Option<Vec<String>> = None;
         loop {
             let failing: Vec<String> = {
                 let g = self.gathered();
                 g.failing
                     .iter()
                     .filter(|(_, (since, _))| since.elapsed() >= ALARM_AFTER)
-                    .map(|(w, (_, why))| format!("{w} ({why})"))
+                    .map(|(w, _)| w.clone())
                     .collect()
             };
             let raised = bus
@@ -347,10 +360,14 @@ impl Witnessing {
                 .state
                 .upgrades
                 .alarms
-                .get(&stratum_domain::upgrade::alarm_key(WITNESS_ALARM, None, None))
+                .get(&stratum_domain::upgrade::alarm_key(
+                    WITNESS_ALARM,
+                    None,
+                    None,
+                ))
                 .is_some_and(|a| a.cleared_at.is_none());
             let wanted = !failing.is_empty();
-            if wanted != raised {
+            if wanted != raised || (wanted && said.as_ref() != Some(&failing)) {
                 let req = CommandRequest::new(
                     stratum_domain::Command::Upgrade(
                         stratum_domain::upgrade::UpgradeCommand::KeepWitnessAlarm {
@@ -360,8 +377,10 @@ impl Witnessing {
                     stratum_domain::iam::SERVICE_PRINCIPAL,
                 );
                 match bus.execute(req).await {
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, "the log-witness-failing alarm was not kept; trying again"),
+                    Ok(_) => said = Some(failing),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the log-witness-failing alarm was not kept; trying again")
+                    }
                 }
             }
             tokio::select! {

@@ -41,4 +41,5 @@ mod two_builds;
 mod upgrade_record;
 mod upgrade_serve;
 mod upgrades;
+mod witnesses;
 mod write_path;

@@ -1,7 +1,7 @@
 // Command tlog-verify independently verifies the transparency log that a
 // stratum server publishes (C2SP tlog-checkpoint, signed-note, tlog-tiles).
 //
-//	tlog-verify -server URL [-token TOKEN] -vkey FILE [-old FILE] [-save FILE] [-samples K] [-cacert PEM]
+//	tlog-verify -server URL [-token TOKEN] -vkey FILE [-witness FILE]... [-old FILE] [-save FILE] [-samples K] [-cacert PEM]
 //
 // It opens the signed checkpoint, fetches every hash tile and entry bundle
 // for the checkpoint's size, authenticates each of them, recomputes the root
@@ -59,7 +59,14 @@ func main() {
 type config struct {
 	server, token, vkey, old, save, cacert string
 	samples                                int
+	witnesses                              multi
 }
+
+// multi is a flag that may be given more than once.
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	var cfg config
@@ -72,8 +79,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.save, "save", "", "write the verified checkpoint to `FILE`")
 	fs.IntVar(&cfg.samples, "samples", 8, "check inclusion proofs for `K` leaves (at least 2; the first and last always among them)")
 	fs.StringVar(&cfg.cacert, "cacert", "", "`PEM` file of CA certificates to trust for https")
+	fs.Var(&cfg.witnesses, "witness", "`FILE` holding a witness's cosignature/v1 verifier key: the checkpoint must carry its valid cosignature (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tlog-verify -server URL [-token TOKEN] -vkey FILE [-old FILE] [-save FILE] [-samples K] [-cacert PEM]")
+		fmt.Fprintln(stderr, "usage: tlog-verify -server URL [-token TOKEN] -vkey FILE [-witness FILE]... [-old FILE] [-save FILE] [-samples K] [-cacert PEM]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -103,14 +111,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // summary is the JSON line printed on success.
 type summary struct {
-	Origin         string `json:"origin"`
-	Size           int64  `json:"size"`
-	Root           string `json:"root"`                     // base64, as in the checkpoint
-	Tiles          int    `json:"tiles"`                    // hash tiles fetched and checked (all levels)
-	Bundles        int    `json:"bundles"`                  // entry bundles fetched
-	Entries        int64  `json:"entries"`                  // entries checked (the size)
-	Inclusion      int    `json:"inclusion"`                // leaves whose inclusion proofs were checked
-	ConsistentFrom *int64 `json:"consistentFrom,omitempty"` // size of the -old checkpoint
+	Origin         string   `json:"origin"`
+	Size           int64    `json:"size"`
+	Root           string   `json:"root"`                     // base64, as in the checkpoint
+	Tiles          int      `json:"tiles"`                    // hash tiles fetched and checked (all levels)
+	Bundles        int      `json:"bundles"`                  // entry bundles fetched
+	Entries        int64    `json:"entries"`                  // entries checked (the size)
+	Inclusion      int      `json:"inclusion"`                // leaves whose inclusion proofs were checked
+	ConsistentFrom *int64   `json:"consistentFrom,omitempty"` // size of the -old checkpoint
+	CosignedBy     []string `json:"cosignedBy,omitempty"`     // the -witness keys' names
 }
 
 func verify(cfg config) (*summary, error) {
@@ -147,6 +156,9 @@ func verify(cfg config) (*summary, error) {
 	}
 	sum := &summary{Origin: cp.Origin, Size: cp.Size, Entries: cp.Size,
 		Root: base64.StdEncoding.EncodeToString(cp.Root[:])}
+	if sum.CosignedBy, err = checkCosigned(raw, cfg.witnesses); err != nil {
+		return nil, fmt.Errorf("checkpoint: %v", err)
+	}
 
 	// 2. Every entry bundle and tile, authenticated bottom-up: level-0
 	// tiles against the entries, then each level against the one below.

@@ -887,24 +887,32 @@ impl Upgrades {
     /// Keeps an alarm that lists what is wrong now: raised, with the
     /// message `message` makes of the list, while the list is not empty,
     /// and cleared once it is; nothing when the alarm already says so.
+    /// With `follow`, an active alarm whose list changed is raised again
+    /// with the new one.
     fn keep_listing_alarm(
         &self,
         name: &str,
         list: &[String],
+        follow: bool,
         message: impl FnOnce(String) -> String,
     ) -> Decision {
         let key = alarm_key(name, None, None);
         let subject = Subject::Alarm(key.clone());
-        let active = self
-            .alarms
-            .get(&key)
-            .is_some_and(|a| a.cleared_at.is_none());
-        let event = match (list.is_empty(), active) {
+        let active = self.alarms.get(&key).filter(|a| a.cleared_at.is_none());
+        let message = message(list.join("; "));
+        let changed = follow && active.is_some_and(|a| a.message != message);
+        let event = match (list.is_empty(), active.is_some()) {
             (false, false) => DomainEvent::AlarmRaised(AlarmRaised {
                 name: name.to_owned(),
                 node_id: None,
                 upgrade_id: None,
-                message: message(list.join("; ")),
+                message,
+            }),
+            (false, true) if changed => DomainEvent::AlarmRaised(AlarmRaised {
+                name: name.to_owned(),
+                node_id: None,
+                upgrade_id: None,
+                message,
             }),
             (true, true) => DomainEvent::AlarmCleared(AlarmCleared {
                 name: name.to_owned(),
@@ -923,18 +931,19 @@ impl Upgrades {
     /// The `replica-settings-differ` alarm, while live replicas' settings
     /// differ from the agreed ones.
     fn keep_replica_settings_alarm(&self, differing: &[String]) -> Decision {
-        self.keep_listing_alarm(REPLICA_SETTINGS_DIFFER_ALARM, differing, |list| {
+        self.keep_listing_alarm(REPLICA_SETTINGS_DIFFER_ALARM, differing, false, |list| {
             format!(
                 "Live replicas run with process-manager settings other than the agreed ones, and never run the raft cleanup with them: {list}. Give them the agreed settings, or give every replica the new ones and finalize again (stratum replicas list)."
             )
         })
     }
 
-    /// The `log-witness-failing` alarm, while witnesses fail to cosign.
+    /// The `log-witness-failing` alarm, while witnesses fail to cosign;
+    /// raised again when the witnesses failing change.
     fn keep_witness_alarm(&self, failing: &[String]) -> Decision {
-        self.keep_listing_alarm(LOG_WITNESS_FAILING_ALARM, failing, |list| {
+        self.keep_listing_alarm(LOG_WITNESS_FAILING_ALARM, failing, true, |list| {
             format!(
-                "Witnesses of the log's checkpoints fail to cosign them: {list}. Commits go on; auditors that require these witnesses refuse the checkpoints until a quorum cosigns again (stratum_witness_failures_total, STRATUM_LOG_WITNESS_POLICY)."
+                "Witnesses of the log's checkpoints fail to cosign them: {list}. Commits go on; auditors that require these witnesses refuse the checkpoints until a quorum cosigns again. Why each fails: stratum_witness_failures_total by reason, and the service's log (STRATUM_LOG_WITNESS_POLICY names the witnesses)."
             )
         })
     }
