@@ -732,3 +732,64 @@ async fn a_witness_killed_between_submissions_never_cosigns_a_smaller_size() {
     }
     assert_eq!(w.kept_size().await, Some(kept));
 }
+
+#[tokio::test]
+async fn a_start_refuses_a_witness_policy_it_cannot_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (log_key, log_public) = keygen(d, ORIGIN);
+    let (_, w_public) = witness_keygen(d, "w.test/w");
+    let vkey = std::fs::read_to_string(&w_public)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let log_vkey = std::fs::read_to_string(&log_public)
+        .unwrap()
+        .trim()
+        .to_owned();
+    for (policy_text, says) in [
+        (
+            format!("witness w {vkey}\nquorum 1\n"),
+            "the witness w has no URL",
+        ),
+        (
+            format!("witness w {vkey} http://127.0.0.1:1\nquorum 2\n"),
+            "quorum 2 of 1 witnesses",
+        ),
+        (
+            format!("witness w {log_vkey} http://127.0.0.1:1\nquorum 1\n"),
+            "not a cosignature/v1 key",
+        ),
+        ("quorum 1\n".to_owned(), "quorum 1 of 0 witnesses"),
+    ] {
+        let p = d.join("bad.policy");
+        std::fs::write(&p, &policy_text).unwrap();
+        let o = crate::binary::serve_command(d, free_port(), &witnessed(d, &log_key, &p))
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{policy_text}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("STRATUM_LOG_WITNESS_POLICY") && err.contains(says),
+            "{policy_text}: {err}"
+        );
+    }
+    // A policy without the key it cosigns.
+    let p = d.join("good.policy");
+    std::fs::write(
+        &p,
+        format!("witness w {vkey} http://127.0.0.1:1\nquorum 1\n"),
+    )
+    .unwrap();
+    let o = crate::binary::serve_command(
+        d,
+        free_port(),
+        &[("STRATUM_LOG_WITNESS_POLICY", p.display().to_string())],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("without STRATUM_LOG_SIGNING_KEY_FILE"));
+}
