@@ -17,8 +17,8 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 pub use tlog_tiles::{
-    check_record, check_tree, prove_record, prove_tree, tree_hash, Error as TreeError, Hash,
-    HashReader, RecordProof, TreeProof, EMPTY_HASH,
+    check_record, check_tree, prove_record, prove_tree, stored_hashes, tree_hash,
+    Error as TreeError, Hash, HashReader, RecordProof, TreeProof, EMPTY_HASH,
 };
 use tlog_tiles::{node_hash, record_hash, split_stored_hash_index};
 

@@ -315,6 +315,168 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use signed_note::StandardSigner;
+    use stratum_domain::tree::{prove_tree, stored_hashes, tree_hash, HashReader, TreeError};
+
+    /// A log in memory: its stored hashes, as Go's tlog keeps them.
+    struct Mem(Vec<Hash>);
+
+    impl HashReader for Mem {
+        fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>, TreeError> {
+            Ok(indexes.iter().map(|i| self.0[*i as usize]).collect())
+        }
+    }
+
+    /// A log of `n` records, signed with a key named `origin`: each
+    /// size's signed checkpoint, and the tree to prove from.
+    fn log(origin: &str, n: u64) -> (Vec<String>, Mem, String) {
+        let (private, public) = signed_note::generate_key(&mut rand::rngs::OsRng, origin);
+        let signer = StandardSigner::new(&private).unwrap();
+        let mut mem = Mem(Vec::new());
+        let mut notes = vec![String::new()];
+        for i in 0..n {
+            let more = stored_hashes(i, &i.to_be_bytes(), &mem).unwrap();
+            mem.0.extend(more);
+            let root = tree_hash(i + 1, &mem).unwrap();
+            let text = stratum_domain::tree::checkpoint_text(origin, i + 1, &root.0).unwrap();
+            let mut note = Note::new(text.as_bytes(), &[]).unwrap();
+            note.add_sigs(&[&signer]).unwrap();
+            notes.push(String::from_utf8(note.to_bytes()).unwrap());
+        }
+        (notes, mem, public)
+    }
+
+    fn body(old: u64, size: u64, notes: &[String], mem: &Mem) -> String {
+        let mut b = format!("old {old}\n");
+        if old > 0 && old < size {
+            for h in prove_tree(size, old, mem).unwrap() {
+                b.push_str(&BASE64_STANDARD.encode(h.0));
+                b.push('\n');
+            }
+        }
+        b.push('\n');
+        b.push_str(&notes[size as usize]);
+        b
+    }
+
+    fn witness(dir: &Path, public: &str) -> Witness {
+        let (private, _) = Cosigner::generate("w.test/w").unwrap();
+        let key = Cosigner::from_text(&private).unwrap();
+        Witness::new(
+            key,
+            vec![StandardVerifier::new(public).unwrap()],
+            dir.to_owned(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_spec_s_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (notes, mem, public) = log("example.test/log", 20);
+        let w = witness(dir.path(), &public);
+        let status = |r: Result<String, Refused>| r.map(|_| StatusCode::OK).unwrap_or_else(|e| e.0);
+        assert_eq!(
+            status(w.add_checkpoint(body(0, 5, &notes, &mem).as_bytes(), 7)),
+            StatusCode::OK
+        );
+        // A wrong old size: 409 and the size held.
+        let r = w.add_checkpoint(body(3, 9, &notes, &mem).as_bytes(), 7);
+        assert_eq!(r.unwrap_err(), (StatusCode::CONFLICT, "5\n".to_owned()));
+        assert_eq!(
+            status(w.add_checkpoint(body(5, 9, &notes, &mem).as_bytes(), 7)),
+            StatusCode::OK
+        );
+        // The same size again, the same root: cosigned again.
+        assert_eq!(
+            status(w.add_checkpoint(body(9, 9, &notes, &mem).as_bytes(), 8)),
+            StatusCode::OK
+        );
+        // A proof from another size: 422; the right one: cosigned.
+        let proof_of_8 = body(8, 12, &notes, &mem);
+        let swapped = format!("old 9{}", &proof_of_8["old 8".len()..]);
+        assert_eq!(
+            status(w.add_checkpoint(swapped.as_bytes(), 8)),
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+        assert_eq!(
+            status(w.add_checkpoint(body(9, 12, &notes, &mem).as_bytes(), 8)),
+            StatusCode::OK
+        );
+        // Old larger than the checkpoint: 400; an unknown origin: 404;
+        // another key: 403.
+        assert_eq!(
+            status(w.add_checkpoint(body(12, 3, &notes, &mem).as_bytes(), 8)),
+            StatusCode::BAD_REQUEST
+        );
+        let (other, other_mem, _) = log("elsewhere.test/log", 3);
+        assert_eq!(
+            status(w.add_checkpoint(body(0, 3, &other, &other_mem).as_bytes(), 8)),
+            StatusCode::NOT_FOUND
+        );
+        let (forged, forged_mem, _) = log("example.test/log", 13);
+        assert_eq!(
+            status(w.add_checkpoint(body(12, 13, &forged, &forged_mem).as_bytes(), 8)),
+            StatusCode::FORBIDDEN
+        );
+        // Old 0 with a proof: 409 where it holds another size (the size
+        // is checked first), 422 where it holds none.
+        let with_proof = format!("old 0\n{}", &body(5, 13, &notes, &mem)["old 5\n".len()..]);
+        assert_eq!(
+            status(w.add_checkpoint(with_proof.as_bytes(), 8)),
+            StatusCode::CONFLICT
+        );
+        let fresh_dir = tempfile::tempdir().unwrap();
+        let fresh = witness(fresh_dir.path(), &public);
+        assert_eq!(
+            status(fresh.add_checkpoint(with_proof.as_bytes(), 8)),
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+        assert_eq!(w.kept("example.test/log").unwrap().unwrap().0, 12);
+    }
+
+    #[test]
+    fn concurrent_submissions_never_roll_the_size_back() {
+        // The spec's race: two submissions checked against the same old
+        // size, the larger written first, then the smaller over it.
+        let dir = tempfile::tempdir().unwrap();
+        let (notes, mem, public) = log("example.test/log", 64);
+        let w = Arc::new(witness(dir.path(), &public));
+        let (notes, mem) = (Arc::new(notes), Arc::new(mem));
+        let threads: Vec<_> = (0..8u64)
+            .map(|t| {
+                let (w, notes, mem) = (w.clone(), notes.clone(), mem.clone());
+                std::thread::spawn(move || {
+                    let mut cosigned = Vec::new();
+                    for round in 0..40u64 {
+                        let size = 1 + (t * 7 + round * 13) % 64;
+                        let held = match w.add_checkpoint(body(0, size, &notes, &mem).as_bytes(), 1)
+                        {
+                            Ok(_) => {
+                                cosigned.push(size);
+                                continue;
+                            }
+                            Err((StatusCode::CONFLICT, s)) => s.trim().parse::<u64>().unwrap(),
+                            Err(e) => panic!("{e:?}"),
+                        };
+                        if held <= size
+                            && w.add_checkpoint(body(held, size, &notes, &mem).as_bytes(), 1)
+                                .is_ok()
+                        {
+                            cosigned.push(size);
+                        }
+                    }
+                    cosigned
+                })
+            })
+            .collect();
+        let largest = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .max()
+            .unwrap();
+        assert_eq!(w.kept("example.test/log").unwrap().unwrap().0, largest);
+    }
 
     #[test]
     fn a_submission_is_read_as_the_spec_writes_it() {
