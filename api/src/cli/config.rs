@@ -215,3 +215,38 @@ fn render(subcommand: &str) -> Result<String, String> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A config file's key is a flag's long name, so one name must mean one
+    /// setting in every command: a second flag of the same name with
+    /// another variable would take the key from the first.
+    #[test]
+    fn every_setting_s_name_means_one_variable() {
+        fn walk(
+            cmd: &clap::Command,
+            seen: &mut BTreeMap<String, String>,
+            clashes: &mut Vec<String>,
+        ) {
+            for arg in cmd.get_arguments() {
+                if let (Some(long), Some(env)) = (arg.get_long(), arg.get_env()) {
+                    let env = env.to_string_lossy().into_owned();
+                    if let Some(other) = seen.insert(long.to_owned(), env.clone()) {
+                        if other != env {
+                            clashes.push(format!("--{long}: {other} and {env}"));
+                        }
+                    }
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, seen, clashes);
+            }
+        }
+        let mut clashes = Vec::new();
+        walk(&Cli::command(), &mut BTreeMap::new(), &mut clashes);
+        assert!(clashes.is_empty(), "{clashes:?}");
+        assert_eq!(settings()["listen"], "STRATUM_LISTEN");
+    }
+}

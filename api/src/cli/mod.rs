@@ -302,13 +302,13 @@ pub enum WitnessCmd {
     /// checkpoint only if it is consistent with the newest it cosigned.
     Serve {
         /// The address to listen on, e.g. `127.0.0.1:7380`.
-        #[arg(long, env = "STRATUM_WITNESS_LISTEN")]
+        #[arg(long)]
         listen: String,
         /// The witness's private key (`stratum witness keygen`).
-        #[arg(long, env = "STRATUM_WITNESS_KEY_FILE", value_name = "FILE")]
+        #[arg(long, value_name = "FILE")]
         key: std::path::PathBuf,
         /// Where the newest checkpoint cosigned for each log is kept.
-        #[arg(long, env = "STRATUM_WITNESS_STATE_DIR", value_name = "DIR")]
+        #[arg(long, value_name = "DIR")]
         state: std::path::PathBuf,
         /// A log's note verifier key (a file or the key itself); its name is
         /// the log's origin. Repeat it for each log witnessed.
