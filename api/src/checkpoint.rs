@@ -309,13 +309,15 @@ impl Checkpoints {
     }
 
     /// The witnesses' tasks, if there are witnesses: each submits the
-    /// checkpoints this process signs.
-    pub fn spawn_witnessing(&self) -> Vec<tokio::task::JoinHandle<()>> {
+    /// checkpoints this process signs; `replica` (its host and address)
+    /// names its alarm.
+    pub fn spawn_witnessing(&self, replica: String) -> Vec<tokio::task::JoinHandle<()>> {
         match &self.witnessing {
             Some(w) => w.spawn(
                 self.store.clone(),
                 self.bus.clone(),
                 self.latest.subscribe(),
+                replica,
             ),
             None => Vec::new(),
         }
@@ -460,6 +462,9 @@ impl Checkpoints {
         }
         let signed = Arc::new(signed);
         if publish && rebase.is_some() {
+            if let Some(w) = &self.witnessing {
+                w.rebased();
+            }
             self.latest.send_replace(Some(signed.clone()));
         } else if publish {
             self.latest.send_if_modified(|l| {

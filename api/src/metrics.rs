@@ -265,7 +265,7 @@ impl Metrics {
             witness_failures: counter(
                 &r,
                 "stratum_witness_failures_total",
-                "Submissions a witness did not cosign, by witness and reason (timeout, unreachable, forbidden, unknown_log, inconsistent, conflict, refused, garbage, proof, config).",
+                "Submissions a witness did not cosign, by witness and reason (timeout, unreachable, forbidden, unknown_log, inconsistent, conflict, ahead, refused, garbage, proof, config).",
                 &["witness", "reason"],
             ),
             witness_size: gauges(

@@ -190,7 +190,9 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         acting.clone(),
         state.shutdown.clone(),
     )));
-    tasks.extend(checkpoints.spawn_witnessing());
+    tasks.extend(
+        checkpoints.spawn_witnessing(format!("{}/{}", state.replica.host, state.replica.listen)),
+    );
     tasks.push(tokio::spawn(checkpoints.run()));
     tasks.push(tokio::spawn(
         RaftCleanup::new(

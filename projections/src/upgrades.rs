@@ -204,7 +204,8 @@ pub struct AlarmRecord {
     /// log-checkpoint-fork: the log no longer extends the newest signed
     /// checkpoint; the message names both; cleared when acknowledged.
     /// log-witness-failing: witnesses of the log's checkpoints fail to
-    /// cosign them; the message names each and why; cleared once every
+    /// cosign what one replica submits (nodeId: that replica's host and
+    /// address); the message names the witnesses; cleared once every
     /// witness cosigns again.
     pub name: String,
     pub node_id: Option<String>,

@@ -86,7 +86,7 @@ fn hexes(hashes: &[[u8; 32]]) -> Vec<String> {
 
 /// The newest signed checkpoint.
 #[utoipa::path(get, path = "/v1/log/checkpoint", tag = "audit",
-    responses((status = 200, description = "The newest signed checkpoint: a C2SP tlog-checkpoint (origin, size, base64 RFC 6962 root) in a C2SP signed note (Ed25519). Served within a second of each commit; the same bytes from every replica for the same size. With witnesses (STRATUM_LOG_WITNESS_POLICY), the newest checkpoint a quorum of them cosigned (while none is, the newest signed), followed by every witness's cosignature/v1 line held for it.", content_type = "text/plain; charset=utf-8", body = String),
+    responses((status = 200, description = "The newest signed checkpoint: a C2SP tlog-checkpoint (origin, size, base64 RFC 6962 root) in a C2SP signed note (Ed25519). Served within a second of each commit; the same signed text from every replica for the same size. With witnesses (STRATUM_LOG_WITNESS_POLICY), the newest checkpoint a quorum of them cosigned (while none is, the newest signed; never smaller than what this replica served before), followed by every witness's cosignature/v1 line this replica holds for it: replicas gather their own, so the cosignature lines may differ between them.", content_type = "text/plain; charset=utf-8", body = String),
               (status = 404, description = "NOT_FOUND: the service signs no checkpoints (no STRATUM_LOG_SIGNING_KEY_FILE).", body = super::schema::ErrorBody),
               (status = 503, description = "UNAVAILABLE: the log no longer extends the newest signed checkpoint (the log-checkpoint-fork alarm); nothing is signed until an administrator acknowledges the fork.", body = super::schema::ErrorBody)),
     security(("bearer" = [])))]

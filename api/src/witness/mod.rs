@@ -168,7 +168,8 @@ impl CosignatureVerifier {
     pub fn check(&self, text: &[u8], sig: &[u8]) -> Option<u64> {
         let (time, sig) = sig.split_at_checked(8)?;
         let time = u64::from_be_bytes(time.try_into().ok()?);
-        if time > i64::MAX as u64 {
+        // A witness's cosignature must carry its time (C2SP tlog-witness).
+        if time == 0 || time > i64::MAX as u64 {
             return None;
         }
         let sig = ed25519_dalek::Signature::from_slice(sig).ok()?;
@@ -176,6 +177,11 @@ impl CosignatureVerifier {
         key.verify_strict(&cosigned_message(text, time), &sig)
             .ok()
             .map(|()| time)
+    }
+
+    /// The Ed25519 public key.
+    pub fn key(&self) -> &[u8; 32] {
+        &self.key
     }
 
     /// The key as its text.

@@ -67,7 +67,9 @@ impl Policy {
                     }
                     let verifier = CosignatureVerifier::new(vkey)
                         .map_err(|e| at(format!("the witness {name}'s key: {e}")))?;
-                    if witnesses.iter().any(|w| w.verifier == verifier) {
+                    // A cosignature/v1 does not sign the cosigner's name:
+                    // one key under two names would count twice.
+                    if witnesses.iter().any(|w| w.verifier.key() == verifier.key()) {
                         return Err(at(format!("the witness {name}'s key is another's too")));
                     }
                     let url = match rest.first() {
@@ -79,6 +81,17 @@ impl Policy {
                                 .ok_or_else(|| {
                                     at(format!("the witness {name}'s URL {u:?} is not http(s)"))
                                 })?;
+                            // A prefix the service appends to, and logs.
+                            if !url.username().is_empty()
+                                || url.password().is_some()
+                                || url.query().is_some()
+                                || url.fragment().is_some()
+                            {
+                                return Err(at(format!(
+                                    "the witness {name}'s URL must be a plain prefix: no user, \
+                                     password, query or fragment"
+                                )));
+                            }
                             Some(url)
                         }
                     };
@@ -133,7 +146,9 @@ impl Policy {
     /// that cosigned it, or says which did and which did not.
     pub fn require(&self, note: &str) -> Result<Vec<String>, String> {
         let c = self.cosigned(note)?;
-        if c.signed.len() >= self.quorum {
+        // A signature by a known key that does not verify makes the note
+        // malformed (C2SP signed-note): refused whatever else it carries.
+        if c.signed.len() >= self.quorum && c.invalid.is_empty() {
             return Ok(c.signed);
         }
         let list = |v: &[String]| {
@@ -204,6 +219,31 @@ mod tests {
             (
                 format!("witness a {} ftp://x\nquorum 1", k[0].1),
                 "not http(s)",
+            ),
+            (
+                format!("witness a {} http://u:p@x/\nquorum 1", k[0].1),
+                "a plain prefix",
+            ),
+            (
+                format!("witness a {} http://x/?k=v\nquorum 1", k[0].1),
+                "a plain prefix",
+            ),
+            (
+                {
+                    let b64 = k[0].1.splitn(3, '+').nth(2).unwrap();
+                    use base64::Engine as _;
+                    let other_name = "z.example/w";
+                    let mut enc = vec![0x04u8];
+                    enc.extend_from_slice(
+                        &base64::prelude::BASE64_STANDARD.decode(b64).unwrap()[1..],
+                    );
+                    let id = signed_note::key_id(other_name, &enc);
+                    format!(
+                        "witness a {}\nwitness z {other_name}+{id:08x}+{b64}\nquorum 1",
+                        k[0].1
+                    )
+                },
+                "line 2: the witness z's key is another's too",
             ),
             (
                 "witness a b+00000000+AAAA\nquorum 1".to_owned(),

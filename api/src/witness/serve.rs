@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use base64::prelude::{Engine as _, BASE64_STANDARD};
 use sha2::{Digest, Sha256};
 use signed_note::{Note, StandardVerifier, VerifierList};
-use stratum_domain::tree::{check_tree, parse_checkpoint, Hash};
+use stratum_domain::tree::{check_tree, parse_checkpoint, Hash, EMPTY_HASH};
 
 use super::Cosigner;
 
@@ -34,10 +34,15 @@ const MAX_BODY: usize = 64 * 1024;
 /// What the witness knows: its key, the logs it witnesses, its state.
 pub struct Witness {
     key: Cosigner,
-    logs: HashMap<String, StandardVerifier>,
+    /// Each log's keys, by origin.
+    logs: HashMap<String, Vec<StandardVerifier>>,
     state: PathBuf,
     /// Held from the check of `old` to the write of the new checkpoint.
     lock: Mutex<()>,
+    /// An exclusive `flock` on the state directory's `.lock`, held while
+    /// the witness lives: a second process on the same state would race
+    /// the first's sizes back.
+    _state_lock: std::fs::File,
 }
 
 /// A refusal: the status and a one-line reason.
@@ -45,11 +50,6 @@ type Refused = (StatusCode, String);
 
 fn refuse(status: StatusCode, why: impl Into<String>) -> Refused {
     (status, why.into())
-}
-
-/// The SHA-256 of the empty string: the root of the empty tree.
-fn empty_root() -> [u8; 32] {
-    Sha256::digest([]).into()
 }
 
 /// The hex SHA-256 of an origin: its state file's name, and its path in
@@ -98,22 +98,56 @@ fn parse(body: &[u8]) -> Result<Submission, Refused> {
 }
 
 impl Witness {
-    pub fn new(key: Cosigner, logs: Vec<StandardVerifier>, state: PathBuf) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&state)
-            .map_err(|e| anyhow::anyhow!("--state {}: {e}", state.display()))?;
-        let mut by_origin = HashMap::new();
-        for k in logs {
-            let origin = signed_note::Verifier::name(&k).to_owned();
-            if by_origin.insert(origin.clone(), k).is_some() {
-                anyhow::bail!("--log-key: two keys for the log {origin}");
-            }
+    /// A witness of `logs` (each an origin and a key; a log may have
+    /// several), keeping its state in `state`, which no other process may
+    /// hold.
+    pub fn new(
+        key: Cosigner,
+        logs: Vec<(String, StandardVerifier)>,
+        state: PathBuf,
+    ) -> anyhow::Result<Self> {
+        let at = |e: std::io::Error| anyhow::anyhow!("--state {}: {e}", state.display());
+        std::fs::create_dir_all(&state).map_err(at)?;
+        if let Some(parent) = state.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::File::open(parent)
+                .and_then(|d| d.sync_all())
+                .map_err(at)?;
+        }
+        let lock = std::fs::File::create(state.join(".lock")).map_err(at)?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+            |e| {
+                anyhow::anyhow!(
+                    "--state {}: another witness holds it ({e}); one process per state directory",
+                    state.display()
+                )
+            },
+        )?;
+        let mut by_origin: HashMap<String, Vec<StandardVerifier>> = HashMap::new();
+        for (origin, k) in logs {
+            by_origin.entry(origin).or_default().push(k);
         }
         Ok(Self {
             key,
             logs: by_origin,
             state,
             lock: Mutex::new(()),
+            _state_lock: lock,
         })
+    }
+
+    /// What it holds for each log, for the start-up line.
+    fn holds(&self) -> Vec<String> {
+        let mut held: Vec<String> = self
+            .logs
+            .keys()
+            .map(|o| match self.kept(o) {
+                Ok(Some((size, _, _))) => format!("{o} at size {size}"),
+                Ok(None) => format!("{o} (nothing cosigned yet)"),
+                Err(e) => format!("{o}: {e}"),
+            })
+            .collect();
+        held.sort();
+        held
     }
 
     fn file(&self, origin: &str) -> PathBuf {
@@ -143,17 +177,21 @@ impl Witness {
             .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a signed note: {e}")))?;
         let (origin, size, root) = parse_checkpoint(note.text())
             .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("not a checkpoint: {e}")))?;
-        let key = self
+        let keys = self
             .logs
             .get(&origin)
             .ok_or_else(|| refuse(StatusCode::NOT_FOUND, format!("unknown log {origin}")))?;
-        note.verify(&VerifierList::new(vec![Box::new(key.clone())]))
-            .map_err(|e| {
-                refuse(
-                    StatusCode::FORBIDDEN,
-                    format!("not signed by the log's key: {e}"),
-                )
-            })?;
+        let known = VerifierList::new(
+            keys.iter()
+                .map(|k| Box::new(k.clone()) as Box<dyn signed_note::Verifier>)
+                .collect(),
+        );
+        let (verified, _) = note.verify(&known).map_err(|e| {
+            refuse(
+                StatusCode::FORBIDDEN,
+                format!("not signed by the log's key: {e}"),
+            )
+        })?;
         if s.old > size {
             return Err(refuse(
                 StatusCode::BAD_REQUEST,
@@ -164,12 +202,12 @@ impl Witness {
         let kept = self
             .kept(&origin)
             .map_err(|e| refuse(StatusCode::INTERNAL_SERVER_ERROR, e))?;
-        let (kept_size, kept_root) = kept.as_ref().map_or((0, empty_root()), |k| (k.0, k.1));
+        let (kept_size, kept_root) = kept.as_ref().map_or((0, EMPTY_HASH.0), |k| (k.0, k.1));
         if s.old != kept_size {
             return Err((StatusCode::CONFLICT, format!("{kept_size}\n")));
         }
         let unprocessable = |why: &str| refuse(StatusCode::UNPROCESSABLE_ENTITY, why);
-        if size == 0 && root != empty_root() {
+        if size == 0 && root != EMPTY_HASH.0 {
             return Err(unprocessable(
                 "a checkpoint of size 0 must have the empty tree's root",
             ));
@@ -190,7 +228,11 @@ impl Witness {
             return Err(unprocessable("the consistency proof does not verify"));
         }
         let line = self.key.cosign(note.text(), now);
-        let mut kept_note = s.note.clone();
+        // Kept and served: the text, the log's signatures that verified,
+        // and this cosignature; nothing else the submission carried.
+        let mut kept_note = Note::new(note.text(), &verified)
+            .map(|n| String::from_utf8_lossy(&n.to_bytes()).into_owned())
+            .map_err(|e| refuse(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
         kept_note.push_str(&line);
         write_atomically(&self.file(&origin), &kept_note)
             .map_err(|e| refuse(StatusCode::INTERNAL_SERVER_ERROR, e))?;
@@ -274,6 +316,26 @@ pub fn router(w: Arc<Witness>) -> axum::Router {
         .with_state(w)
 }
 
+/// A `--log-key`: `VKEY` (a file or the key itself; the log's origin is
+/// the key's name) or `ORIGIN=VKEY` for a log whose origin is another.
+pub fn log_key(text: &str) -> anyhow::Result<(String, StandardVerifier)> {
+    // A key's name has no `+` and its base64 may end in `=`: an `=` before
+    // the first `+` is the origin's.
+    let split = text
+        .find('=')
+        .filter(|i| text.find('+').is_none_or(|p| *i < p));
+    let (origin, key) = match split {
+        Some(i) => (Some(&text[..i]), &text[i + 1..]),
+        None => (None, text),
+    };
+    let v = crate::checkpoint::verifier(key).map_err(|e| anyhow::anyhow!("--log-key {e}"))?;
+    let origin = origin.map_or_else(|| signed_note::Verifier::name(&v).to_owned(), str::to_owned);
+    if origin.is_empty() || origin.contains('\n') {
+        anyhow::bail!("--log-key {text}: the origin must be one non-empty line");
+    }
+    Ok((origin, v))
+}
+
 /// `stratum witness serve`: serves until SIGTERM or Ctrl-C.
 pub async fn run(
     listen: &str,
@@ -290,10 +352,13 @@ pub async fn run(
     }
     let logs = log_keys
         .iter()
-        .map(|k| crate::checkpoint::verifier(k))
+        .map(|k| log_key(k))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let vkey = cosigner.verifier_key();
     let w = Arc::new(Witness::new(cosigner, logs, state)?);
+    for h in w.holds() {
+        tracing::info!(log = %h, "witnessing");
+    }
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("--listen {listen}: {e}"))?;
@@ -327,10 +392,16 @@ mod tests {
         }
     }
 
+    thread_local! {
+        /// The logs' keys made on this thread: (verifier, private).
+        static KEYS: std::cell::RefCell<Vec<(String, String)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
     /// A log of `n` records, signed with a key named `origin`: each
     /// size's signed checkpoint, and the tree to prove from.
     fn log(origin: &str, n: u64) -> (Vec<String>, Mem, String) {
         let (private, public) = signed_note::generate_key(&mut rand::rngs::OsRng, origin);
+        KEYS.with(|k| k.borrow_mut().push((public.clone(), private.clone())));
         let signer = StandardSigner::new(&private).unwrap();
         let mut mem = Mem(Vec::new());
         let mut notes = vec![String::new()];
@@ -362,12 +433,9 @@ mod tests {
     fn witness(dir: &Path, public: &str) -> Witness {
         let (private, _) = Cosigner::generate("w.test/w").unwrap();
         let key = Cosigner::from_text(&private).unwrap();
-        Witness::new(
-            key,
-            vec![StandardVerifier::new(public).unwrap()],
-            dir.to_owned(),
-        )
-        .unwrap()
+        let log = StandardVerifier::new(public).unwrap();
+        let origin = signed_note::Verifier::name(&log).to_owned();
+        Witness::new(key, vec![(origin, log)], dir.to_owned()).unwrap()
     }
 
     #[test]
@@ -443,26 +511,34 @@ mod tests {
         let (notes, mem, public) = log("example.test/log", 64);
         let w = Arc::new(witness(dir.path(), &public));
         let (notes, mem) = (Arc::new(notes), Arc::new(mem));
+        // The largest size cosigned so far: no answer may say less.
+        let largest_so_far = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let threads: Vec<_> = (0..8u64)
             .map(|t| {
                 let (w, notes, mem) = (w.clone(), notes.clone(), mem.clone());
+                let largest_so_far = largest_so_far.clone();
                 std::thread::spawn(move || {
+                    use std::sync::atomic::Ordering::SeqCst;
                     let mut cosigned = Vec::new();
                     for round in 0..40u64 {
                         let size = 1 + (t * 7 + round * 13) % 64;
+                        let floor = largest_so_far.load(SeqCst);
                         let held = match w.add_checkpoint(body(0, size, &notes, &mem).as_bytes(), 1)
                         {
                             Ok(_) => {
+                                largest_so_far.fetch_max(size, SeqCst);
                                 cosigned.push(size);
                                 continue;
                             }
                             Err((StatusCode::CONFLICT, s)) => s.trim().parse::<u64>().unwrap(),
                             Err(e) => panic!("{e:?}"),
                         };
+                        assert!(held >= floor, "it holds {held} after cosigning {floor}");
                         if held <= size
                             && w.add_checkpoint(body(held, size, &notes, &mem).as_bytes(), 1)
                                 .is_ok()
                         {
+                            largest_so_far.fetch_max(size, SeqCst);
                             cosigned.push(size);
                         }
                     }
@@ -476,6 +552,80 @@ mod tests {
             .max()
             .unwrap();
         assert_eq!(w.kept("example.test/log").unwrap().unwrap().0, largest);
+    }
+
+    #[test]
+    fn malformed_submissions_are_refused_as_the_spec_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let (notes, _, public) = log("example.test/log", 4);
+        let w = witness(dir.path(), &public);
+        let code = |b: &str| w.add_checkpoint(b.as_bytes(), 1).err().map(|e| e.0);
+        // Size 0 with a root that is not the empty tree's: 422.
+        let private = log_private(&public);
+        let zero = signed("example.test/log", 0, &[7; 32], &private);
+        assert_eq!(
+            code(&format!("old 0\n\n{zero}")),
+            Some(StatusCode::UNPROCESSABLE_ENTITY)
+        );
+        let empty = signed("example.test/log", 0, &EMPTY_HASH.0, &private);
+        assert_eq!(code(&format!("old 0\n\n{empty}")), None);
+        // More than 63 proof lines: 400.
+        let many = format!(
+            "old 0\n{}\n{}",
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n".repeat(64),
+            notes[3]
+        );
+        assert_eq!(code(&many), Some(StatusCode::BAD_REQUEST));
+        // A signature line in the log key's name and id that does not
+        // verify: 403.
+        let mut forged: Vec<&str> = notes[3].lines().collect();
+        let last = forged.pop().unwrap();
+        let bad_line = format!("{}AAAA", &last[..last.len() - 4]);
+        let bad = format!("{}\n{bad_line}\n", forged.join("\n"));
+        assert_eq!(
+            code(&format!("old 0\n\n{bad}")),
+            Some(StatusCode::FORBIDDEN)
+        );
+        // What it keeps carries only the log's verified signature and its own.
+        let extra = format!(
+            "{}— someone.else/w AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n",
+            notes[3]
+        );
+        assert_eq!(code(&format!("old 0\n\n{extra}")), None);
+        let kept = w.kept("example.test/log").unwrap().unwrap().2;
+        assert!(!kept.contains("someone.else"), "{kept}");
+        assert_eq!(kept.matches("\n— ").count(), 2, "{kept}");
+    }
+
+    /// The private key of the log whose verifier key is `public`, from
+    /// the keys [`log`] made.
+    fn log_private(public: &str) -> String {
+        KEYS.with(|k| {
+            k.borrow()
+                .iter()
+                .find(|(p, _)| p == public)
+                .unwrap()
+                .1
+                .clone()
+        })
+    }
+
+    fn signed(origin: &str, size: u64, root: &[u8; 32], private: &str) -> String {
+        let text = stratum_domain::tree::checkpoint_text(origin, size, root).unwrap();
+        let mut note = Note::new(text.as_bytes(), &[]).unwrap();
+        note.add_sigs(&[&StandardSigner::new(private).unwrap()])
+            .unwrap();
+        String::from_utf8(note.to_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_log_key_names_its_origin_or_takes_the_key_s_name() {
+        let (_, public) = signed_note::generate_key(&mut rand::rngs::OsRng, "sum.golang.org");
+        let (origin, _) = log_key(&public).unwrap();
+        assert_eq!(origin, "sum.golang.org");
+        let (origin, _) = log_key(&format!("go.sum database tree={public}")).unwrap();
+        assert_eq!(origin, "go.sum database tree");
+        assert!(log_key(&format!("={public}")).is_err());
     }
 
     #[test]

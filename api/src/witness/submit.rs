@@ -36,6 +36,8 @@ pub const ALARM_AFTER: Duration = Duration::from_secs(5);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How many checkpoints' cosignatures are kept.
 const KEPT: usize = 64;
+/// The largest answer read from a witness.
+const MAX_ANSWER: usize = 64 * 1024;
 /// The name of the alarm raised while witnesses fail.
 pub const WITNESS_ALARM: &str = stratum_domain::upgrade::LOG_WITNESS_FAILING_ALARM;
 
@@ -46,6 +48,12 @@ struct Gathered {
     by_size: BTreeMap<u64, (Arc<SignedCheckpoint>, BTreeMap<String, String>)>,
     /// The witnesses failing now, and since when.
     failing: BTreeMap<String, (Instant, String)>,
+    /// The witnesses asked at least once since this process started.
+    tried: std::collections::BTreeSet<String>,
+    /// The size served last: what is served never goes back from it.
+    served: u64,
+    /// Moves when the log is rebased after an acknowledged fork.
+    epoch: u64,
 }
 
 /// The log's witnesses and what they cosigned.
@@ -88,25 +96,38 @@ impl Witnessing {
         self.gathered.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The note to serve: the newest checkpoint with a quorum of
-    /// cosignatures, else `latest`, each with every cosignature held.
+    /// The note to serve, with every cosignature held for it: the newest
+    /// checkpoint a quorum cosigned, or, while none of at least the size
+    /// served before has one, the newest signed. What one process serves
+    /// never gets smaller (an auditor would call that a shrink).
     pub fn served(&self, latest: &Arc<SignedCheckpoint>) -> String {
-        let g = self.gathered();
+        let mut g = self.gathered();
+        let from = g.served.min(latest.size);
         let with_quorum = g
             .by_size
-            .range(..=latest.size)
+            .range(from..=latest.size)
             .rev()
             .find(|(_, (_, lines))| lines.len() >= self.policy.quorum)
-            .map(|(_, x)| x);
-        let (c, lines) = match with_quorum {
-            Some((c, lines)) => (c.clone(), Some(lines)),
-            None => (latest.clone(), g.by_size.get(&latest.size).map(|x| &x.1)),
-        };
+            .map(|(_, (c, _))| c.clone());
+        let c = with_quorum.unwrap_or_else(|| latest.clone());
+        g.served = c.size;
         let mut note = c.note.clone();
-        for line in lines.into_iter().flat_map(|l| l.values()) {
+        let lines = g.by_size.get(&c.size).filter(|(k, _)| k.root == c.root);
+        for line in lines.into_iter().flat_map(|(_, l)| l.values()) {
             note.push_str(line);
         }
         note
+    }
+
+    /// The log was rebased after an acknowledged fork: what was gathered
+    /// is of the old history, and every witness is asked again.
+    pub fn rebased(&self) {
+        let mut g = self.gathered();
+        g.by_size.clear();
+        g.served = 0;
+        g.epoch += 1;
+        drop(g);
+        self.changed.send_modify(|n| *n += 1);
     }
 
     /// The witnesses failing now, with why, for the alarm and `/metrics`.
@@ -121,8 +142,9 @@ impl Witnessing {
     fn keep(&self, c: &Arc<SignedCheckpoint>, witness: &str, line: String) {
         let mut g = self.gathered();
         g.failing.remove(witness);
-        // A checkpoint of another root at a size held: the log was rebased
-        // after an acknowledged fork, and what was gathered is of the old.
+        g.tried.insert(witness.to_owned());
+        // A checkpoint of another root at a size held: of a history the
+        // log no longer has.
         if g.by_size
             .get(&c.size)
             .is_some_and(|(k, _)| k.root != c.root)
@@ -146,16 +168,19 @@ impl Witnessing {
         let now = Instant::now();
         let since = g.failing.get(witness).map_or(now, |f| f.0);
         g.failing.insert(witness.to_owned(), (since, why));
+        g.tried.insert(witness.to_owned());
         drop(g);
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// Starts a task per witness, and the alarm's keeper.
+    /// Starts a task per witness, and the keeper of this replica's alarm
+    /// (`replica`: its host and address).
     pub fn spawn(
         self: &Arc<Self>,
         store: Arc<dyn EventStore>,
         bus: CommandBus,
         latest: watch::Receiver<Option<Arc<SignedCheckpoint>>>,
+        replica: String,
     ) -> Vec<tokio::task::JoinHandle<()>> {
         let mut tasks: Vec<_> = self
             .policy
@@ -170,7 +195,9 @@ impl Witnessing {
             })
             .collect();
         let me = self.clone();
-        tasks.push(tokio::spawn(async move { me.keep_alarm(bus).await }));
+        tasks.push(tokio::spawn(
+            async move { me.keep_alarm(bus, replica).await },
+        ));
         tasks
     }
 
@@ -186,12 +213,22 @@ impl Witnessing {
         // The size the witness holds, as far as this process knows.
         let mut held: Option<u64> = None;
         let mut backoff = Duration::from_millis(250);
-        let mut cosigned_at: Option<u64> = None;
+        // The checkpoint last settled (cosigned, or the witness holds a
+        // newer one of this log), in the history of `epoch`.
+        let mut settled: Option<(u64, [u8; 32])> = None;
+        let mut epoch = 0;
+        let mut changed = self.changed.subscribe();
         loop {
+            let now = self.gathered().epoch;
+            if now != epoch {
+                // Rebased: what this task learned is of the old history.
+                (epoch, settled, held) = (now, None, None);
+            }
             let c = latest.borrow_and_update().clone();
-            let Some(c) = c.filter(|c| cosigned_at != Some(c.size)) else {
-                if latest.changed().await.is_err() {
-                    return;
+            let Some(c) = c.filter(|c| settled != Some((c.size, c.root))) else {
+                tokio::select! {
+                    r = latest.changed() => if r.is_err() { return },
+                    r = changed.changed() => if r.is_err() { return },
                 }
                 continue;
             };
@@ -202,13 +239,31 @@ impl Witnessing {
                 m.witness_duration
                     .with_label_values(&[&w.name])
                     .observe(began.elapsed().as_secs_f64());
+                if let Err(Failed::Conflict(size)) = &r {
+                    size_gauge.set(i64::try_from(*size).unwrap_or(i64::MAX));
+                }
                 match r {
-                    // The witness holds more than this checkpoint: another
-                    // replica asked it with a newer one; this one waits
-                    // for its own newer checkpoint.
+                    // The witness holds more than this checkpoint. Of this
+                    // log (another replica asked it with a newer one),
+                    // this task waits for its own newer checkpoint; more
+                    // than this log has is another history of it (a split
+                    // view, a restored backup).
                     Err(Failed::Conflict(size)) if size > c.size => {
                         held = Some(size);
-                        break Ok(None);
+                        match store.head().await {
+                            Ok(head) if size <= head.position => break Ok(None),
+                            Ok(head) => {
+                                break Err((
+                                    "ahead",
+                                    format!(
+                                        "it holds a checkpoint of {size} events, and this log \
+                                         has {}: it cosigned another history of this log",
+                                        head.position
+                                    ),
+                                ))
+                            }
+                            Err(e) => break Err(("proof", format!("the log's head: {e}"))),
+                        }
                     }
                     Err(Failed::Conflict(size)) if conflicts < 3 => {
                         held = Some(size);
@@ -224,16 +279,16 @@ impl Witnessing {
             match result {
                 Ok(Some(line)) => {
                     held = Some(c.size);
-                    cosigned_at = Some(c.size);
+                    settled = Some((c.size, c.root));
                     size_gauge.set(i64::try_from(c.size).unwrap_or(i64::MAX));
                     backoff = Duration::from_millis(250);
                     self.keep(&c, &w.name, line);
                 }
                 Ok(None) => {
-                    cosigned_at = Some(c.size);
-                    if latest.changed().await.is_err() {
-                        return;
-                    }
+                    settled = Some((c.size, c.root));
+                    let mut g = self.gathered();
+                    g.failing.remove(&w.name);
+                    g.tried.insert(w.name.clone());
                 }
                 Err((reason, why)) => {
                     m.witness_failures
@@ -294,10 +349,22 @@ impl Witnessing {
                 Failed::Other(reason, format!("{url}: {e}"))
             })?;
         let status = resp.status();
-        let text = resp
-            .text()
+        let mut resp = resp;
+        let mut body = Vec::new();
+        while let Some(chunk) = resp
+            .chunk()
             .await
-            .map_err(|e| Failed::Other("unreachable", format!("{url}: reading the answer: {e}")))?;
+            .map_err(|e| Failed::Other("unreachable", format!("{url}: reading the answer: {e}")))?
+        {
+            body.extend_from_slice(&chunk);
+            if body.len() > MAX_ANSWER {
+                return Err(Failed::Other(
+                    "garbage",
+                    format!("{url}: an answer of more than {MAX_ANSWER} bytes"),
+                ));
+            }
+        }
+        let text = String::from_utf8_lossy(&body).into_owned();
         match status.as_u16() {
             200 => {}
             409 => {
@@ -339,38 +406,42 @@ impl Witnessing {
         ))
     }
 
-    /// Keeps the alarm: raised naming the witnesses that failed for
-    /// [`ALARM_AFTER`] (raised again when they change), cleared once none
-    /// does. Why each fails is in the metric and the log, not the alarm,
-    /// so a changing error text is not an event each time.
-    async fn keep_alarm(&self, bus: CommandBus) {
+    /// Keeps this replica's alarm: raised naming the witnesses that failed
+    /// for [`ALARM_AFTER`] (raised again when they change), cleared once
+    /// none does and every witness was asked since this start (an alarm
+    /// from before a restart stands until then). Why each fails is in the
+    /// metric and the log, not the alarm, so a changing error text is not
+    /// an event each time.
+    async fn keep_alarm(&self, bus: CommandBus, replica: String) {
         let mut changed = self.changed.subscribe();
         let mut said: Option<Vec<String>> = None;
+        let key = stratum_domain::upgrade::alarm_key(WITNESS_ALARM, None, Some(&replica));
         loop {
-            let failing: Vec<String> = {
+            let (failing, all_tried) = {
                 let g = self.gathered();
-                g.failing
+                let failing: Vec<String> = g
+                    .failing
                     .iter()
                     .filter(|(_, (since, _))| since.elapsed() >= ALARM_AFTER)
                     .map(|(w, _)| w.clone())
-                    .collect()
+                    .collect();
+                (failing, g.tried.len() == self.policy.witnesses.len())
             };
             let raised = bus
                 .published()
                 .state
                 .upgrades
                 .alarms
-                .get(&stratum_domain::upgrade::alarm_key(
-                    WITNESS_ALARM,
-                    None,
-                    None,
-                ))
+                .get(&key)
                 .is_some_and(|a| a.cleared_at.is_none());
             let wanted = !failing.is_empty();
-            if wanted != raised || (wanted && said.as_ref() != Some(&failing)) {
+            let raise = wanted && (!raised || said.as_ref() != Some(&failing));
+            let clear = !wanted && raised && all_tried;
+            if raise || clear {
                 let req = CommandRequest::new(
                     stratum_domain::Command::Upgrade(
                         stratum_domain::upgrade::UpgradeCommand::KeepWitnessAlarm {
+                            replica: replica.clone(),
                             failing: failing.clone(),
                         },
                     ),
@@ -388,5 +459,82 @@ impl Witnessing {
                 () = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::witness::Cosigner;
+
+    fn checkpoint(size: u64, root: u8) -> Arc<SignedCheckpoint> {
+        Arc::new(SignedCheckpoint {
+            size,
+            root: [root; 32],
+            note: format!("log\n{size}\nroot-{root}\n\n— log sig\n"),
+        })
+    }
+
+    fn witnessing() -> Witnessing {
+        let keys: Vec<String> = ["a.test/w", "b.test/w"]
+            .iter()
+            .map(|n| Cosigner::generate(n).unwrap().1)
+            .collect();
+        let policy = Policy::parse(&format!(
+            "witness a {} http://127.0.0.1:1\nwitness b {} http://127.0.0.1:2\nquorum 2\n",
+            keys[0], keys[1]
+        ))
+        .unwrap();
+        Witnessing::new(policy)
+    }
+
+    fn size_of(note: &str) -> u64 {
+        note.lines().nth(1).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn what_is_served_is_the_newest_with_a_quorum_and_never_goes_back() {
+        let w = witnessing();
+        // Nothing cosigned: the newest signed, with what it has.
+        let c11 = checkpoint(11, 1);
+        w.keep(&c11, "a", "— a.test/w x11\n".into());
+        let note = w.served(&c11);
+        assert_eq!(size_of(&note), 11);
+        assert!(note.ends_with("— a.test/w x11\n"), "{note}");
+        // A quorum forms at 10, below what was served: not served.
+        let c10 = checkpoint(10, 1);
+        w.keep(&c10, "a", "— a.test/w x10\n".into());
+        w.keep(&c10, "b", "— b.test/w x10\n".into());
+        assert_eq!(size_of(&w.served(&c11)), 11);
+        // A quorum at 12: served, with both cosignatures, and kept served
+        // while 13 has none.
+        let c12 = checkpoint(12, 1);
+        w.keep(&c12, "b", "— b.test/w x12\n".into());
+        w.keep(&c12, "a", "— a.test/w x12\n".into());
+        let note = w.served(&c12);
+        assert_eq!(size_of(&note), 12);
+        assert!(note.contains("— a.test/w x12\n") && note.contains("— b.test/w x12\n"));
+        assert_eq!(size_of(&w.served(&checkpoint(13, 1))), 12);
+        // Rebased after an acknowledged fork: the old history's
+        // cosignatures are gone, and the new log is served from its size.
+        w.rebased();
+        let new = checkpoint(5, 2);
+        let note = w.served(&new);
+        assert_eq!(size_of(&note), 5);
+        assert!(!note.contains("x1"), "{note}");
+        // A cosignature of another root at a size held drops the old ones.
+        w.keep(&checkpoint(12, 2), "a", "— a.test/w y12\n".into());
+        assert_eq!(size_of(&w.served(&checkpoint(12, 2))), 12);
+        assert!(!w.served(&checkpoint(12, 2)).contains("x12"));
+    }
+
+    #[test]
+    fn a_witness_counts_as_tried_once_it_answered_or_failed() {
+        let w = witnessing();
+        w.fail("a", "down".into());
+        assert_eq!(w.failing(), [("a".to_owned(), "down".to_owned())]);
+        assert_eq!(w.gathered().tried.len(), 1);
+        w.keep(&checkpoint(3, 1), "a", "— a.test/w z\n".into());
+        assert!(w.failing().is_empty());
     }
 }

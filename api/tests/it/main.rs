@@ -41,5 +41,6 @@ mod two_builds;
 mod upgrade_record;
 mod upgrade_serve;
 mod upgrades;
+mod witness_failures;
 mod witnesses;
 mod write_path;

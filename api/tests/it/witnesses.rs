@@ -10,22 +10,19 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 use crate::binary::{free_port, start, stratum_vars, Server, ADMIN, THIS_BUILD};
 use crate::support::tools_available;
 use crate::transparency::{go_verifier, keygen};
 
-const ORIGIN: &str = "stratum.test-log";
+pub(crate) const ORIGIN: &str = "stratum.test-log";
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "exit {:?}\nstdout: {}\nstderr: {}",
         o.status.code(),
@@ -34,7 +31,7 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn stratum(args: &[&str]) -> Output {
+pub(crate) fn stratum(args: &[&str]) -> Output {
     let mut cmd = std::process::Command::new(THIS_BUILD);
     for k in stratum_vars() {
         cmd.env_remove(k);
@@ -43,7 +40,7 @@ fn stratum(args: &[&str]) -> Output {
 }
 
 /// `stratum witness keygen NAME`: the key file (0600) and the verifier key's.
-fn witness_keygen(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn witness_keygen(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let o = stratum(&["witness", "keygen", name, "--dir", dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let file = name.replace('/', "_");
@@ -68,7 +65,7 @@ fn witness_keygen(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
 }
 
 /// Waits until something accepts connections on `port`.
-async fn listening(port: u16, what: &str) {
+pub(crate) async fn listening(port: u16, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
@@ -80,17 +77,17 @@ async fn listening(port: u16, what: &str) {
 }
 
 /// A `stratum witness serve` on `port`.
-struct StratumWitness {
-    child: Child,
-    key: PathBuf,
-    public: PathBuf,
-    state: PathBuf,
-    port: u16,
-    log_key: PathBuf,
+pub(crate) struct StratumWitness {
+    pub(crate) child: Child,
+    pub(crate) key: PathBuf,
+    pub(crate) public: PathBuf,
+    pub(crate) state: PathBuf,
+    pub(crate) port: u16,
+    pub(crate) log_key: PathBuf,
 }
 
 impl StratumWitness {
-    async fn start(dir: &Path, name: &str, log_key: &Path, port: u16) -> Self {
+    pub(crate) async fn start(dir: &Path, name: &str, log_key: &Path, port: u16) -> Self {
         let (key, public) = witness_keygen(dir, name);
         let state = dir.join(format!("{}-state", name.replace('/', "_")));
         let child = Self::spawn(&key, &state, log_key, port).await;
@@ -104,7 +101,7 @@ impl StratumWitness {
         }
     }
 
-    async fn spawn(key: &Path, state: &Path, log_key: &Path, port: u16) -> Child {
+    pub(crate) async fn spawn(key: &Path, state: &Path, log_key: &Path, port: u16) -> Child {
         let mut cmd = Command::new(THIS_BUILD);
         for k in stratum_vars() {
             cmd.env_remove(k);
@@ -131,11 +128,11 @@ impl StratumWitness {
         child
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn vkey(&self) -> String {
+    pub(crate) fn vkey(&self) -> String {
         std::fs::read_to_string(&self.public)
             .unwrap()
             .trim()
@@ -143,13 +140,13 @@ impl StratumWitness {
     }
 
     /// SIGKILL, then the same witness again on its state.
-    async fn kill_and_restart(&mut self) {
+    pub(crate) async fn kill_and_restart(&mut self) {
         self.child.kill().await.unwrap();
         self.child = Self::spawn(&self.key, &self.state, &self.log_key, self.port).await;
     }
 
     /// The size of the newest checkpoint it keeps for the log.
-    async fn kept_size(&self) -> Option<u64> {
+    pub(crate) async fn kept_size(&self) -> Option<u64> {
         let hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(ORIGIN.as_bytes()));
         let res = reqwest::get(format!("{}/{hash}/checkpoint", self.url()))
             .await
@@ -211,7 +208,7 @@ fn aics_available() -> bool {
 
 /// The settings of a server that signs as `ORIGIN` and asks the witnesses
 /// of `policy`.
-fn witnessed(dir: &Path, key: &Path, policy: &Path) -> Vec<(&'static str, String)> {
+pub(crate) fn witnessed(dir: &Path, key: &Path, policy: &Path) -> Vec<(&'static str, String)> {
     vec![
         ("STRATUM_LOG_SIGNING_KEY_FILE", key.display().to_string()),
         (
@@ -222,13 +219,13 @@ fn witnessed(dir: &Path, key: &Path, policy: &Path) -> Vec<(&'static str, String
     ]
 }
 
-async fn head(s: &Server) -> u64 {
+pub(crate) async fn head(s: &Server) -> u64 {
     let (status, r) = s.get("/readyz").await;
     assert_eq!(status, 200, "{r}");
     r["position"].as_u64().unwrap()
 }
 
-async fn served(s: &Server) -> String {
+pub(crate) async fn served(s: &Server) -> String {
     s.http
         .get(s.url("/v1/log/checkpoint"))
         .bearer_auth(ADMIN)
@@ -242,7 +239,7 @@ async fn served(s: &Server) -> String {
 
 /// The served checkpoint's size and the names of its cosigners (every
 /// signature line but the log's).
-fn size_and_cosigners(note: &str) -> (u64, Vec<String>) {
+pub(crate) fn size_and_cosigners(note: &str) -> (u64, Vec<String>) {
     let size = note
         .lines()
         .nth(1)
@@ -261,7 +258,11 @@ fn size_and_cosigners(note: &str) -> (u64, Vec<String>) {
 
 /// Waits until the served checkpoint covers the head and carries the
 /// cosignatures of `names`; answers it and how long that took.
-async fn cosigned_at_head(s: &Server, names: &[&str], within: Duration) -> (String, Duration) {
+pub(crate) async fn cosigned_at_head(
+    s: &Server,
+    names: &[&str],
+    within: Duration,
+) -> (String, Duration) {
     let since = Instant::now();
     let want = head(s).await;
     loop {
@@ -280,7 +281,12 @@ async fn cosigned_at_head(s: &Server, names: &[&str], within: Duration) -> (Stri
     }
 }
 
-fn policy(dir: &Path, name: &str, witnesses: &[(&str, String, String)], quorum: usize) -> PathBuf {
+pub(crate) fn policy(
+    dir: &Path,
+    name: &str,
+    witnesses: &[(&str, String, String)],
+    quorum: usize,
+) -> PathBuf {
     let mut text = "# the log's witnesses\n".to_owned();
     for (name, vkey, url) in witnesses {
         text.push_str(&format!("witness {name} {vkey} {url}\n"));
@@ -308,7 +314,7 @@ fn watch(s: &Server, public: &Path, state: &Path, policy: &Path) -> Output {
 
 /// Submits a checkpoint of `s` to a witness as the spec says: the status
 /// and the body.
-async fn submit(s: &Server, witness: &str, old: u64, note: &str) -> (u16, String) {
+pub(crate) async fn submit(s: &Server, witness: &str, old: u64, note: &str) -> (u16, String) {
     let (size, _) = size_and_cosigners(note);
     let mut body = format!("old {old}\n");
     if old > 0 && old < size {
@@ -441,7 +447,10 @@ async fn three_witnesses_cosign_and_a_second_history_under_the_same_key_is_refus
     // longer history: a split view. Each witness refuses it.
     let b_dir = d.join("b");
     std::fs::create_dir_all(&b_dir).unwrap();
-    let b = start(&b_dir, &witnessed(&b_dir, &log_key, &log_policy)).await;
+    let b_metrics = free_port();
+    let mut b_env = witnessed(&b_dir, &log_key, &log_policy);
+    b_env.push(("STRATUM_METRICS_LISTEN", format!("127.0.0.1:{b_metrics}")));
+    let b = start(&b_dir, &b_env).await;
     for i in 0..10 {
         b.admit(&format!("other-{i}"), &format!("10.8.0.{}", i + 1))
             .await;
@@ -465,7 +474,32 @@ async fn three_witnesses_cosign_and_a_second_history_under_the_same_key_is_refus
         let (status, body) = submit(&b, &url, 0, &b_note).await;
         assert!(matches!(status, 409 | 422), "{url}: {status} {body}");
     }
-    // Its own submissions are counted as refused, and the auditor with
+    // Its own submissions are counted as refused by each witness, and its
+    // alarm names them.
+    b.eventually("the second log's refusals, counted", || async {
+        let m = metrics(b_metrics).await;
+        ["w1", "w2", "aics"]
+            .iter()
+            .all(|w| {
+                ["inconsistent", "conflict", "ahead"].iter().any(|r| {
+                    metric(
+                        &m,
+                        &format!(
+                            "stratum_witness_failures_total{{reason=\"{r}\",witness=\"{w}\"}}"
+                        ),
+                    ) >= 1.0
+                })
+            })
+            .then_some(())
+    })
+    .await;
+    b.eventually("the second log's alarm naming every witness", || async {
+        let a = witness_alarm(&b).await?;
+        let m = a["message"].as_str()?.to_owned();
+        (a["clearedAt"].is_null() && m.contains("aics; w1; w2")).then_some(())
+    })
+    .await;
+    // The auditor with
     // the quorum policy refuses its checkpoint, naming why.
     let o = watch(&b, &log_public, &d.join("watch-b"), &auditor);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -482,61 +516,7 @@ async fn three_witnesses_cosign_and_a_second_history_under_the_same_key_is_refus
     assert_eq!(w1.kept_size().await, Some(held));
 }
 
-/// A witness stand-in in front of a real one: it forwards, answers
-/// garbage, or waits 10 s before forwarding.
-#[derive(Clone)]
-struct Proxy(Arc<AtomicU8>);
-
-const FORWARD: u8 = 0;
-const GARBAGE: u8 = 1;
-const SLOW: u8 = 2;
-
-impl Proxy {
-    async fn start(port: u16, to: u16, mode: u8) -> Self {
-        let p = Proxy(Arc::new(AtomicU8::new(mode)));
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .unwrap();
-        let me = p.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((mut client, _)) = listener.accept().await else {
-                    return;
-                };
-                let me = me.clone();
-                tokio::spawn(async move {
-                    match me.0.load(Ordering::SeqCst) {
-                        GARBAGE => {
-                            let mut buf = vec![0; 65536];
-                            let _ = client.read(&mut buf).await;
-                            let _ = client
-                                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 24\r\nconnection: close\r\n\r\n\xe2\x80\x94 not a cosignature!!\n")
-                                .await;
-                        }
-                        mode => {
-                            if mode == SLOW {
-                                tokio::time::sleep(Duration::from_secs(10)).await;
-                            }
-                            if let Ok(mut server) =
-                                tokio::net::TcpStream::connect(("127.0.0.1", to)).await
-                            {
-                                let _ =
-                                    tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                            }
-                        }
-                    }
-                });
-            }
-        });
-        p
-    }
-
-    fn set(&self, mode: u8) {
-        self.0.store(mode, Ordering::SeqCst);
-    }
-}
-
-async fn metrics(port: u16) -> String {
+pub(crate) async fn metrics(port: u16) -> String {
     reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
         .await
         .unwrap()
@@ -545,13 +525,13 @@ async fn metrics(port: u16) -> String {
         .unwrap()
 }
 
-fn metric(text: &str, series: &str) -> f64 {
+pub(crate) fn metric(text: &str, series: &str) -> f64 {
     text.lines()
         .find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
         .unwrap_or(0.0)
 }
 
-async fn witness_alarm(s: &Server) -> Option<Value> {
+pub(crate) async fn witness_alarm(s: &Server) -> Option<Value> {
     let (status, alarms) = s.get("/v1/admin/alarms").await;
     assert_eq!(status, 200, "{alarms}");
     let items = alarms["items"]
@@ -562,234 +542,4 @@ async fn witness_alarm(s: &Server) -> Option<Value> {
     items
         .into_iter()
         .find(|a| a["name"] == "log-witness-failing")
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn witnesses_down_slow_or_garbled_delay_no_commit_and_cosign_once_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let (log_key, log_public) = keygen(d, ORIGIN);
-    let good = StratumWitness::start(d, "good.test/w", &log_public, free_port()).await;
-    // "down": nothing listens on its port until it comes back.
-    let down_port = free_port();
-    let (down_key, down_public) = witness_keygen(d, "down.test/w");
-    // "slow" and "garbage": real witnesses behind a stand-in.
-    let slow = StratumWitness::start(d, "slow.test/w", &log_public, free_port()).await;
-    let slow_port = free_port();
-    let slow_proxy = Proxy::start(slow_port, slow.port, SLOW).await;
-    let garbled = StratumWitness::start(d, "garbage.test/w", &log_public, free_port()).await;
-    let garbage_port = free_port();
-    let garbage_proxy = Proxy::start(garbage_port, garbled.port, GARBAGE).await;
-    let down_vkey = std::fs::read_to_string(&down_public)
-        .unwrap()
-        .trim()
-        .to_owned();
-    let p = policy(
-        d,
-        "log.policy",
-        &[
-            ("good", good.vkey(), good.url()),
-            ("down", down_vkey, format!("http://127.0.0.1:{down_port}")),
-            ("slow", slow.vkey(), format!("http://127.0.0.1:{slow_port}")),
-            (
-                "garbage",
-                garbled.vkey(),
-                format!("http://127.0.0.1:{garbage_port}"),
-            ),
-        ],
-        1,
-    );
-    let metrics_port = free_port();
-    let mut env = witnessed(d, &log_key, &p);
-    env.push((
-        "STRATUM_METRICS_LISTEN",
-        format!("127.0.0.1:{metrics_port}"),
-    ));
-    let s = start(d, &env).await;
-
-    // Commits go on at their own pace while three witnesses fail.
-    let mut slowest = Duration::ZERO;
-    for i in 0..20 {
-        let t = Instant::now();
-        s.admit(&format!("n-{i}"), &format!("10.7.0.{}", i + 1))
-            .await;
-        slowest = slowest.max(t.elapsed());
-    }
-    assert!(
-        slowest < Duration::from_secs(1),
-        "a commit took {slowest:?}"
-    );
-    let (_, took) = cosigned_at_head(&s, &["good.test/w"], Duration::from_secs(10)).await;
-    assert!(took < Duration::from_secs(2), "{took:?}");
-
-    // The metric and the alarm say which witness.
-    let alarm = s
-        .eventually(
-            "the log-witness-failing alarm naming down, slow and garbage",
-            || async {
-                let a = witness_alarm(&s).await?;
-                let m = a["message"].as_str()?.to_owned();
-                (a["clearedAt"].is_null()
-                    && m.contains("down")
-                    && m.contains("slow")
-                    && m.contains("garbage"))
-                .then_some(a)
-            },
-        )
-        .await;
-    assert!(
-        !alarm["message"].as_str().unwrap().contains("good"),
-        "{alarm}"
-    );
-    let m = metrics(metrics_port).await;
-    for (w, reason) in [
-        ("down", "unreachable"),
-        ("slow", "timeout"),
-        ("garbage", "garbage"),
-    ] {
-        let series =
-            format!("stratum_witness_failures_total{{reason=\"{reason}\",witness=\"{w}\"}}");
-        assert!(metric(&m, &series) >= 1.0, "{series} in\n{m}");
-    }
-    assert!(
-        metric(&m, "stratum_witness_cosigned_size{witness=\"good\"}") >= 20.0,
-        "{m}"
-    );
-    assert_eq!(
-        metric(&m, "stratum_witness_cosigned_size{witness=\"down\"}"),
-        0.0
-    );
-
-    // They come back: each cosignature arrives, and the alarm clears.
-    let _down =
-        StratumWitness::spawn(&down_key, &d.join("down-state"), &log_public, down_port).await;
-    slow_proxy.set(FORWARD);
-    garbage_proxy.set(FORWARD);
-    s.admit("n-back", "10.7.1.1").await;
-    let all = [
-        "down.test/w",
-        "garbage.test/w",
-        "good.test/w",
-        "slow.test/w",
-    ];
-    cosigned_at_head(&s, &all, Duration::from_secs(60)).await;
-    s.eventually("the alarm cleared", || async {
-        witness_alarm(&s)
-            .await
-            .filter(|a| !a["clearedAt"].is_null())
-            .map(|_| ())
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_witness_killed_between_submissions_never_cosigns_a_smaller_size() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let (log_key, log_public) = keygen(d, ORIGIN);
-    let mut w = StratumWitness::start(d, "w.test/w", &log_public, free_port()).await;
-    let p = policy(d, "log.policy", &[("w", w.vkey(), w.url())], 1);
-    let s = start(d, &witnessed(d, &log_key, &p)).await;
-    let mut largest = 0;
-    let mut notes = Vec::new();
-    for round in 0..6u32 {
-        for i in 0..3 {
-            s.admit(
-                &format!("n-{round}-{i}"),
-                &format!("10.6.{round}.{}", i + 1),
-            )
-            .await;
-        }
-        let (note, _) = cosigned_at_head(&s, &["w.test/w"], Duration::from_secs(30)).await;
-        let (size, _) = size_and_cosigners(&note);
-        largest = largest.max(size);
-        notes.push(note);
-        // Killed while the log may be submitting again.
-        s.admit(&format!("n-{round}-x"), &format!("10.6.{round}.100"))
-            .await;
-        w.kill_and_restart().await;
-        let kept = w
-            .kept_size()
-            .await
-            .expect("the witness keeps what it cosigned");
-        assert!(
-            kept >= largest,
-            "after a SIGKILL it keeps {kept}, but it cosigned {largest}"
-        );
-    }
-    // Any older checkpoint submitted again, from any old size, is refused
-    // (once the log is quiet and its head cosigned).
-    let (newest, _) = cosigned_at_head(&s, &["w.test/w"], Duration::from_secs(30)).await;
-    let kept = w.kept_size().await.unwrap();
-    assert_eq!(kept, size_and_cosigners(&newest).0);
-    for note in &notes {
-        let (size, _) = size_and_cosigners(note);
-        if size < kept {
-            let (status, body) = submit(&s, &w.url(), size, note).await;
-            assert_eq!(status, 409, "{body}");
-            assert_eq!(body.trim().parse::<u64>().unwrap(), kept);
-        }
-    }
-    assert_eq!(w.kept_size().await, Some(kept));
-}
-
-#[tokio::test]
-async fn a_start_refuses_a_witness_policy_it_cannot_use() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let (log_key, log_public) = keygen(d, ORIGIN);
-    let (_, w_public) = witness_keygen(d, "w.test/w");
-    let vkey = std::fs::read_to_string(&w_public)
-        .unwrap()
-        .trim()
-        .to_owned();
-    let log_vkey = std::fs::read_to_string(&log_public)
-        .unwrap()
-        .trim()
-        .to_owned();
-    for (policy_text, says) in [
-        (
-            format!("witness w {vkey}\nquorum 1\n"),
-            "the witness w has no URL",
-        ),
-        (
-            format!("witness w {vkey} http://127.0.0.1:1\nquorum 2\n"),
-            "quorum 2 of 1 witnesses",
-        ),
-        (
-            format!("witness w {log_vkey} http://127.0.0.1:1\nquorum 1\n"),
-            "not a cosignature/v1 key",
-        ),
-        ("quorum 1\n".to_owned(), "quorum 1 of 0 witnesses"),
-    ] {
-        let p = d.join("bad.policy");
-        std::fs::write(&p, &policy_text).unwrap();
-        let o = crate::binary::serve_command(d, free_port(), &witnessed(d, &log_key, &p))
-            .output()
-            .await
-            .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{policy_text}: {}", text(&o));
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(
-            err.contains("STRATUM_LOG_WITNESS_POLICY") && err.contains(says),
-            "{policy_text}: {err}"
-        );
-    }
-    // A policy without the key it cosigns.
-    let p = d.join("good.policy");
-    std::fs::write(
-        &p,
-        format!("witness w {vkey} http://127.0.0.1:1\nquorum 1\n"),
-    )
-    .unwrap();
-    let o = crate::binary::serve_command(
-        d,
-        free_port(),
-        &[("STRATUM_LOG_WITNESS_POLICY", p.display().to_string())],
-    )
-    .output()
-    .await
-    .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("without STRATUM_LOG_SIGNING_KEY_FILE"));
 }

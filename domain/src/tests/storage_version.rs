@@ -323,6 +323,7 @@ fn the_settings_alarm_is_raised_while_replicas_differ_and_cleared_once_none_do()
 fn the_witness_alarm_names_the_failing_witnesses_and_clears_once_none_fails() {
     use crate::upgrade::{alarm_key, LOG_WITNESS_FAILING_ALARM};
     let keep = |failing: &[&str]| UpgradeCommand::KeepWitnessAlarm {
+        replica: "cp-1/10.0.0.1:8080".into(),
         failing: failing.iter().map(|d| (*d).to_owned()).collect(),
     };
     let mut s = State::default();
@@ -340,7 +341,14 @@ fn the_witness_alarm_names_the_failing_witnesses_and_clears_once_none_fails() {
         panic!("{:?}", d.events);
     };
     assert!(raised.message.contains(": w2; w3."), "{}", raised.message);
+    assert_eq!(raised.node_id.as_deref(), Some("cp-1/10.0.0.1:8080"));
+    // Another replica's view is its own alarm: it clears nothing of this one.
+    let other = UpgradeCommand::KeepWitnessAlarm {
+        replica: "cp-2/10.0.0.2:8080".into(),
+        failing: vec![],
+    };
+    s.when(other).then_nothing();
     run(&mut s, keep(&[]));
-    let key = alarm_key(LOG_WITNESS_FAILING_ALARM, None, None);
+    let key = alarm_key(LOG_WITNESS_FAILING_ALARM, None, Some("cp-1/10.0.0.1:8080"));
     assert!(s.upgrades.alarms[&key].cleared_at.is_some());
 }

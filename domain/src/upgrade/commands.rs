@@ -91,10 +91,12 @@ pub enum UpgradeCommand {
         differing: Vec<String>,
     },
     /// A replica's view of the log's witnesses that fail to cosign its
-    /// checkpoints, each described for a person (sent by the service
-    /// itself, never over HTTP): the `log-witness-failing` alarm is raised
-    /// while there are any and cleared once there are none.
+    /// checkpoints, by name (sent by the service itself, never over HTTP):
+    /// that replica's `log-witness-failing` alarm is raised while there are
+    /// any and cleared once there are none. `replica` names it (its host
+    /// and address, the same across its restarts).
     KeepWitnessAlarm {
+        replica: String,
         failing: Vec<String>,
     },
 }

@@ -150,7 +150,9 @@ impl Upgrades {
             UpgradeCommand::KeepReplicaSettingsAlarm { differing } => {
                 Ok(self.keep_replica_settings_alarm(differing))
             }
-            UpgradeCommand::KeepWitnessAlarm { failing } => Ok(self.keep_witness_alarm(failing)),
+            UpgradeCommand::KeepWitnessAlarm { replica, failing } => {
+                Ok(self.keep_witness_alarm(replica, failing))
+            }
         }?;
         let clears = self.alarms_cleared_by(&decision.events);
         decision.events.extend(clears);
@@ -888,15 +890,17 @@ impl Upgrades {
     /// message `message` makes of the list, while the list is not empty,
     /// and cleared once it is; nothing when the alarm already says so.
     /// With `follow`, an active alarm whose list changed is raised again
-    /// with the new one.
+    /// with the new one. `of`: whose alarm it is (in the `nodeId` slot of
+    /// its key), when each reporter keeps one of its own.
     fn keep_listing_alarm(
         &self,
         name: &str,
+        of: Option<&str>,
         list: &[String],
         follow: bool,
         message: impl FnOnce(String) -> String,
     ) -> Decision {
-        let key = alarm_key(name, None, None);
+        let key = alarm_key(name, None, of);
         let subject = Subject::Alarm(key.clone());
         let active = self.alarms.get(&key).filter(|a| a.cleared_at.is_none());
         let message = message(list.join("; "));
@@ -904,19 +908,19 @@ impl Upgrades {
         let event = match (list.is_empty(), active.is_some()) {
             (false, false) => DomainEvent::AlarmRaised(AlarmRaised {
                 name: name.to_owned(),
-                node_id: None,
+                node_id: of.map(str::to_owned),
                 upgrade_id: None,
                 message,
             }),
             (false, true) if changed => DomainEvent::AlarmRaised(AlarmRaised {
                 name: name.to_owned(),
-                node_id: None,
+                node_id: of.map(str::to_owned),
                 upgrade_id: None,
                 message,
             }),
             (true, true) => DomainEvent::AlarmCleared(AlarmCleared {
                 name: name.to_owned(),
-                node_id: None,
+                node_id: of.map(str::to_owned),
                 upgrade_id: None,
             }),
             // The alarm says so already.
@@ -931,19 +935,21 @@ impl Upgrades {
     /// The `replica-settings-differ` alarm, while live replicas' settings
     /// differ from the agreed ones.
     fn keep_replica_settings_alarm(&self, differing: &[String]) -> Decision {
-        self.keep_listing_alarm(REPLICA_SETTINGS_DIFFER_ALARM, differing, false, |list| {
+        self.keep_listing_alarm(REPLICA_SETTINGS_DIFFER_ALARM, None, differing, false, |list| {
             format!(
                 "Live replicas run with process-manager settings other than the agreed ones, and never run the raft cleanup with them: {list}. Give them the agreed settings, or give every replica the new ones and finalize again (stratum replicas list)."
             )
         })
     }
 
-    /// The `log-witness-failing` alarm, while witnesses fail to cosign;
-    /// raised again when the witnesses failing change.
-    fn keep_witness_alarm(&self, failing: &[String]) -> Decision {
-        self.keep_listing_alarm(LOG_WITNESS_FAILING_ALARM, failing, true, |list| {
+    /// The `log-witness-failing` alarm of one replica, while witnesses
+    /// fail to cosign what it submits; raised again when the witnesses
+    /// failing change. Each replica keeps its own, so two replicas that
+    /// see the witnesses differently do not raise and clear one in turn.
+    fn keep_witness_alarm(&self, replica: &str, failing: &[String]) -> Decision {
+        self.keep_listing_alarm(LOG_WITNESS_FAILING_ALARM, Some(replica), failing, true, |list| {
             format!(
-                "Witnesses of the log's checkpoints fail to cosign them: {list}. Commits go on; auditors that require these witnesses refuse the checkpoints until a quorum cosigns again. Why each fails: stratum_witness_failures_total by reason, and the service's log (STRATUM_LOG_WITNESS_POLICY names the witnesses)."
+                "Witnesses of the log's checkpoints fail to cosign what the replica {replica} submits: {list}. Commits go on; auditors that require these witnesses refuse the checkpoints until a quorum cosigns again. Why each fails: stratum_witness_failures_total by reason, and the service's log (STRATUM_LOG_WITNESS_POLICY names the witnesses)."
             )
         })
     }
