@@ -119,6 +119,24 @@ impl Witnessing {
         note
     }
 
+    /// What a witness free to submit is given: the newest checkpoint
+    /// another witness cosigned and it did not (so that witnesses of
+    /// different speeds meet on one size while commits go on, and a quorum
+    /// forms), else the newest signed. Never one below what it holds.
+    fn pick(
+        &self,
+        witness: &str,
+        latest: &Arc<SignedCheckpoint>,
+        held: u64,
+    ) -> Arc<SignedCheckpoint> {
+        let g = self.gathered();
+        g.by_size
+            .range(held..=latest.size)
+            .next_back()
+            .filter(|(_, (_, lines))| !lines.is_empty() && !lines.contains_key(witness))
+            .map_or_else(|| latest.clone(), |(_, (c, _))| c.clone())
+    }
+
     /// The log was rebased after an acknowledged fork: what was gathered
     /// is of the old history, and every witness is asked again.
     pub fn rebased(&self) {
@@ -225,6 +243,7 @@ impl Witnessing {
                 (epoch, settled, held) = (now, None, None);
             }
             let c = latest.borrow_and_update().clone();
+            let c = c.map(|c| self.pick(&w.name, &c, held.unwrap_or(0)));
             let Some(c) = c.filter(|c| settled != Some((c.size, c.root))) else {
                 tokio::select! {
                     r = latest.changed() => if r.is_err() { return },
@@ -526,6 +545,22 @@ mod tests {
         w.keep(&checkpoint(12, 2), "a", "— a.test/w y12\n".into());
         assert_eq!(size_of(&w.served(&checkpoint(12, 2))), 12);
         assert!(!w.served(&checkpoint(12, 2)).contains("x12"));
+    }
+
+    #[test]
+    fn a_free_witness_joins_the_newest_checkpoint_another_cosigned() {
+        let w = witnessing();
+        let c10 = checkpoint(10, 1);
+        let c12 = checkpoint(12, 1);
+        w.keep(&c10, "a", "— a.test/w x10\n".into());
+        // b joins a at 10; a itself goes on to the newest.
+        assert_eq!(w.pick("b", &c12, 0).size, 10);
+        assert_eq!(w.pick("a", &c12, 10).size, 12);
+        // Not below what b holds.
+        assert_eq!(w.pick("b", &c12, 11).size, 12);
+        // Once both cosigned 10, the newest again.
+        w.keep(&c10, "b", "— b.test/w x10\n".into());
+        assert_eq!(w.pick("b", &c12, 10).size, 12);
     }
 
     #[test]
