@@ -24,6 +24,7 @@ use stratum_store::{tree, EventStore, SignedCheckpoint, StoreError};
 use tokio::sync::watch;
 
 use crate::command::{CommandBus, CommandRequest, Outcome};
+use crate::note::valid_name;
 
 /// The checkpoint settings of `serve`.
 #[derive(Args, Debug, Clone, Default)]
@@ -75,12 +76,6 @@ impl std::fmt::Debug for LogKey {
             .field("origin", &self.origin)
             .finish_non_exhaustive()
     }
-}
-
-/// Whether a name may be a key's name or an origin: C2SP signed-note's
-/// rule (no space, no `+`), and printable.
-pub fn valid_name(name: &str) -> bool {
-    signed_note::is_key_name_valid(name) && !name.chars().any(char::is_control)
 }
 
 impl CheckpointArgs {
@@ -152,19 +147,6 @@ pub fn generate_key(name: &str) -> anyhow::Result<(String, String)> {
         anyhow::bail!("{name:?} cannot be a key name: no space, no `+`, not empty");
     }
     Ok(signed_note::generate_key(&mut rand::rngs::OsRng, name))
-}
-
-/// A verifier key (`<name>+<hash>+<base64>`) read from a file or given
-/// inline.
-pub fn verifier(key: &str) -> anyhow::Result<StandardVerifier> {
-    let text = match std::fs::read_to_string(key) {
-        Ok(t) => t,
-        Err(_) if key.contains('+') => key.to_owned(),
-        Err(e) => anyhow::bail!("verifier key {key}: {e}"),
-    };
-    StandardVerifier::new(text.trim()).map_err(|e| {
-        anyhow::anyhow!("{key}: not a note verifier key (<name>+<hash>+<base64>): {e}")
-    })
 }
 
 /// A signed checkpoint read and checked: origin, size, root, and the note.

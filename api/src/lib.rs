@@ -12,6 +12,7 @@ pub mod error;
 pub mod http;
 pub mod listener;
 pub mod metrics;
+pub mod note;
 pub mod raft;
 pub mod reads;
 pub mod replicas;

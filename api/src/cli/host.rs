@@ -34,10 +34,7 @@ pub async fn events(command: EventsCmd) -> anyhow::Result<i32> {
             let mut tree_behind = None;
             let verification = match file {
                 Some(path) => {
-                    let key = key
-                        .as_deref()
-                        .map(crate::checkpoint::verifier)
-                        .transpose()?;
+                    let key = key.as_deref().map(crate::note::verifier).transpose()?;
                     let policy = witness_policy
                         .as_deref()
                         .map(crate::witness::Policy::load)

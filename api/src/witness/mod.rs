@@ -69,7 +69,7 @@ fn split_key(text: &str) -> Result<(String, u32, [u8; 32]), String> {
     let (Some(name), Some(hex_id), Some(b64)) = (parts.next(), parts.next(), parts.next()) else {
         return Err("not <name>+<hash>+<base64>".into());
     };
-    if !crate::checkpoint::valid_name(name) {
+    if !crate::note::valid_name(name) {
         return Err(format!("{name:?} cannot be a key name"));
     }
     let bytes = BASE64_STANDARD
@@ -95,7 +95,7 @@ impl Cosigner {
     /// A new key pair named `name`: the private key's text and the
     /// verifier key's.
     pub fn generate(name: &str) -> Result<(String, String), String> {
-        if !crate::checkpoint::valid_name(name) {
+        if !crate::note::valid_name(name) {
             return Err(format!(
                 "{name:?} cannot be a key name: no space, no `+`, not empty"
             ));

@@ -328,7 +328,7 @@ pub fn log_key(text: &str) -> anyhow::Result<(String, StandardVerifier)> {
         Some(i) => (Some(&text[..i]), &text[i + 1..]),
         None => (None, text),
     };
-    let v = crate::checkpoint::verifier(key).map_err(|e| anyhow::anyhow!("--log-key {e}"))?;
+    let v = crate::note::verifier(key).map_err(|e| anyhow::anyhow!("--log-key {e}"))?;
     let origin = origin.map_or_else(|| signed_note::Verifier::name(&v).to_owned(), str::to_owned);
     if origin.is_empty() || origin.contains('\n') {
         anyhow::bail!("--log-key {text}: the origin must be one non-empty line");

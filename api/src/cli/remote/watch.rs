@@ -9,7 +9,8 @@ use reqwest::Method;
 use stratum_domain::tree::{check_tree, Hash};
 
 use super::client::{say, usage, Client, Failure, Reply, Result};
-use crate::checkpoint::{open, verifier, Opened};
+use crate::checkpoint::{open, Opened};
+use crate::note::verifier;
 
 /// The file the newest verified checkpoint is kept in, in the state
 /// directory.

@@ -1,0 +1,24 @@
+//! Signed notes' keys (C2SP signed-note), as the log's checkpoints and the
+//! witnesses use them: which names a key may have, and a verifier key read
+//! from a file or given inline.
+
+use signed_note::StandardVerifier;
+
+/// Whether a name may be a key's name or an origin: C2SP signed-note's
+/// rule (no space, no `+`), and printable.
+pub fn valid_name(name: &str) -> bool {
+    signed_note::is_key_name_valid(name) && !name.chars().any(char::is_control)
+}
+
+/// A verifier key (`<name>+<hash>+<base64>`) read from a file or given
+/// inline.
+pub fn verifier(key: &str) -> anyhow::Result<StandardVerifier> {
+    let text = match std::fs::read_to_string(key) {
+        Ok(t) => t,
+        Err(_) if key.contains('+') => key.to_owned(),
+        Err(e) => anyhow::bail!("verifier key {key}: {e}"),
+    };
+    StandardVerifier::new(text.trim()).map_err(|e| {
+        anyhow::anyhow!("{key}: not a note verifier key (<name>+<hash>+<base64>): {e}")
+    })
+}
