@@ -543,3 +543,96 @@ pub(crate) async fn witness_alarm(s: &Server) -> Option<Value> {
         .into_iter()
         .find(|a| a["name"] == "log-witness-failing")
 }
+
+/// A C2SP tlog-witness client not written here (aics-witness's
+/// `WitnessClient`): it submits `s`'s checkpoint to `witness`, with
+/// consistency proofs from `s`, and checks the cosignature with its own
+/// code. Its answer: `ok <line>` or the name of what it raised.
+fn aics_client(s: &Server, witness: &str, vkey: &str) -> String {
+    const SCRIPT: &str = r#"
+import json, sys, urllib.request
+from aics_witness.feeder import WitnessClient
+witness, vkey, server, token = sys.argv[1:5]
+def get(path):
+    req = urllib.request.Request(server + path, headers={"Authorization": "Bearer " + token})
+    return urllib.request.urlopen(req).read()
+def proof(old, new):
+    p = json.loads(get(f"/v1/log/consistency?from={old}&to={new}"))
+    return [bytes.fromhex(h) for h in p["proof"]]
+note = get("/v1/log/checkpoint").decode()
+try:
+    print("ok", WitnessClient(witness, vkey).submit(note, proof).strip())
+except Exception as e:
+    print(type(e).__name__, e)
+"#;
+    let o = std::process::Command::new("python3")
+        .args(["-c", SCRIPT, witness, vkey, &s.base, ADMIN])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8(o.stdout).unwrap().trim().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stratum_s_witness_answers_a_client_not_written_here() {
+    if !aics_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (log_key, log_public) = keygen(d, ORIGIN);
+    let w = StratumWitness::start(d, "w.test/w", &log_public, free_port()).await;
+    let a_dir = d.join("a");
+    std::fs::create_dir_all(&a_dir).unwrap();
+    let signing = |dir: &Path| {
+        vec![
+            (
+                "STRATUM_LOG_SIGNING_KEY_FILE",
+                log_key.display().to_string(),
+            ),
+            (
+                "STRATUM_LOG_STATE_FILE",
+                dir.join("log.checkpoint").display().to_string(),
+            ),
+        ]
+    };
+    let a = start(&a_dir, &signing(&a_dir)).await;
+    // Its cosignature verifies with the client's own code, from size 0
+    // and then with a consistency proof from the size it holds.
+    for round in 0..3u32 {
+        for i in 0..5 {
+            a.admit(
+                &format!("n-{round}-{i}"),
+                &format!("10.5.{round}.{}", i + 1),
+            )
+            .await;
+        }
+        let want = head(&a).await;
+        a.eventually("the checkpoint of the head", || async {
+            (size_and_cosigners(&served(&a).await).0 >= want).then_some(())
+        })
+        .await;
+        let said = aics_client(&a, &w.url(), &w.vkey());
+        assert!(said.starts_with("ok — w.test/w "), "{said}");
+        assert_eq!(w.kept_size().await, Some(want));
+    }
+    // Another history under the same key: the client is refused (the
+    // witness holds more, or the proof does not lead to it).
+    let b_dir = d.join("b");
+    std::fs::create_dir_all(&b_dir).unwrap();
+    let b = start(&b_dir, &signing(&b_dir)).await;
+    for i in 0..20 {
+        b.admit(&format!("other-{i}"), &format!("10.4.0.{}", i + 1))
+            .await;
+    }
+    let want = head(&b).await;
+    b.eventually("the second log's checkpoint", || async {
+        (size_and_cosigners(&served(&b).await).0 >= want).then_some(())
+    })
+    .await;
+    let said = aics_client(&b, &w.url(), &w.vkey());
+    assert!(
+        said.starts_with("WitnessRejected") || said.starts_with("WitnessConflict"),
+        "{said}"
+    );
+}
