@@ -587,23 +587,5 @@ fn read_state(path: &Path) -> anyhow::Result<Option<SignedCheckpoint>> {
 /// Replaces the state file atomically and durably: a new file beside it,
 /// synced, renamed over it, and the directory synced.
 fn write_state(path: &Path, note: &str) -> Result<(), String> {
-    use std::io::Write;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".new");
-    let tmp = PathBuf::from(tmp);
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(note.as_bytes())?;
-        f.sync_all()
-    });
-    written
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    crate::note::keep(path, note).map_err(|e| format!("{}: {e}", path.display()))
 }

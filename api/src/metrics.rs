@@ -105,6 +105,16 @@ fn histogram(r: &Registry, name: &str, help: &str, buckets: Vec<f64>) -> Histogr
     h
 }
 
+fn histograms(r: &Registry, name: &str, help: &str, labels: &[&str]) -> HistogramVec {
+    let h = HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(latency_buckets()),
+        labels,
+    )
+    .expect("a valid metric");
+    r.register(Box::new(h.clone())).expect("registered once");
+    h
+}
+
 /// Seconds, from 0.5 ms to 10 s.
 fn latency_buckets() -> Vec<f64> {
     prometheus::exponential_buckets(0.0005, 2.0, 15).expect("valid buckets")
@@ -113,17 +123,12 @@ fn latency_buckets() -> Vec<f64> {
 impl Metrics {
     fn new() -> Self {
         let r = Registry::new();
-        let http_duration = HistogramVec::new(
-            HistogramOpts::new(
-                "stratum_http_request_duration_seconds",
-                "How long HTTP requests took, by route template and method.",
-            )
-            .buckets(latency_buckets()),
+        let http_duration = histograms(
+            &r,
+            "stratum_http_request_duration_seconds",
+            "How long HTTP requests took, by route template and method.",
             &["route", "method"],
-        )
-        .expect("a valid metric");
-        r.register(Box::new(http_duration.clone()))
-            .expect("registered once");
+        );
         let build = gauges(
             &r,
             "stratum_build_info",
@@ -249,19 +254,12 @@ impl Metrics {
                 "stratum_storage_level",
                 "The log's storage level: what may be written (stratum replicas finalize moves it).",
             ),
-            witness_duration: {
-                let h = HistogramVec::new(
-                    HistogramOpts::new(
-                        "stratum_witness_submit_duration_seconds",
-                        "How long a checkpoint's submission to a witness took (C2SP tlog-witness add-checkpoint), by witness.",
-                    )
-                    .buckets(latency_buckets()),
-                    &["witness"],
-                )
-                .expect("a valid metric");
-                r.register(Box::new(h.clone())).expect("registered once");
-                h
-            },
+            witness_duration: histograms(
+                &r,
+                "stratum_witness_submit_duration_seconds",
+                "How long a checkpoint's submission to a witness took (C2SP tlog-witness add-checkpoint), by witness.",
+                &["witness"],
+            ),
             witness_failures: counter(
                 &r,
                 "stratum_witness_failures_total",

@@ -121,10 +121,6 @@ impl Cosigner {
         Ok(Self { name, id, key })
     }
 
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// The verifier key auditors and logs are given.
     pub fn verifier_key(&self) -> String {
         let public = self.key.verifying_key().to_bytes();
@@ -183,11 +179,6 @@ impl CosignatureVerifier {
     pub fn key(&self) -> &[u8; 32] {
         &self.key
     }
-
-    /// The key as its text.
-    pub fn text(&self) -> String {
-        format!("{}+{:08x}+{}", self.name, self.id, encoded(&self.key))
-    }
 }
 
 impl Verifier for CosignatureVerifier {
@@ -206,22 +197,11 @@ impl Verifier for CosignatureVerifier {
 
 /// Whether a checkpoint note carries a valid signature by `verifier`.
 /// `Err` names a signature by its key that does not verify.
-pub fn signed_by(note: &Note, verifier: &dyn VerifierClone) -> Result<bool, String> {
-    match note.verify(&VerifierList::new(vec![verifier.boxed()])) {
+pub fn signed_by(note: &Note, verifier: &CosignatureVerifier) -> Result<bool, String> {
+    match note.verify(&VerifierList::new(vec![Box::new(verifier.clone())])) {
         Ok(_) => Ok(true),
         Err(signed_note::NoteError::UnverifiedNote) => Ok(false),
         Err(e) => Err(e.to_string()),
-    }
-}
-
-/// A verifier that can be put in a [`VerifierList`] more than once.
-pub trait VerifierClone: Verifier {
-    fn boxed(&self) -> Box<dyn Verifier>;
-}
-
-impl<T: Verifier + Clone + 'static> VerifierClone for T {
-    fn boxed(&self) -> Box<dyn Verifier> {
-        Box::new(self.clone())
     }
 }
 

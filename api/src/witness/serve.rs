@@ -11,7 +11,6 @@
 //! last file renamed, which is never smaller than a size it answered.
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -234,25 +233,16 @@ impl Witness {
             .map(|n| String::from_utf8_lossy(&n.to_bytes()).into_owned())
             .map_err(|e| refuse(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
         kept_note.push_str(&line);
-        write_atomically(&self.file(&origin), &kept_note)
-            .map_err(|e| refuse(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+        let file = self.file(&origin);
+        crate::note::keep(&file, &kept_note).map_err(|e| {
+            refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("keeping {}: {e}", file.display()),
+            )
+        })?;
         tracing::info!(%origin, size, "cosigned");
         Ok(line)
     }
-}
-
-/// Writes `text` to `path` so that a crash leaves the old file or the new.
-fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
-    let tmp = path.with_extension("tmp");
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let run = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
-    };
-    run().map_err(|e| format!("keeping {}: {e}", path.display()))
 }
 
 fn text(status: StatusCode, content_type: &'static str, body: String) -> Response {

@@ -38,8 +38,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const KEPT: usize = 64;
 /// The largest answer read from a witness.
 const MAX_ANSWER: usize = 64 * 1024;
-/// The name of the alarm raised while witnesses fail.
-pub const WITNESS_ALARM: &str = stratum_domain::upgrade::LOG_WITNESS_FAILING_ALARM;
 
 /// The checkpoints signed lately and the cosignatures each gathered.
 #[derive(Default)]
@@ -86,10 +84,6 @@ impl Witnessing {
             gathered: Mutex::default(),
             changed: watch::channel(0).0,
         }
-    }
-
-    pub fn policy(&self) -> &Policy {
-        &self.policy
     }
 
     fn gathered(&self) -> std::sync::MutexGuard<'_, Gathered> {
@@ -148,19 +142,16 @@ impl Witnessing {
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// The witnesses failing now, with why, for the alarm and `/metrics`.
-    pub fn failing(&self) -> Vec<(String, String)> {
-        self.gathered()
-            .failing
-            .iter()
-            .map(|(w, (_, why))| (w.clone(), why.clone()))
-            .collect()
+    /// A witness answered as it should: it is not failing, and it was
+    /// asked.
+    fn answered(g: &mut Gathered, witness: &str) {
+        g.failing.remove(witness);
+        g.tried.insert(witness.to_owned());
     }
 
     fn keep(&self, c: &Arc<SignedCheckpoint>, witness: &str, line: String) {
         let mut g = self.gathered();
-        g.failing.remove(witness);
-        g.tried.insert(witness.to_owned());
+        Self::answered(&mut g, witness);
         // A checkpoint of another root at a size held: of a history the
         // log no longer has.
         if g.by_size
@@ -305,9 +296,7 @@ impl Witnessing {
                 }
                 Ok(None) => {
                     settled = Some((c.size, c.root));
-                    let mut g = self.gathered();
-                    g.failing.remove(&w.name);
-                    g.tried.insert(w.name.clone());
+                    Self::answered(&mut self.gathered(), &w.name);
                 }
                 Err((reason, why)) => {
                     m.witness_failures
@@ -353,7 +342,7 @@ impl Witnessing {
         }
         body.push('\n');
         body.push_str(&c.note);
-        let resp = self
+        let mut resp = self
             .client
             .post(&url)
             .body(body)
@@ -368,7 +357,6 @@ impl Witnessing {
                 Failed::Other(reason, format!("{url}: {e}"))
             })?;
         let status = resp.status();
-        let mut resp = resp;
         let mut body = Vec::new();
         while let Some(chunk) = resp
             .chunk()
@@ -434,7 +422,11 @@ impl Witnessing {
     async fn keep_alarm(&self, bus: CommandBus, replica: String) {
         let mut changed = self.changed.subscribe();
         let mut said: Option<Vec<String>> = None;
-        let key = stratum_domain::upgrade::alarm_key(WITNESS_ALARM, None, Some(&replica));
+        let key = stratum_domain::upgrade::alarm_key(
+            stratum_domain::upgrade::LOG_WITNESS_FAILING_ALARM,
+            None,
+            Some(&replica),
+        );
         loop {
             let (failing, all_tried) = {
                 let g = self.gathered();
@@ -567,9 +559,9 @@ mod tests {
     fn a_witness_counts_as_tried_once_it_answered_or_failed() {
         let w = witnessing();
         w.fail("a", "down".into());
-        assert_eq!(w.failing(), [("a".to_owned(), "down".to_owned())]);
+        assert_eq!(w.gathered().failing["a"].1, "down");
         assert_eq!(w.gathered().tried.len(), 1);
         w.keep(&checkpoint(3, 1), "a", "— a.test/w z\n".into());
-        assert!(w.failing().is_empty());
+        assert!(w.gathered().failing.is_empty());
     }
 }

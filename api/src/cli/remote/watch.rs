@@ -86,7 +86,7 @@ pub(super) async fn watch(
             return broke(why);
         }
     }
-    write_kept(&kept_path, &new.note)
+    crate::note::keep(&kept_path, &new.note)
         .map_err(|e| usage(format!("{}: {e}", kept_path.display())))?;
     let root = base64_root(&new);
     if let Some(signed) = &witnessed {
@@ -175,13 +175,4 @@ async fn compare(c: &Client, kept: &Opened, new: &Opened) -> Result<Option<Strin
             new.size, kept.size
         )
     }))
-}
-
-/// Keeps the checkpoint: a new file renamed over the old one.
-fn write_kept(path: &Path, note: &str) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".new");
-    std::fs::write(&tmp, note)?;
-    std::fs::File::open(&tmp)?.sync_all()?;
-    std::fs::rename(&tmp, path)
 }
