@@ -68,7 +68,7 @@ fn the_go_verifier_accepts_good_logs_and_refuses_tampered_ones() {
 }
 
 /// `stratum <args>` with the test's own settings removed.
-fn stratum(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn stratum(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"));
     for k in crate::binary::stratum_vars() {
         cmd.env_remove(k);
@@ -76,7 +76,7 @@ fn stratum(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.args(args).envs(env.iter().copied()).output().unwrap()
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "exit {:?}\nstdout: {}\nstderr: {}",
         o.status.code(),
@@ -120,7 +120,7 @@ fn signing(key: &Path, state: &Path, db: Option<&str>) -> Vec<(&'static str, Str
     env
 }
 
-async fn head(s: &Server) -> u64 {
+pub(crate) async fn head(s: &Server) -> u64 {
     let (status, r) = s.get("/readyz").await;
     assert_eq!(status, 200, "{r}");
     r["position"].as_u64().unwrap()
@@ -141,7 +141,7 @@ async fn admit_many(s: &Server, prefix: &str, n: u32) {
 
 /// The signed checkpoint's text, once it covers the head, and how long it
 /// took from `since`.
-async fn checkpoint_at_head(s: &Server, since: Instant) -> (String, Duration) {
+pub(crate) async fn checkpoint_at_head(s: &Server, since: Instant) -> (String, Duration) {
     let want = head(s).await;
     s.eventually("a checkpoint of the head", || async {
         let res = s
@@ -359,19 +359,23 @@ async fn an_independent_go_verifier_checks_checkpoints_tiles_and_proofs_on_both_
 
 /// `stratum log watch` against a server, as an auditor runs it.
 fn watch(s: &Server, public: &Path, state: &Path) -> Output {
-    stratum(
-        &[
-            "--server",
-            &s.base,
-            "log",
-            "watch",
-            "--key",
-            public.to_str().unwrap(),
-            "--state",
-            state.to_str().unwrap(),
-        ],
-        &[("STRATUM_TOKEN", ADMIN)],
-    )
+    watch_with(s, public, state, &[])
+}
+
+/// `stratum log watch` with more flags (`--witness-policy FILE`).
+pub(crate) fn watch_with(s: &Server, public: &Path, state: &Path, more: &[&str]) -> Output {
+    let mut args = vec![
+        "--server",
+        &s.base,
+        "log",
+        "watch",
+        "--key",
+        public.to_str().unwrap(),
+        "--state",
+        state.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    stratum(&args, &[("STRATUM_TOKEN", ADMIN)])
 }
 
 fn refused(o: &Output, why: &str) {

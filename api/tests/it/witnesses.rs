@@ -18,30 +18,17 @@ use tokio::process::{Child, Command};
 
 use crate::binary::{free_port, start, stratum_vars, Server, ADMIN, THIS_BUILD};
 use crate::support::tools_available;
-use crate::transparency::{go_verifier, keygen};
+use crate::transparency::{checkpoint_at_head, go_verifier, keygen, stratum, watch_with};
+pub(crate) use crate::transparency::{head, text};
 
 pub(crate) const ORIGIN: &str = "stratum.test-log";
 
-pub(crate) fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-pub(crate) fn stratum(args: &[&str]) -> Output {
-    let mut cmd = std::process::Command::new(THIS_BUILD);
-    for k in stratum_vars() {
-        cmd.env_remove(k);
-    }
-    cmd.args(args).env("STRATUM_TOKEN", ADMIN).output().unwrap()
-}
-
 /// `stratum witness keygen NAME`: the key file (0600) and the verifier key's.
 pub(crate) fn witness_keygen(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
-    let o = stratum(&["witness", "keygen", name, "--dir", dir.to_str().unwrap()]);
+    let o = stratum(
+        &["witness", "keygen", name, "--dir", dir.to_str().unwrap()],
+        &[],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let file = name.replace('/', "_");
     let (key, public) = (
@@ -219,12 +206,6 @@ pub(crate) fn witnessed(dir: &Path, key: &Path, policy: &Path) -> Vec<(&'static 
     ]
 }
 
-pub(crate) async fn head(s: &Server) -> u64 {
-    let (status, r) = s.get("/readyz").await;
-    assert_eq!(status, 200, "{r}");
-    r["position"].as_u64().unwrap()
-}
-
 pub(crate) async fn served(s: &Server) -> String {
     s.http
         .get(s.url("/v1/log/checkpoint"))
@@ -298,18 +279,12 @@ pub(crate) fn policy(
 }
 
 fn watch(s: &Server, public: &Path, state: &Path, policy: &Path) -> Output {
-    stratum(&[
-        "--server",
-        &s.base,
-        "log",
-        "watch",
-        "--key",
-        public.to_str().unwrap(),
-        "--state",
-        state.to_str().unwrap(),
-        "--witness-policy",
-        policy.to_str().unwrap(),
-    ])
+    watch_with(
+        s,
+        public,
+        state,
+        &["--witness-policy", policy.to_str().unwrap()],
+    )
 }
 
 /// Submits a checkpoint of `s` to a witness as the spec says: the status
@@ -608,10 +583,7 @@ async fn stratum_s_witness_answers_a_client_not_written_here() {
             .await;
         }
         let want = head(&a).await;
-        a.eventually("the checkpoint of the head", || async {
-            (size_and_cosigners(&served(&a).await).0 >= want).then_some(())
-        })
-        .await;
+        checkpoint_at_head(&a, Instant::now()).await;
         let said = aics_client(&a, &w.url(), &w.vkey());
         assert!(said.starts_with("ok — w.test/w "), "{said}");
         assert_eq!(w.kept_size().await, Some(want));
@@ -625,14 +597,72 @@ async fn stratum_s_witness_answers_a_client_not_written_here() {
         b.admit(&format!("other-{i}"), &format!("10.4.0.{}", i + 1))
             .await;
     }
-    let want = head(&b).await;
-    b.eventually("the second log's checkpoint", || async {
-        (size_and_cosigners(&served(&b).await).0 >= want).then_some(())
-    })
-    .await;
+    checkpoint_at_head(&b, Instant::now()).await;
     let said = aics_client(&b, &w.url(), &w.vkey());
     assert!(
         said.starts_with("WitnessRejected") || said.starts_with("WitnessConflict"),
         "{said}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_witness_takes_a_log_s_own_origin_and_more_than_one_key() {
+    // The log's origin is not its key's name (STRATUM_LOG_ORIGIN), and the
+    // witness knows two keys for it (`--log-key ORIGIN=VKEY`, twice): the
+    // one the log signs with now, and another.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let origin = "example.test/tree";
+    let (_, old_public) = keygen(d, "old.test-log");
+    let (log_key, log_public) = keygen(d, "new.test-log");
+    let (w_key, w_public) = witness_keygen(d, "w.test/w");
+    let port = free_port();
+    let mut cmd = Command::new(crate::binary::THIS_BUILD);
+    for k in stratum_vars() {
+        cmd.env_remove(k);
+    }
+    let _w = cmd
+        .args([
+            "witness",
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--key",
+        ])
+        .arg(&w_key)
+        .arg("--state")
+        .arg(d.join("w-state"))
+        .arg("--log-key")
+        .arg(format!("{origin}={}", old_public.display()))
+        .arg("--log-key")
+        .arg(format!("{origin}={}", log_public.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    listening(port, "stratum witness serve").await;
+    let vkey = std::fs::read_to_string(&w_public)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let p = policy(
+        d,
+        "log.policy",
+        &[("w", vkey, format!("http://127.0.0.1:{port}"))],
+        1,
+    );
+    let mut env = witnessed(d, &log_key, &p);
+    env.push(("STRATUM_LOG_ORIGIN", origin.to_owned()));
+    let s = start(d, &env).await;
+    s.admit("n-1", "10.3.0.1").await;
+    let (note, _) = cosigned_at_head(&s, &["w.test/w"], Duration::from_secs(10)).await;
+    assert!(note.starts_with(&format!("{origin}\n")), "{note}");
+    // Its monitoring path is the origin's hash.
+    let hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(origin.as_bytes()));
+    let kept = reqwest::get(format!("http://127.0.0.1:{port}/{hash}/checkpoint"))
+        .await
+        .unwrap();
+    assert_eq!(kept.status(), 200);
+    assert!(kept.text().await.unwrap().contains("— w.test/w "));
 }
