@@ -18,6 +18,8 @@ pub mod reads;
 pub mod replicas;
 pub mod service;
 pub mod settings;
+pub mod systemd;
+pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tls;

@@ -15,10 +15,6 @@ fn main() {
         &cli.command,
         stratum_api::cli::Cmd::Serve(args) if args.print_config
     ));
-    if let Err(e) = cli.log.install() {
-        eprintln!("stratum: {e}");
-        std::process::exit(2);
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -29,11 +25,32 @@ fn main() {
             std::process::exit(2);
         }
     };
-    match runtime.block_on(stratum_api::cli::run(cli)) {
-        Ok(code) => std::process::exit(code),
+    // Traces are the service's: only `serve` exports them.
+    let traces = match &cli.command {
+        stratum_api::cli::Cmd::Serve(_) => {
+            match stratum_api::telemetry::Traces::from_env(runtime.handle()) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("stratum: {e}");
+                    std::process::exit(2);
+                }
+            }
+        }
+        _ => None,
+    };
+    if let Err(e) = cli.log.install(traces.as_ref()) {
+        eprintln!("stratum: {e}");
+        std::process::exit(2);
+    }
+    let code = match runtime.block_on(stratum_api::cli::run(cli)) {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("stratum: {e}");
-            std::process::exit(2);
+            2
         }
+    };
+    if let Some(t) = traces {
+        t.shutdown();
     }
+    std::process::exit(code)
 }

@@ -21,6 +21,7 @@
 //! when the replica that recorded its last fact went away.
 
 use std::time::Duration;
+use tracing::Instrument;
 
 use stratum_domain::iam::SERVICE_PRINCIPAL;
 use stratum_domain::upgrade::UpgradeCommand;
@@ -112,7 +113,8 @@ impl UpgradeDriver {
             CommandRequest::new(Command::Upgrade(UpgradeCommand::Advance), SERVICE_PRINCIPAL);
         req.meta.causation = Some(at);
         req.meta.correlation = upgrade.map(str::to_owned);
-        match self.bus.execute(req).await {
+        let step = tracing::debug_span!("upgrade step", upgrade = upgrade.unwrap_or("-"), at);
+        match self.bus.execute(req).instrument(step).await {
             Ok(Outcome::Committed(reply)) => {
                 if reply.position.is_some() {
                     tracing::info!(upgrade = upgrade.unwrap_or("-"), "upgrade moved on");

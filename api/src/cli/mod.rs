@@ -55,29 +55,35 @@ pub struct LogArgs {
 }
 
 impl LogArgs {
-    /// Installs the process's logger, or says why the level is not one.
-    pub fn install(&self) -> Result<(), String> {
+    /// Installs the process's logger, or says why the level is not one;
+    /// with `traces`, spans are exported too, with a filter of their own.
+    pub fn install(&self, traces: Option<&crate::telemetry::Traces>) -> Result<(), String> {
         use std::io::IsTerminal;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        use tracing_subscriber::Layer as _;
         let filter = tracing_subscriber::EnvFilter::try_new(&self.log_level)
             .map_err(|e| format!("STRATUM_LOG (--log-level) {:?}: {e}", self.log_level))?
             // sqlx names a connection setting it does not know with its
             // value (`key=pass%77ord value=...`): never logged, whatever
             // the level.
             .add_directive("sqlx_postgres::options=error".parse().expect("a directive"));
-        let builder = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr);
-        if self.log_format == "json" {
-            builder
-                .json()
+        let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+        let fmt = if self.log_format == "json" {
+            fmt.json()
                 .flatten_event(true)
                 .with_current_span(true)
                 .with_span_list(false)
-                .init();
+                .boxed()
         } else {
-            builder.with_ansi(std::io::stderr().is_terminal()).init();
+            fmt.with_ansi(std::io::stderr().is_terminal()).boxed()
+        };
+        let registry = tracing_subscriber::registry().with(fmt.with_filter(filter));
+        match traces {
+            Some(t) => registry.with(t.layer()).try_init(),
+            None => registry.try_init(),
         }
-        Ok(())
+        .map_err(|e| format!("cannot install the logger: {e}"))
     }
 }
 

@@ -185,6 +185,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
         let stopping = stopping.clone();
         async move {
             shutdown_signal().await;
+            crate::systemd::stopping();
             // Event streams and long-polls end; requests in flight finish
             // within the grace period.
             stopping.cancel();
@@ -193,6 +194,26 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
     let grace = listener_cfg.shutdown_grace;
     let app = crate::http::app(svc.state.clone());
     crate::tls::on_hangup(tls.clone());
+    // Every listener is bound (connections wait in its backlog until the
+    // accept loop below runs): systemd hears READY=1 once `/readyz` would
+    // answer 200.
+    tokio::spawn({
+        let state = svc.state.clone();
+        let stop = stopping.clone();
+        async move {
+            loop {
+                match crate::http::system::readiness(&state).await {
+                    Ok(_) => break,
+                    Err(e) => tracing::info!(reason = %e.message, "not ready yet"),
+                }
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}
+                }
+            }
+            crate::systemd::ready(state, stop).await;
+        }
+    });
     if !listener::serve(socket, app, listener_cfg, tls, stopping).await {
         tracing::warn!(grace = ?grace, "requests still open after the grace period; stopping anyway");
     }

@@ -109,6 +109,9 @@ pub struct CommandRequest {
     /// The policies the caller holds; `None` for the service itself and the
     /// host's operator.
     pub held_policies: Option<Vec<String>>,
+    /// The span the command was submitted in: its decision and commit are
+    /// traced under it.
+    pub trace: tracing::Span,
 }
 
 impl CommandRequest {
@@ -124,6 +127,7 @@ impl CommandRequest {
             creates: false,
             input_errors: Vec::new(),
             held_policies: None,
+            trace: tracing::Span::none(),
         }
     }
 }
@@ -358,6 +362,10 @@ impl CommandBus {
             )));
         }
         let (reply, rx) = oneshot::channel();
+        let mut req = req;
+        if req.trace.is_none() {
+            req.trace = tracing::Span::current();
+        }
         self.jobs
             .send(Job { req, reply })
             .await

@@ -155,6 +155,8 @@ pub(super) struct InFlight {
     commit: Commit,
     jobs: Vec<Job>,
     started: Box<Started>,
+    /// One per command, under its own trace, closed when the commit lands.
+    traced: Vec<tracing::Span>,
 }
 
 /// A batch written into its transaction, whose commit has begun.
@@ -314,11 +316,28 @@ impl Writer {
         };
         drop(reqs);
         match result {
-            Ok(Decided::Committing(commit, started)) => Some(InFlight {
-                commit,
-                jobs,
-                started,
-            }),
+            Ok(Decided::Committing(commit, started)) => {
+                let (commands, events) = (jobs.len(), started.batch.events.len());
+                let traced = jobs
+                    .iter()
+                    .map(|j| {
+                        tracing::debug_span!(
+                            parent: &j.req.trace,
+                            "commit",
+                            commands,
+                            events,
+                            position = tracing::field::Empty,
+                            stored = tracing::field::Empty,
+                        )
+                    })
+                    .collect();
+                Some(InFlight {
+                    commit,
+                    jobs,
+                    started,
+                    traced,
+                })
+            }
             Ok(Decided::Answered(replies)) => {
                 for (job, reply) in jobs.into_iter().zip(replies) {
                     let _ = job.reply.send(reply);
@@ -357,6 +376,10 @@ impl Writer {
             after,
             began,
         } = *f.started;
+        for span in &f.traced {
+            span.record("stored", landed.is_ok());
+            span.record("position", batch.position);
+        }
         match landed {
             Ok(()) => {
                 for e in &batch.events {
@@ -558,7 +581,12 @@ impl Writer {
                 return Ok(replay_kept(&kept, idem));
             }
         }
-        let outcome = self.decide(batch, req);
+        let outcome = tracing::debug_span!(
+            parent: &req.trace,
+            "decide",
+            stream = %req.command.stream_id()
+        )
+        .in_scope(|| self.decide(batch, req));
         // Only answers of commands that were carried out are kept: a refusal
         // appended nothing, so a retry with the same key is decided again
         // (a 503 during an upgrade's write freeze must not stick to the key).

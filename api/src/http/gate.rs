@@ -10,6 +10,7 @@ use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use stratum_domain::iam::Action;
+use tracing::Instrument;
 
 use crate::auth::{authenticate, authorize, Peer};
 use crate::error::ApiError;
@@ -25,24 +26,35 @@ pub async fn gate(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let view = match app.reads.fresh(&app.bus).await {
+    let gate = tracing::debug_span!("gate", action = action.name());
+    let view = match app
+        .reads
+        .fresh(&app.bus)
+        .instrument(tracing::debug_span!(parent: &gate, "read"))
+        .await
+    {
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };
     let client = req.extensions().get::<ClientCertificate>();
     let peer = req.extensions().get::<Peer>().copied();
-    let mut caller =
-        match authenticate(&view, &app.chosen_secrets, req.headers(), client, peer).await {
-            Ok(c) => c,
-            Err(e) => return e.into_response(),
-        };
+    let mut caller = match authenticate(&view, &app.chosen_secrets, req.headers(), client, peer)
+        .instrument(gate.clone())
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => return e.into_response(),
+    };
     tracing::Span::current().record("principal", &*caller.principal);
     let param = |k: &str| params.iter().find(|(n, _)| *n == k).map(|(_, v)| v);
     let resource = action.resource(param);
     let key = action.resource_policy_key(param);
-    match authorize(&view, &caller, action, &resource, key.as_deref())
-        .and_then(|held| app.reports.admit(&caller, action).map(|()| held))
-    {
+    let decided = gate.in_scope(|| {
+        authorize(&view, &caller, action, &resource, key.as_deref())
+            .and_then(|held| app.reports.admit(&caller, action).map(|()| held))
+    });
+    drop(gate);
+    match decided {
         Ok(held) => caller.policies = held,
         Err(e) => {
             // Who was refused, for the request's log line.

@@ -375,6 +375,8 @@ pub async fn decommission(
     headers: WriteHeaders,
     body: JsonBody<DecommissionBody>,
 ) -> Response {
+    // The raft removals it causes continue this request's trace.
+    crate::telemetry::remember_cause(&node_id);
     let cmd = MemberCommand::Decommission {
         node_id,
         reason: body.value.reason.into_option(),

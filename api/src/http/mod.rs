@@ -258,6 +258,11 @@ async fn request_context(req: Request, next: Next) -> Response {
         method = %req.method(),
         path = %req.uri().path(),
         principal = tracing::field::Empty,
+        // For the trace: set only when spans are exported.
+        otel.name = tracing::field::Empty,
+        otel.kind = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
     );
     let method = req.method().clone();
     // The template the router matched (an `Arc` inside: a clone, no copy).
@@ -265,6 +270,12 @@ async fn request_context(req: Request, next: Next) -> Response {
         .extensions()
         .get::<axum::extract::MatchedPath>()
         .cloned();
+    if crate::telemetry::enabled() {
+        let route = matched.as_ref().map_or("-", |m| m.as_str());
+        span.record("otel.name", format!("{method} {route}"));
+        span.record("otel.kind", "server");
+        crate::telemetry::adopt(&span, req.headers());
+    }
     let started = std::time::Instant::now();
     let mut res = REQUEST_ID
         .scope(id.clone(), CLIENT_REQUEST_ID.scope(client, next.run(req)))
@@ -279,6 +290,12 @@ async fn request_context(req: Request, next: Next) -> Response {
     // comes from the gate, as a shared `Arc`, taken out of the response.
     let principal = res.extensions_mut().remove::<gate::Principal>();
     let principal = principal.as_ref().map_or("-", |p| &p.0);
+    if crate::telemetry::enabled() {
+        span.record("http.response.status_code", status.as_u16());
+        if status.is_server_error() {
+            span.record("otel.status_code", "error");
+        }
+    }
     span.in_scope(|| {
         let duration_ms = seconds * 1000.0;
         let status = status.as_u16();

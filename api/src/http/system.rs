@@ -32,15 +32,27 @@ pub async fn healthz() -> Json<serde_json::Value> {
     responses((status = 200, description = "The database answers and the read models are caught up.", body = Ready),
               (status = 503, description = "Not ready.", body = ErrorBody)))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
+    match readiness(&state).await {
+        Ok(position) => (
+            StatusCode::OK,
+            Json(json!({ "status": "ready", "position": position })),
+        )
+            .into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Whether this server is ready, as `/readyz` and systemd's `READY=1` tell
+/// it: the database answers, it still holds what this server serves, and
+/// the read models (in memory and stored) reach the log's head. Answers
+/// that head.
+pub async fn readiness(state: &AppState) -> Result<u64, ApiError> {
     // What this server serves, taken before the log's head is read: the
     // database must still hold it (see `observe_database_head`).
     let held = state.bus.published();
-    let head = match state.store.head().await {
-        Ok(h) => h,
-        Err(e) => return ApiError::from(e).into_response(),
-    };
+    let head = state.store.head().await?;
     if state.bus.observe_database_head(&held, head) {
-        return ApiError::new(
+        return Err(ApiError::new(
             stratum_domain::ErrorCode::Unavailable,
             format!(
                 "The read models in memory hold position {}, which the database's log \
@@ -48,8 +60,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
                  reloading.",
                 held.state.position, head.position
             ),
-        )
-        .into_response();
+        ));
     }
     // The read models in memory, which every read answers from, must reach
     // the head (within a second: a probe does not wait long).
@@ -60,31 +71,26 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     .await;
     if !matches!(reached, Ok(Ok(_))) {
         let at = state.bus.published().state.position;
-        return ApiError::new(
+        return Err(ApiError::new(
             stratum_domain::ErrorCode::Unavailable,
             format!(
                 "The read models in memory are at position {at}; the log is at {}.",
                 head.position
             ),
-        )
-        .into_response();
+        ));
     }
     // So must the stored read models. The head was read first: a commit
     // since only moves the checkpoint on.
-    match state.store.cluster_row().await {
-        Ok((_, checkpoint)) if checkpoint >= head.position => (
-            StatusCode::OK,
-            Json(json!({ "status": "ready", "position": head.position })),
-        )
-            .into_response(),
-        Ok((_, checkpoint)) => ApiError::new(
+    let (_, checkpoint) = state.store.cluster_row().await?;
+    if checkpoint >= head.position {
+        Ok(head.position)
+    } else {
+        Err(ApiError::new(
             stratum_domain::ErrorCode::Unavailable,
             format!(
                 "The read models are at position {checkpoint}; the log is at {}.",
                 head.position
             ),
-        )
-        .into_response(),
-        Err(e) => ApiError::from(e).into_response(),
+        ))
     }
 }

@@ -34,6 +34,7 @@ use stratum_domain::stored::decode;
 use stratum_domain::Command;
 use stratum_projections::MemberRecord;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 pub use adapters::{
     AdapterError, CommandAdapter, Failure, Listing, OpenBaoAdapter, OvnKick, OvnKickAdapter,
@@ -253,7 +254,21 @@ impl Worker {
                 node_id: record.node_id.clone(),
                 address: record.mgmt_ip.clone(),
             };
-            match self.adapter.remove_peer(&peer).await {
+            // The call continues the trace of the decommission that asked
+            // for it, when this replica took that command.
+            let call = tracing::debug_span!(
+                "raft remove peer",
+                raft = raft.as_str(),
+                adapter = self.adapter.name(),
+                node_id = %record.node_id,
+            );
+            crate::telemetry::continue_cause(&call, &record.node_id);
+            match self
+                .adapter
+                .remove_peer(&peer)
+                .instrument(call.clone())
+                .await
+            {
                 Ok(outcome) => {
                     crate::metrics::global()
                         .raft_removals
@@ -261,7 +276,9 @@ impl Worker {
                         .inc();
                     let earlier = self.retry.remove(&key).map(|(_, _, done)| done);
                     let outcome = outcome.after(earlier.unwrap_or_default());
-                    self.record_removal(&record, outcome).await?;
+                    self.record_removal(&record, outcome)
+                        .instrument(call)
+                        .await?;
                     self.removed_at.insert(key.clone(), Instant::now());
                 }
                 Err(e) => {
@@ -293,6 +310,16 @@ impl Worker {
 }
 
 impl Worker {
+    /// The raft's listing, in a span of its own.
+    async fn listing(&self) -> Option<Result<Listing, AdapterError>> {
+        let call = tracing::debug_span!(
+            "raft listing",
+            raft = self.raft.as_str(),
+            adapter = self.adapter.name()
+        );
+        self.adapter.listing().instrument(call).await
+    }
+
     /// Reads the raft's listing, if any member's removal from it is recorded,
     /// and records each such member it names again (twice, a second apart:
     /// a listing read in the middle of a change does not raise an alarm).
@@ -318,7 +345,7 @@ impl Worker {
             // Nothing to look for: the raft is not called.
             return Ok(());
         }
-        let listing = match self.adapter.listing().await {
+        let listing = match self.listing().await {
             None => {
                 tracing::info!(
                     raft = raft.as_str(),
@@ -351,7 +378,7 @@ impl Worker {
             return Ok(());
         }
         tokio::time::sleep(AFTER_ELECTION).await;
-        match self.adapter.listing().await {
+        match self.listing().await {
             Some(Ok(again)) => named.retain(|p| again.names_any(&self.adapter.names_of(p))),
             Some(Err(e)) => {
                 tracing::warn!(raft = raft.as_str(), reason = e.failure.as_str(), error = %e.message, "cannot read the raft's listing again to confirm a returned peer");

@@ -37,7 +37,7 @@ fn script(raft: &str) -> PathBuf {
 }
 
 /// `<raft>.sh <cmd> <dir> <args...>`, which must succeed; its output.
-async fn sh_in(dir: &Path, raft: &str, cmd: &str, args: &[&str]) -> String {
+pub(crate) async fn sh_in(dir: &Path, raft: &str, cmd: &str, args: &[&str]) -> String {
     let out = tokio::process::Command::new("bash")
         .arg(script(raft))
         .arg(cmd)

@@ -100,6 +100,7 @@ impl OpenBaoAdapter {
             .client
             .get(format!("{}{CONFIGURATION}", self.addr))
             .header("X-Vault-Token", &self.token)
+            .headers(traced())
             .send()
             .await
             .map_err(Self::failed)?;
@@ -184,6 +185,7 @@ impl OpenBaoAdapter {
             .client
             .post(format!("{}{REMOVE_PEER}", self.addr))
             .header("X-Vault-Token", &self.token)
+            .headers(traced())
             .json(&serde_json::json!({ "server_id": peer.node_id }))
             .send()
             .await
@@ -242,4 +244,12 @@ fn names_peer_not_found(body: &str, node_id: &str) -> bool {
                 .filter_map(serde_json::Value::as_str)
                 .any(|e| e.contains(&quoted) && e.to_lowercase().contains("not found"))
         })
+}
+
+/// The trace context of the call under way (`traceparent`), so OpenBao's
+/// own tracing continues the trace; empty when spans are not exported.
+fn traced() -> reqwest::header::HeaderMap {
+    let mut headers = reqwest::header::HeaderMap::new();
+    crate::telemetry::inject(&mut headers);
+    headers
 }
