@@ -4,13 +4,15 @@
 # GET a member and GET the peers alternating, and POST join-progress over
 # 64 members; 64 connections, a generated bearer token with
 # ClusterOperator. Usage: bench/http.sh sqlite|postgres [seconds]
-# (PostgreSQL: STRATUM_TEST_PG_URL, default postgres://postgres@127.0.0.1:5432/test).
+# (PostgreSQL: STRATUM_TEST_PG_URL, default postgres://postgres@127.0.0.1:5432/test;
+# STRATUM_BENCH_BIN: the binary, default target/release/stratum).
 set -euo pipefail
 backend=${1:-sqlite}
 secs=${2:-10}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-bin=$root/target/release/stratum
+# STRATUM_BENCH_BIN: another build to measure (an earlier commit's, say).
+bin=${STRATUM_BENCH_BIN:-$root/target/release/stratum}
 [ -x "$bin" ] || cargo build --release -p stratum-api --bin stratum
 tmp=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -56,7 +58,15 @@ run() {
     runs=$((runs + 1))
     perf record -F 499 -g -p "$server" -o "$STRATUM_BENCH_PERF/$runs.data" -- sleep "$secs" 2>/dev/null &
   fi
-  wrk -t2 -c64 -d"${secs}s" --latency "$@" | grep -E 'Requests/sec|Non-2xx|Socket errors|^ +(50|99)%'
+  # The server's CPU time per request (user + system, from /proc): steadier
+  # than the rate on a shared machine, where wrk takes a core of its own.
+  local before after out
+  before=$(awk '{print $14 + $15}' "/proc/$server/stat")
+  out=$(wrk -t2 -c64 -d"${secs}s" --latency "$@")
+  after=$(awk '{print $14 + $15}' "/proc/$server/stat")
+  echo "$out" | grep -E 'Requests/sec|Non-2xx|Socket errors|^ +(50|99)%'
+  echo "$out" | awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" \
+    '/requests in/ {printf "Server CPU:    %.1f us/request\n", t / hz * 1e6 / $1}'
 }
 run "GET /healthz" "$base/healthz"
 run "GET a member and GET the peers, alternating" -s "$here/get.lua" "$base"

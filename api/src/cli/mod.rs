@@ -58,7 +58,6 @@ impl LogArgs {
     /// Installs the process's logger, or says why the level is not one;
     /// with `traces`, spans are exported too, with a filter of their own.
     pub fn install(&self, traces: Option<&crate::telemetry::Traces>) -> Result<(), String> {
-        use std::io::IsTerminal;
         use tracing_subscriber::layer::SubscriberExt as _;
         use tracing_subscriber::util::SubscriberInitExt as _;
         use tracing_subscriber::Layer as _;
@@ -68,23 +67,60 @@ impl LogArgs {
             // value (`key=pass%77ord value=...`): never logged, whatever
             // the level.
             .add_directive("sqlx_postgres::options=error".parse().expect("a directive"));
-        let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-        let fmt = if self.log_format == "json" {
-            fmt.json()
-                .flatten_event(true)
-                .with_current_span(true)
-                .with_span_list(false)
-                .boxed()
-        } else {
-            fmt.with_ansi(std::io::stderr().is_terminal()).boxed()
-        };
-        let registry = tracing_subscriber::registry().with(fmt.with_filter(filter));
+        let json = self.log_format == "json";
+        let registry = tracing_subscriber::registry();
         match traces {
-            Some(t) => registry.with(t.layer()).try_init(),
-            None => registry.try_init(),
+            // Each layer its own filter: the log's, and the spans'.
+            Some(t) => registry
+                .with(fmt_layer(json).with_filter(filter))
+                .with(t.layer())
+                .try_init(),
+            // One filter for the whole subscriber and the log's layer by
+            // type, not boxed: no per-layer bookkeeping, no dynamic calls,
+            // and a callsite the log does not want is never built.
+            None if json => registry.with(filter).with(json_layer()).try_init(),
+            None => registry.with(filter).with(text_layer()).try_init(),
         }
         .map_err(|e| format!("cannot install the logger: {e}"))
     }
+}
+
+/// The log's lines on standard error: JSON objects, or text (coloured only
+/// on a terminal), boxed for a subscriber with more than one layer.
+fn fmt_layer<S>(json: bool) -> Box<dyn tracing_subscriber::Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use tracing_subscriber::Layer as _;
+    if json {
+        json_layer().boxed()
+    } else {
+        text_layer().boxed()
+    }
+}
+
+/// One JSON object a line, with the current span's fields.
+fn json_layer<S>() -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .json()
+        .flatten_event(true)
+        .with_current_span(true)
+        .with_span_list(false)
+}
+
+/// Text, coloured only on a terminal.
+fn text_layer<S>() -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use std::io::IsTerminal;
+    tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
 }
 
 #[derive(Args, Debug, Clone)]

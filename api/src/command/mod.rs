@@ -363,7 +363,7 @@ impl CommandBus {
         }
         let (reply, rx) = oneshot::channel();
         let mut req = req;
-        if req.trace.is_none() {
+        if req.trace.is_none() && crate::telemetry::enabled() {
             req.trace = tracing::Span::current();
         }
         self.jobs

@@ -318,19 +318,22 @@ impl Writer {
         match result {
             Ok(Decided::Committing(commit, started)) => {
                 let (commands, events) = (jobs.len(), started.batch.events.len());
-                let traced = jobs
-                    .iter()
-                    .map(|j| {
-                        tracing::debug_span!(
-                            parent: &j.req.trace,
-                            "commit",
-                            commands,
-                            events,
-                            position = tracing::field::Empty,
-                            stored = tracing::field::Empty,
-                        )
-                    })
-                    .collect();
+                let traced = if !crate::telemetry::enabled() {
+                    Vec::new()
+                } else {
+                    jobs.iter()
+                        .map(|j| {
+                            tracing::debug_span!(
+                                parent: &j.req.trace,
+                                "commit",
+                                commands,
+                                events,
+                                position = tracing::field::Empty,
+                                stored = tracing::field::Empty,
+                            )
+                        })
+                        .collect()
+                };
                 Some(InFlight {
                     commit,
                     jobs,

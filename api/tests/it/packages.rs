@@ -395,11 +395,21 @@ async fn the_deb_installs_serves_as_its_user_and_removes_cleanly() {
         .unwrap();
     assert!(status.success(), "{status}");
 
-    // An upgrade (the same package again) restarts nothing by default...
+    // An upgrade (the same package again) keeps the operator's
+    // configuration and restarts nothing by default...
+    let edited = format!(
+        "{}\n# edited by the operator\n",
+        std::fs::read_to_string("/etc/stratum/stratum.toml").unwrap()
+    );
+    std::fs::write("/etc/stratum/stratum.toml", &edited).unwrap();
     calls_now();
-    dpkg(&["-i", deb.to_str().unwrap()]);
+    dpkg(&["--force-confold", "-i", deb.to_str().unwrap()]);
     let again = calls_now();
     assert!(!again.contains("restart"), "{again:?}");
+    assert_eq!(
+        std::fs::read_to_string("/etc/stratum/stratum.toml").unwrap(),
+        edited
+    );
     // ...and a running stratum is restarted when the operator asked.
     std::fs::write("/etc/default/stratum", "RESTART_ON_UPGRADE=true\n").unwrap();
     dpkg(&["--force-confold", "-i", deb.to_str().unwrap()]);
