@@ -92,11 +92,11 @@ pub fn describe(cfg: &Managers<'_>, listen: &str, schema: (i64, i64)) -> Replica
     }
 }
 
-/// The host's name, as the kernel has it.
+/// The host's name, as the kernel has it: `uname(2)`, which a sandbox
+/// that hides `/proc/sys` (the unit's `ProcSubset=pid`) still answers.
 fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .ok()
+    let name = rustix::system::uname();
+    Some(name.nodename().to_string_lossy().trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "unknown".into())
 }

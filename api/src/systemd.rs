@@ -14,8 +14,16 @@ use crate::service::AppState;
 /// How often the `STATUS=` line is brought up to date.
 const STATUS_EVERY: Duration = Duration::from_secs(5);
 
+/// Set once `STOPPING=1` is sent: nothing else is sent after it (a status
+/// line or a late `READY=1` would tell systemd the service runs on).
+static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn send(states: &[NotifyState<'_>]) {
     if std::env::var_os("NOTIFY_SOCKET").is_none() {
+        return;
+    }
+    let stopping = states.iter().any(|s| matches!(s, NotifyState::Stopping));
+    if STOPPED.load(std::sync::atomic::Ordering::Acquire) && !stopping {
         return;
     }
     static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -57,6 +65,7 @@ pub async fn ready(state: AppState, stop: CancellationToken) {
 
 /// Tells systemd the service is stopping (requests in flight finish).
 pub fn stopping() {
+    STOPPED.store(true, std::sync::atomic::Ordering::Release);
     send(&[
         NotifyState::Stopping,
         NotifyState::Status("stopping: finishing requests in flight"),

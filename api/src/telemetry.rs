@@ -143,7 +143,10 @@ impl Traces {
         let filter = tracing_subscriber::filter::Targets::new()
             .with_default(tracing::Level::INFO)
             .with_target("stratum_api", tracing::Level::DEBUG)
-            .with_target("stratum_store", tracing::Level::DEBUG);
+            .with_target("stratum_store", tracing::Level::DEBUG)
+            // As in the log: sqlx names an unknown connection setting with
+            // its value.
+            .with_target("sqlx_postgres::options", tracing::Level::ERROR);
         tracing_opentelemetry::layer()
             .with_tracer(self.provider.tracer("stratum"))
             .with_tracked_inactivity(false)
@@ -223,6 +226,18 @@ pub fn remember_cause(key: &str) {
         }
     }
     all.insert(key.to_owned(), (cx, now));
+}
+
+/// Forgets the cause remembered for `key` (its command was refused).
+pub fn forget_cause(key: &str) {
+    if !enabled() {
+        return;
+    }
+    CAUSES
+        .0
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(key);
 }
 
 /// Makes `span` a child of the command that caused work on `key`, if this

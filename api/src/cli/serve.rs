@@ -201,10 +201,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
         let state = svc.state.clone();
         let stop = stopping.clone();
         async move {
+            let mut said = String::new();
             loop {
                 match crate::http::system::readiness(&state).await {
                     Ok(_) => break,
-                    Err(e) => tracing::info!(reason = %e.message, "not ready yet"),
+                    // Once per reason: the check runs five times a second.
+                    Err(e) if e.message != said => {
+                        tracing::info!(reason = %e.message, "not ready yet");
+                        said = e.message.clone();
+                    }
+                    Err(_) => {}
                 }
                 tokio::select! {
                     () = stop.cancelled() => return,

@@ -322,7 +322,12 @@ impl Writer {
                     Vec::new()
                 } else {
                     jobs.iter()
-                        .map(|j| {
+                        .zip(&started.replies)
+                        .map(|(j, reply)| {
+                            // A refused command commits nothing of its own.
+                            if !matches!(reply, Ok(Outcome::Committed(_))) {
+                                return tracing::Span::none();
+                            }
                             tracing::debug_span!(
                                 parent: &j.req.trace,
                                 "commit",

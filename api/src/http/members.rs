@@ -325,18 +325,22 @@ pub async fn join_failed(
     headers: WriteHeaders,
     body: JsonBody<JoinFailedBody>,
 ) -> Response {
+    let cause = node_id.clone();
     let cmd = MemberCommand::ReportJoinFailure {
         node_id,
         step: body.value.step.into_option(),
         error: body.value.error.into_option(),
     };
-    member_command(
-        &state,
-        &caller,
-        &headers,
-        (&body.raw, body.errors),
-        cmd,
-        200,
+    causing_raft_cleanup(
+        &cause,
+        member_command(
+            &state,
+            &caller,
+            &headers,
+            (&body.raw, body.errors),
+            cmd,
+            200,
+        ),
     )
     .await
 }
@@ -375,22 +379,40 @@ pub async fn decommission(
     headers: WriteHeaders,
     body: JsonBody<DecommissionBody>,
 ) -> Response {
-    // The raft removals it causes continue this request's trace.
-    crate::telemetry::remember_cause(&node_id);
+    let cause = node_id.clone();
     let cmd = MemberCommand::Decommission {
         node_id,
         reason: body.value.reason.into_option(),
         force: body.value.force.into_option().unwrap_or(false),
     };
-    member_command(
-        &state,
-        &caller,
-        &headers,
-        (&body.raw, body.errors),
-        cmd,
-        200,
+    causing_raft_cleanup(
+        &cause,
+        member_command(
+            &state,
+            &caller,
+            &headers,
+            (&body.raw, body.errors),
+            cmd,
+            200,
+        ),
     )
     .await
+}
+
+/// Runs a command that causes raft removals of `node_id`: the removals
+/// continue this request's trace. Remembered before the command is
+/// submitted (the cleanup may start before its answer is back), forgotten
+/// when it was not carried out.
+async fn causing_raft_cleanup(
+    node_id: &str,
+    command: impl std::future::Future<Output = Response>,
+) -> Response {
+    crate::telemetry::remember_cause(node_id);
+    let res = command.await;
+    if !res.status().is_success() {
+        crate::telemetry::forget_cause(node_id);
+    }
+    res
 }
 
 request_body! {

@@ -203,6 +203,16 @@ async fn the_deb_installs_serves_as_its_user_and_removes_cleanly() {
     if fake_boot {
         std::fs::create_dir_all(booted).unwrap();
     }
+    // Whatever happens below, the fake boot marker goes.
+    struct Unboot(bool);
+    impl Drop for Unboot {
+        fn drop(&mut self) {
+            if self.0 {
+                let _ = std::fs::remove_dir("/run/systemd/system");
+            }
+        }
+    }
+    let unboot = Unboot(fake_boot);
     let path = format!(
         "{}:{}",
         fake.path().display(),
@@ -233,16 +243,6 @@ async fn the_deb_installs_serves_as_its_user_and_removes_cleanly() {
     dpkg(&install);
     let first = calls_now();
 
-    // Whatever happens below, the fake boot marker goes.
-    struct Unboot(bool);
-    impl Drop for Unboot {
-        fn drop(&mut self) {
-            if self.0 {
-                let _ = std::fs::remove_dir("/run/systemd/system");
-            }
-        }
-    }
-    let unboot = Unboot(fake_boot);
     assert!(
         !first.contains("start") && !first.contains("enable"),
         "installing starts or enables nothing: {first:?}"
@@ -346,16 +346,17 @@ async fn the_deb_installs_serves_as_its_user_and_removes_cleanly() {
         let (k, v) = env.split_once('=').unwrap();
         cmd.env(k, v);
     }
-    // The packaged configuration listens on 127.0.0.1:8080; where that is
-    // taken here, a drop-in's STRATUM_LISTEN moves it.
-    let listen = if std::net::TcpListener::bind("127.0.0.1:8080").is_ok() {
-        "127.0.0.1:8080".to_owned()
-    } else {
-        let l = format!("127.0.0.1:{}", free_port());
-        eprintln!("127.0.0.1:8080 is taken here: serving on {l}");
-        cmd.env("STRATUM_LISTEN", &l);
-        l
-    };
+    // The packaged configuration listens on 127.0.0.1:8080, which the
+    // guides' test uses meanwhile: STRATUM_LISTEN moves it, as a drop-in's
+    // Environment= would; every other setting is the package's.
+    assert!(
+        std::fs::read_to_string("/etc/stratum/stratum.toml")
+            .unwrap()
+            .contains("listen = \"127.0.0.1:8080\""),
+        "the packaged configuration's listener"
+    );
+    let listen = format!("127.0.0.1:{}", free_port());
+    cmd.env("STRATUM_LISTEN", &listen);
     let mut child = cmd.spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
     // The token it generated on its first start, printed once.
@@ -505,7 +506,13 @@ fn the_rpm_holds_the_same_files() {
     let size = std::fs::metadata(&bin).unwrap().len();
     assert!(size < MAX_BINARY, "the rpm's binary is {size} bytes");
     assert!(stripped(&bin), "the rpm's binary carries no debug sections");
-    // Its symbols, found by its debug link.
+    // This build's, not a stale split.
+    assert_eq!(
+        ok(bin.to_str().unwrap(), &["--version"]),
+        ok(THIS_BUILD, &["--version"]),
+        "the rpm is this build's: rebuild it"
+    );
+    // Its symbols, found by its debug link, with the line tables.
     assert!(
         listed
             .lines()
@@ -514,4 +521,19 @@ fn the_rpm_holds_the_same_files() {
     );
     let link = ok("readelf", &["-p", ".gnu_debuglink", bin.to_str().unwrap()]);
     assert!(link.contains("stratum.debug"), "{link}");
+    let cpio = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "rpm2cpio '{rpm}' | cpio -idm --quiet ./usr/lib/debug/usr/bin/stratum.debug"
+        ))
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(cpio.success());
+    let debug = dir.path().join("usr/lib/debug/usr/bin/stratum.debug");
+    let sections = ok("readelf", &["-S", "-W", debug.to_str().unwrap()]);
+    assert!(
+        sections.contains(".debug_line"),
+        "the symbols hold the line tables"
+    );
 }

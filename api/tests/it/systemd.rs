@@ -50,7 +50,7 @@ async fn systemd_hears_ready_once_ready_then_the_status_the_watchdog_and_stoppin
         ],
     )
     .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
+    .stderr(std::fs::File::create(dir.path().join("serve.log")).unwrap())
     .spawn()
     .unwrap();
     let http = reqwest::Client::new();
@@ -59,8 +59,20 @@ async fn systemd_hears_ready_once_ready_then_the_status_the_watchdog_and_stoppin
     let first = next(&sock, DEADLINE)
         .await
         .expect("a first message from stratum serve");
-    // Asked the moment READY=1 arrives, the service is ready.
-    let ready = http.get(format!("{base}/readyz")).send().await.unwrap();
+    // By then the log is loaded and the service started: it said so
+    // (`serving` is logged after both, before the accept loop runs).
+    let logged = std::fs::read_to_string(dir.path().join("serve.log")).unwrap();
+    assert!(
+        logged.contains("serving listen="),
+        "READY=1 before the service started:\n{logged}"
+    );
+    // Asked the moment READY=1 arrives, the service is ready, at once.
+    let ready = http
+        .get(format!("{base}/readyz"))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ready.status(), 200, "READY=1 came before /readyz was 200");
     let ready: serde_json::Value = ready.json().await.unwrap();
     let lines: Vec<&str> = first.lines().collect();
