@@ -120,7 +120,11 @@ pub fn routes() -> Vec<Route> {
     ]
 }
 
-/// Runs a member command (see [`run_command`]).
+/// Runs a member command (see [`run_command`]). The raft removals a
+/// decommission or a join failure causes continue its request's trace:
+/// the cause is remembered before the command is submitted (the cleanup
+/// may start before the answer is back) and forgotten when it was not
+/// carried out.
 pub(super) async fn member_command(
     state: &AppState,
     caller: &Caller,
@@ -129,7 +133,15 @@ pub(super) async fn member_command(
     command: MemberCommand,
     success_status: u16,
 ) -> Response {
-    run_command(
+    let cause = match &command {
+        MemberCommand::Decommission { node_id, .. }
+        | MemberCommand::ReportJoinFailure { node_id, .. } => Some(node_id.clone()),
+        _ => None,
+    };
+    if let Some(node_id) = &cause {
+        crate::telemetry::remember_cause(node_id);
+    }
+    let res = run_command(
         state,
         caller,
         headers,
@@ -137,7 +149,11 @@ pub(super) async fn member_command(
         Command::Member(command),
         success_status,
     )
-    .await
+    .await;
+    if let Some(node_id) = cause.filter(|_| !res.status().is_success()) {
+        crate::telemetry::forget_cause(&node_id);
+    }
+    res
 }
 
 request_body! {
@@ -325,22 +341,18 @@ pub async fn join_failed(
     headers: WriteHeaders,
     body: JsonBody<JoinFailedBody>,
 ) -> Response {
-    let cause = node_id.clone();
     let cmd = MemberCommand::ReportJoinFailure {
         node_id,
         step: body.value.step.into_option(),
         error: body.value.error.into_option(),
     };
-    causing_raft_cleanup(
-        &cause,
-        member_command(
-            &state,
-            &caller,
-            &headers,
-            (&body.raw, body.errors),
-            cmd,
-            200,
-        ),
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        (&body.raw, body.errors),
+        cmd,
+        200,
     )
     .await
 }
@@ -379,40 +391,20 @@ pub async fn decommission(
     headers: WriteHeaders,
     body: JsonBody<DecommissionBody>,
 ) -> Response {
-    let cause = node_id.clone();
     let cmd = MemberCommand::Decommission {
         node_id,
         reason: body.value.reason.into_option(),
         force: body.value.force.into_option().unwrap_or(false),
     };
-    causing_raft_cleanup(
-        &cause,
-        member_command(
-            &state,
-            &caller,
-            &headers,
-            (&body.raw, body.errors),
-            cmd,
-            200,
-        ),
+    member_command(
+        &state,
+        &caller,
+        &headers,
+        (&body.raw, body.errors),
+        cmd,
+        200,
     )
     .await
-}
-
-/// Runs a command that causes raft removals of `node_id`: the removals
-/// continue this request's trace. Remembered before the command is
-/// submitted (the cleanup may start before its answer is back), forgotten
-/// when it was not carried out.
-async fn causing_raft_cleanup(
-    node_id: &str,
-    command: impl std::future::Future<Output = Response>,
-) -> Response {
-    crate::telemetry::remember_cause(node_id);
-    let res = command.await;
-    if !res.status().is_success() {
-        crate::telemetry::forget_cause(node_id);
-    }
-    res
 }
 
 request_body! {
