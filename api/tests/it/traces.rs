@@ -430,3 +430,41 @@ fn an_otlp_setting_it_cannot_honour_stops_the_start() {
         assert!(stderr.contains(says), "{env:?}: {stderr}");
     }
 }
+
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, as the specification reads it: the
+/// whole URL, used as is (no `/v1/traces` appended), over the default
+/// http/protobuf.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_signal_endpoint_is_used_as_is() {
+    if !available(&[]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start(dir.path(), "http").await;
+    let server = start(
+        dir.path(),
+        &[(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            format!("{}/v1/traces", receiver.endpoint()),
+        )],
+    )
+    .await;
+    let trace = "5b8efff798038103d269b633813fc60c";
+    let (status, body) = server
+        .call(
+            server
+                .http
+                .post(server.url("/v1/admin/cluster/members"))
+                .header("traceparent", traceparent(trace, "eee19b7ec3c1b174"))
+                .json(&json!({"nodeId": "n-1", "role": "hybrid", "mgmtIp": "10.0.0.1"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    stop(server).await;
+    let ours = trace_of(&receiver.spans(), trace);
+    assert_eq!(
+        named(&ours, "POST /v1/admin/cluster/members").len(),
+        1,
+        "{ours:?}"
+    );
+}
