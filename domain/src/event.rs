@@ -2,13 +2,12 @@
 //! `decide` returns and `evolve` folds; it is never stored as is (see
 //! [`crate::stored`] for the versioned format the log keeps).
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 pub use crate::iam::{
     PolicyCreated, PrincipalPoliciesSet, ResourcePolicySet, TokenIssued, TokenRevoked,
 };
+pub use crate::membership::StringMap;
 use crate::membership::{Raft, Role};
 pub use crate::upgrade::{
     AlarmCleared, AlarmRaised, EventsLost, NodeFactsReported, ReleaseRegistered, RunningReleaseSet,
@@ -16,9 +15,6 @@ pub use crate::upgrade::{
     UpgradeNodeTurnStarted, UpgradePlanned, UpgradePrechecked, UpgradeRef, UpgradeRolledBack,
     UpgradeStateChanged,
 };
-
-/// Labels and bindings are ordered maps so every rendering is deterministic.
-pub type StringMap = BTreeMap<String, String>;
 
 /// Serializes (untagged, camelCase) as the payload auditors read in JSON;
 /// the event type travels beside it.
@@ -257,13 +253,13 @@ impl DomainEvent {
                 upgrade: upgrade_id.as_deref(),
             },
             DomainEvent::EventsLost(_) => About::Alarm {
-                name: crate::upgrade::LOG_EVENTS_LOST_ALARM,
+                name: crate::upgrade::model::LOG_EVENTS_LOST_ALARM,
                 upgrade: None,
             },
             DomainEvent::StorageVersionFinalized(_) => About::Storage,
             DomainEvent::CheckpointForkFound(_) | DomainEvent::CheckpointForkAcknowledged(_) => {
                 About::Alarm {
-                    name: crate::upgrade::CHECKPOINT_FORK_ALARM,
+                    name: crate::upgrade::model::CHECKPOINT_FORK_ALARM,
                     upgrade: None,
                 }
             }

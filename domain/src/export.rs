@@ -70,9 +70,8 @@ pub fn parse_line(n: usize, line: &str) -> Result<Recorded, String> {
     // shape, or, for an export made before an upcast, the shape of the
     // version it was stored at, read through the same upcasters.
     let decoded = serde_json::to_value(&decoded).ok();
-    let then =
-        crate::stored::upcast::decode_exported(&e.event_type, e.schema_version, &parsed.payload)
-            .and_then(|d| serde_json::to_value(d).ok());
+    let then = crate::stored::decode_exported(&e.event_type, e.schema_version, &parsed.payload)
+        .and_then(|d| serde_json::to_value(d).ok());
     if decoded.as_ref() != Some(&parsed.payload) && (then.is_none() || then != decoded) {
         return Err(format!(
             "line {}: the decoded payload is not what payloadPostcard holds",

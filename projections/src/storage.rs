@@ -2,7 +2,8 @@
 //! /v1/admin/replicas`, `stratum replicas finalize`).
 
 use serde_json::{json, Value};
-use stratum_domain::storage::{writes_at, StorageVersion, LEVELS, NEWEST_LEVEL};
+use stratum_domain::storage::{StorageVersion, LEVELS, NEWEST_LEVEL};
+use stratum_domain::stored::levels::{adds, writes_at};
 
 /// The level the log is at, what it writes, its last finalization, and
 /// the levels this build could finalize it at next.
@@ -29,7 +30,7 @@ pub fn storage_version_record(s: &StorageVersion) -> Value {
             .filter(|l| l.number > s.level)
             .map(|l| json!({
                 "level": l.number,
-                "adds": l.adds.iter().map(|(t, v)| format!("{t}/{v}")).collect::<Vec<_>>(),
+                "adds": adds(l.number).iter().map(|(t, v)| format!("{t}/{v}")).collect::<Vec<_>>(),
                 "summary": l.summary,
             }))
             .collect::<Vec<_>>(),

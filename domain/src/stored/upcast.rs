@@ -6,44 +6,6 @@ use super::{v1, v2, v3, v4};
 /// What a v1 removal says of its adapter: it did not record one.
 pub const UNRECORDED_ADAPTER: &str = "unrecorded";
 
-/// An export keeps each payload as JSON, as the service decoded it on the
-/// day of the export. An export made before an upcast shows the older
-/// shape. This reads such a payload as the version it was stored at (the
-/// stored types carry that version's JSON names) and brings it through
-/// the same upcasters as the bytes, so an old export and a new one of the
-/// same bytes read as the same event. `None` when the payload is not that
-/// version's shape, or the version was never upcast.
-pub fn decode_exported(
-    event_type: &str,
-    schema_version: u16,
-    payload: &serde_json::Value,
-) -> Option<crate::event::DomainEvent> {
-    use crate::event::DomainEvent;
-    fn read<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Option<T> {
-        serde_json::from_value(v.clone()).ok()
-    }
-    Some(match (event_type, schema_version) {
-        ("RaftPeerRemoved", 1) => raft_peer_removed_v3_to_v4(raft_peer_removed_v2_to_v3(
-            raft_peer_removed_v1_to_v2(read(payload)?),
-        ))
-        .into(),
-        ("RaftPeerRemoved", 2) => {
-            raft_peer_removed_v3_to_v4(raft_peer_removed_v2_to_v3(read(payload)?)).into()
-        }
-        ("RaftPeerRemoved", 3) => raft_peer_removed_v3_to_v4(read(payload)?).into(),
-        ("ReleaseRegistered", 1) => {
-            DomainEvent::ReleaseRegistered(release_registered_v1_to_v2(read(payload)?).into())
-        }
-        ("UpgradePlanned", 1) => {
-            DomainEvent::UpgradePlanned(upgrade_planned_v1_to_v2(read(payload)?).into())
-        }
-        ("UpgradeNodeReported", 1) => {
-            DomainEvent::UpgradeNodeReported(upgrade_node_reported_v1_to_v2(read(payload)?).into())
-        }
-        _ => return None,
-    })
-}
-
 /// v1 tokens were all recognized by the SHA-256 of their secret.
 pub fn token_issued_v1_to_v2(e: v1::TokenIssuedV1) -> v2::TokenIssuedV2 {
     v2::TokenIssuedV2 {
@@ -230,6 +192,18 @@ pub fn raft_peer_removed_v3_to_v4(e: v3::RaftPeerRemovedV3) -> v4::RaftPeerRemov
         adapter: e.adapter,
         leader_moved: e.leader_moved,
         settings: None,
+    }
+}
+
+/// What a build writes of a removal while the log is not finalized at
+/// level 2: v3, which cannot name the settings.
+pub fn raft_peer_removed_v4_to_v3(e: v4::RaftPeerRemovedV4) -> v3::RaftPeerRemovedV3 {
+    v3::RaftPeerRemovedV3 {
+        node_id: e.node_id,
+        raft: e.raft,
+        already_gone: e.already_gone,
+        adapter: e.adapter,
+        leader_moved: e.leader_moved,
     }
 }
 

@@ -2,10 +2,8 @@
 //! writes, and what a member's record shows from which level.
 
 use super::support::membership::*;
-use crate::storage::{
-    level_of, version_at, writes_at, Finalize, ReplicaView, StorageVersionFinalized, BASE_LEVEL,
-    NEWEST_LEVEL,
-};
+use crate::storage::{Finalize, ReplicaView, StorageVersionFinalized, BASE_LEVEL, NEWEST_LEVEL};
+use crate::stored::levels::{level_of, version_at, writes_at};
 use crate::stored::{decode, encode_at, NotWritable};
 
 const MINE: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";

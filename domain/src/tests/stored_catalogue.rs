@@ -1,8 +1,9 @@
 //! The stored-event catalogue: every event type of [`DomainEvent`] has a
 //! stored form in every place the log needs one. An event type added to
 //! the domain does not compile until it is named in [`every_event_type`],
-//! and once named, [`stored_catalogue_is_complete`] fails until it has an
-//! arm in the decode table, its versions in [`STORED_VERSIONS`], golden
+//! (nor until it has an entry in the event table of [`crate::stored`]),
+//! and once named, [`stored_catalogue_is_complete`] fails until its
+//! versions in [`STORED_VERSIONS`] run from 1 to the newest, with golden
 //! bytes of each version in `replay-tests/fixtures/events`, and an example
 //! in [`one_of_each`].
 

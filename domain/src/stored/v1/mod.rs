@@ -10,7 +10,7 @@
 //! The serde names on some of these types (camelCase fields, lowercase
 //! variants) do not touch the bytes: they are the JSON an export of that
 //! version showed, so an export made before an upcast can be read back
-//! through the same upcasters (see [`super::upcast::decode_exported`]).
+//! through the same upcasters (see [`super::decode_exported`]).
 //!
 //! A variant may only ever be appended to a stored enum, never inserted or
 //! reordered: inserting one renumbers every variant after it, and old bytes
