@@ -10,23 +10,25 @@ use stratum_projections::ReadModels;
 use stratum_store::{Head, StoreError, StoreResult, READ_CHUNK};
 
 use super::replay::reload;
-use super::writer::Writer;
+use super::writer::{Action, Event, State, Writer};
 
 impl Writer {
     /// Folds in, without the write lock, what other processes committed
     /// since this writer last saw the log, and publishes the result. Commit
     /// order is position order, so what it reads has no gaps.
-    pub(super) async fn follow_log(&mut self) {
+    pub(super) async fn follow_log(&mut self, state: &mut State) {
         let recheck = self.recheck.swap(false, Ordering::AcqRel);
+        let Action::Follow { reload } = state.step(Event::Follow) else {
+            unreachable!("following the log is following it")
+        };
         // A reader that saw this writer's own commit before it was
         // published asked for nothing the writer does not have now.
-        if !self.reload && !recheck && self.rm.state.position >= self.wanted.load(Ordering::Acquire)
-        {
+        if !reload && !recheck && self.rm.state.position >= self.wanted.load(Ordering::Acquire) {
             return;
         }
         let followed = async {
-            if self.reload {
-                self.reload_from_the_log().await?;
+            if reload {
+                self.reload_from_the_log(state).await?;
             }
             loop {
                 let at = self.rm.state.position;
@@ -42,12 +44,12 @@ impl Writer {
                     }
                 };
                 if gone {
-                    self.reload_from_the_log().await?;
+                    self.reload_from_the_log(state).await?;
                     continue;
                 }
                 for e in &events {
                     if let Err(err) = self.rm.apply_recorded(e) {
-                        self.reload = true;
+                        state.note(Event::Broken);
                         return Err(StoreError::Corrupt(format!(
                             "position {}: {err}",
                             e.position
@@ -61,7 +63,7 @@ impl Writer {
                             self.rm.state.storage.level,
                             f.position,
                         ) {
-                            self.reload = true;
+                            state.note(Event::Broken);
                             tracing::error!("{why}; stop this replica");
                             return Err(StoreError::Schema(why));
                         }
@@ -95,12 +97,12 @@ impl Writer {
     /// answered from events the database no longer has. Every reload is
     /// checked, whatever asked for it: one after a failed commit may follow
     /// a failover too.
-    pub(super) async fn reload_from_the_log(&mut self) -> StoreResult<()> {
+    pub(super) async fn reload_from_the_log(&mut self, state: &mut State) -> StoreResult<()> {
         // What readers were served: the in-memory state may be ahead of it
         // (a commit that failed), and it is what a loss is measured from.
         let published = self.publish.borrow().clone();
         self.rm = reload(&self.store).await?;
-        self.reload = false;
+        state.note(Event::Reloaded);
         if self.holds(&published).await? {
             return Ok(());
         }

@@ -26,6 +26,7 @@ use tracing::Instrument;
 
 mod decide;
 mod follow;
+mod pipeline;
 mod replay;
 mod writer;
 
@@ -279,7 +280,6 @@ impl CommandBus {
             store,
             clock,
             rm,
-            reload: false,
             head: head.clone(),
             upgrade_due: upgrade_due.clone(),
             publish,

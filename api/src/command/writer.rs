@@ -11,36 +11,44 @@
 //! process wrote in between, what was decided after it is thrown away and
 //! decided again from the log as the database holds it: no answer comes
 //! from a state that was not stored.
+//!
+//! Where the decision state stands against the log is one
+//! [`pipeline::State`](super::pipeline::State), moved only by its pure
+//! transitions: `InStep` (the log as stored, nothing in flight),
+//! `Committing` (a commit in flight; the state is what it leaves), `Ahead`
+//! (a batch decided ahead of the commit in flight, with the state that
+//! commit leaves to fall back to), `AheadOfStored` (that commit was stored;
+//! the batch begins its own transaction, and falls back if the log's head
+//! moved) and `MustReload` (the state may be ahead of the log: a commit
+//! failed, or a decision under the lock has not ended). This task carries
+//! out the actions the transitions answer, and reports what came of them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Instant;
 
-use stratum_domain::log::Recorded;
-use stratum_domain::state::stream_of;
-use stratum_domain::stored::encode_at;
 use stratum_domain::upgrade::EventsLost;
 use stratum_projections::ReadModels;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinHandle;
-use uuid::Uuid;
 
-use stratum_store::{EventStore, Head, IdempotencyRecord, StoreError, StoreResult, WriteTx};
+use stratum_store::{EventStore, Head, StoreError, StoreResult, WriteTx};
 
-use super::decide::{context, if_match_refusal, render, replay_kept};
+use super::pipeline;
 use super::replay::SNAPSHOT_DISTANCE;
 use super::{
-    raise, Clock, CommandError, CommandRequest, Committed, Job, Outcome, UpgradeDue, MAX_ATTEMPTS,
-    MAX_BATCH,
+    raise, Clock, CommandError, CommandRequest, Job, Outcome, UpgradeDue, MAX_ATTEMPTS, MAX_BATCH,
 };
+
+mod batch;
+
+use batch::{Batch, KeptIn};
 
 pub(super) struct Writer {
     pub(super) store: Arc<dyn EventStore>,
     pub(super) clock: Clock,
     pub(super) rm: ReadModels,
-    /// The in-memory state may be ahead of the log (a failed commit).
-    pub(super) reload: bool,
     pub(super) head: watch::Sender<u64>,
     pub(super) upgrade_due: watch::Sender<UpgradeDue>,
     pub(super) publish: watch::Sender<Arc<ReadModels>>,
@@ -79,76 +87,17 @@ impl Recent {
     }
 }
 
-/// A batch as it is decided: its events, the answers it keeps, and the
-/// head of the log it follows.
-#[derive(Default)]
-struct Batch {
-    events: Vec<Recorded>,
-    kept: Vec<IdempotencyRecord>,
-    keys: HashMap<(String, String), usize>,
-    /// The head the batch's first event follows.
-    follows: Head,
-    /// The position and hash of its last event (the head it follows when
-    /// it has none).
-    position: u64,
-    prev_hash: [u8; 32],
-}
-
-impl Batch {
-    fn following(head: Head) -> Self {
-        Self {
-            follows: head,
-            position: head.position,
-            prev_hash: head.hash,
-            ..Default::default()
-        }
-    }
-
-    /// The head the log has once this batch is committed.
-    fn leaves(&self) -> Head {
-        Head {
-            position: self.position,
-            hash: self.prev_hash,
-        }
-    }
-
-    fn kept(&self, principal: &str, key: &str) -> Option<&IdempotencyRecord> {
-        self.keys
-            .get(&(principal.to_owned(), key.to_owned()))
-            .map(|i| &self.kept[*i])
-    }
-}
-
-/// Where a kept answer to an `Idempotency-Key` is looked up when the batch
-/// being decided has none.
-enum KeptIn<'a> {
-    /// The open transaction, under the log's lock.
-    Tx(&'a mut dyn WriteTx),
-    /// The batch whose commit is in flight, then what is committed. A key
-    /// another process keeps meanwhile fails this batch's insert on the
-    /// key's uniqueness, and the batch is decided again under the lock.
-    Ahead {
-        before: &'a Batch,
-        store: &'a dyn EventStore,
-    },
-}
-
-impl KeptIn<'_> {
-    async fn find(&mut self, principal: &str, key: &str) -> StoreResult<Option<IdempotencyRecord>> {
-        match self {
-            KeptIn::Tx(tx) => tx.idempotency(principal, key).await,
-            KeptIn::Ahead { before, store } => match before.kept(principal, key) {
-                Some(k) => Ok(Some(k.clone())),
-                None => store.idempotency(principal, key).await,
-            },
-        }
-    }
-}
-
-type Replies = Vec<Result<Outcome, CommandError>>;
+pub(in crate::command) type Replies = Vec<Result<Outcome, CommandError>>;
 
 /// A commit's task: whether it was stored, and when it ended.
 type Commit = JoinHandle<(StoreResult<()>, Instant)>;
+
+/// Where the writer's decision state stands against the log: its commits
+/// in flight, the read models they leave, and the batch decided ahead.
+pub(super) type State = pipeline::State<InFlight, Arc<ReadModels>, (Batch, Replies)>;
+pub(super) type Event = pipeline::Event<InFlight, Arc<ReadModels>, (Batch, Replies), StoreError>;
+pub(super) type Action = pipeline::Action<InFlight, Arc<ReadModels>, (Batch, Replies), StoreError>;
+type Then = pipeline::Then<Arc<ReadModels>, (Batch, Replies)>;
 
 /// A batch whose commit is in flight, and what to do when it lands.
 pub(super) struct InFlight {
@@ -163,9 +112,6 @@ pub(super) struct InFlight {
 struct Started {
     replies: Replies,
     batch: Batch,
-    /// The read models as the batch leaves them: published once it has
-    /// committed, and what a batch decided after it falls back to.
-    after: Arc<ReadModels>,
     began: Instant,
 }
 
@@ -173,23 +119,24 @@ struct Started {
 enum Decided {
     /// Nothing to commit (refusals, kept answers given again).
     Answered(Replies),
-    Committing(Commit, Box<Started>),
+    /// Its commit began. The read models as the batch leaves them are
+    /// published once it has committed, and what a batch decided after it
+    /// falls back to.
+    Committing(Commit, Box<Started>, Arc<ReadModels>),
 }
 
 impl Writer {
     pub(super) async fn run(mut self, mut rx: mpsc::Receiver<Job>) {
-        let mut in_flight: Option<InFlight> = None;
+        let mut state = State::InStep;
         loop {
             tokio::select! {
                 biased;
                 landed = async {
-                    (&mut in_flight.as_mut().expect("only when a commit is in flight").commit).await
-                }, if in_flight.is_some() => {
-                    let f = in_flight.take().expect("only when a commit is in flight");
-                    if self.landed(f, landed) {
-                        // Nothing was decided after it.
-                        self.reload = false;
-                    }
+                    (&mut state.in_flight_mut().expect("only when a commit is in flight").commit).await
+                }, if state.in_flight().is_some() => {
+                    // Nothing was decided after it.
+                    let then = self.landed(&mut state, landed);
+                    debug_assert!(matches!(then, Then::Nothing));
                 }
                 first = rx.recv() => {
                     let Some(first) = first else { break };
@@ -200,14 +147,16 @@ impl Writer {
                             Err(_) => break,
                         }
                     }
-                    in_flight = self.process(jobs, in_flight.take()).await;
+                    self.process(jobs, &mut state).await;
                 }
-                () = self.follow.notified(), if in_flight.is_none() => self.follow_log().await,
+                () = self.follow.notified(), if state.in_flight().is_none() => {
+                    self.follow_log(&mut state).await;
+                }
             }
         }
-        if let Some(mut f) = in_flight {
+        if let Some(f) = state.in_flight_mut() {
             let landed = (&mut f.commit).await;
-            self.landed(f, landed);
+            self.landed(&mut state, landed);
         }
     }
 
@@ -277,46 +226,86 @@ impl Writer {
     /// they are decided against the state it leaves while it runs; then it
     /// lands (its answers go out), and only if it was stored does theirs
     /// begin. Answers the commit now in flight, if any.
-    async fn process(&mut self, jobs: Vec<Job>, in_flight: Option<InFlight>) -> Option<InFlight> {
+    async fn process(&mut self, jobs: Vec<Job>, state: &mut State) {
         let reqs: Vec<&CommandRequest> = jobs.iter().map(|j| &j.req).collect();
-        let mut ahead = None;
-        if let Some(mut f) = in_flight {
-            let base = f.started.after.clone();
-            let decided = self.decide_ahead(&reqs, &f.started.batch).await;
-            let landed = (&mut f.commit).await;
-            let stored = self.landed(f, landed);
-            match decided {
-                Ok(d) if stored => ahead = Some((d, base)),
-                // The state they were decided on was not stored: they are
-                // decided again from the log (`landed` asked for a reload).
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::info!(error = %e, "could not decide a batch ahead; deciding it under the lock");
-                    if stored {
-                        self.fall_back_to(&base);
-                    }
-                }
-            }
-        }
         // A batch decided ahead that must be decided again (another
         // process wrote in between) does not use up one of the attempts.
-        let mut attempt = if ahead.is_some() { 0 } else { 1 };
+        let mut attempt = 0;
+        let mut action = state.step(Event::Decide);
         let result = loop {
-            let r = match ahead.take() {
-                Some(((batch, replies), base)) => self.commit_ahead(batch, replies, &base).await,
-                None => self.try_batch(&reqs).await,
+            let r = match action {
+                Action::DecideAhead => {
+                    let before = &state
+                        .in_flight()
+                        .expect("deciding ahead of a commit in flight")
+                        .started
+                        .batch;
+                    let decided = match self.decide_ahead(&reqs, before).await {
+                        Ok(d) => Some(d),
+                        Err(e) => {
+                            tracing::info!(error = %e, "could not decide a batch ahead; deciding it under the lock");
+                            None
+                        }
+                    };
+                    state.note(Event::DecidedAhead(decided));
+                    let f = state
+                        .in_flight_mut()
+                        .expect("a commit in flight, decided ahead of");
+                    let landed = (&mut f.commit).await;
+                    match self.landed(state, landed) {
+                        Then::CommitAhead((batch, replies)) => {
+                            self.commit_ahead(batch, replies).await
+                        }
+                        // What was decided ahead could not be decided whole:
+                        // it is decided again on what the commit stored.
+                        Then::FallBack(base) => {
+                            self.rm = ReadModels::clone(&base);
+                            action = state.step(Event::Decide);
+                            continue;
+                        }
+                        // The state it was decided on was not stored: it is
+                        // decided again from the log.
+                        Then::Nothing => {
+                            action = state.step(Event::Decide);
+                            continue;
+                        }
+                    }
+                }
+                Action::Decide { reload } => {
+                    attempt += 1;
+                    self.try_batch(state, reload, &reqs).await
+                }
+                Action::None
+                | Action::Follow { .. }
+                | Action::Land { .. }
+                | Action::FallBack(_) => {
+                    unreachable!("a batch to decide is decided")
+                }
             };
+            match &r {
+                Ok(Decided::Answered(_)) => state.note(Event::Answered),
+                // Its commit is in flight once it is handed its jobs.
+                Ok(Decided::Committing(..)) => {}
+                Err(_) => match state.step(Event::Failed) {
+                    Action::FallBack(base) => self.rm = ReadModels::clone(&base),
+                    Action::None => {}
+                    Action::DecideAhead
+                    | Action::Decide { .. }
+                    | Action::Follow { .. }
+                    | Action::Land { .. } => unreachable!("a failed batch asks for no more"),
+                },
+            }
             match r {
                 Err(StoreError::Conflict(why)) if attempt < MAX_ATTEMPTS => {
                     tracing::info!(%why, attempt, "lost a race on the log; deciding again");
-                    attempt += 1;
+                    action = state.step(Event::Decide);
                 }
                 other => break other,
             }
         };
         drop(reqs);
         match result {
-            Ok(Decided::Committing(commit, started)) => {
+            Ok(Decided::Committing(commit, started, after)) => {
                 let (commands, events) = (jobs.len(), started.batch.events.len());
                 let traced = if !crate::telemetry::enabled() {
                     Vec::new()
@@ -339,57 +328,66 @@ impl Writer {
                         })
                         .collect()
                 };
-                Some(InFlight {
-                    commit,
-                    jobs,
-                    started,
-                    traced,
-                })
+                state.note(Event::Began {
+                    in_flight: InFlight {
+                        commit,
+                        jobs,
+                        started,
+                        traced,
+                    },
+                    leaves: after,
+                });
             }
             Ok(Decided::Answered(replies)) => {
                 for (job, reply) in jobs.into_iter().zip(replies) {
                     let _ = job.reply.send(reply);
                 }
-                None
             }
             Err(e) => {
                 let err = CommandError::from(e);
                 for job in jobs {
                     let _ = job.reply.send(Err(err.clone()));
                 }
-                None
             }
         }
     }
 
-    /// A commit has ended: when it was stored, its read models are
-    /// published and then its answers sent (whoever saw an answer reads
+    /// The commit in flight has ended: when it was stored, its read models
+    /// are published and then its answers sent (whoever saw an answer reads
     /// what it committed); when not, every command of it is answered the
     /// error and the state is reloaded before the next decision. Answers
-    /// whether it was stored.
+    /// what follows.
     fn landed(
         &mut self,
-        f: InFlight,
+        state: &mut State,
         landed: Result<(StoreResult<()>, Instant), tokio::task::JoinError>,
-    ) -> bool {
+    ) -> Then {
         let (landed, ended) = landed.unwrap_or_else(|e| {
             let unknown = StoreError::OutcomeUnknown(format!(
                 "the commit's task ended without an answer: {e}"
             ));
             (Err(unknown), Instant::now())
         });
+        let stored = landed.is_ok();
+        let Action::Land {
+            in_flight: f,
+            landed,
+            then,
+        } = state.step(Event::Landed(landed))
+        else {
+            unreachable!("a commit that ended is answered")
+        };
         let Started {
             replies,
             batch,
-            after,
             began,
         } = *f.started;
         for span in &f.traced {
-            span.record("stored", landed.is_ok());
+            span.record("stored", stored);
             span.record("position", batch.position);
         }
         match landed {
-            Ok(()) => {
+            Ok(after) => {
                 for e in &batch.events {
                     self.recent.remember(e.position, e.hash);
                 }
@@ -401,24 +399,15 @@ impl Writer {
                 for (job, reply) in f.jobs.into_iter().zip(replies) {
                     let _ = job.reply.send(reply);
                 }
-                true
             }
             Err(e) => {
-                self.reload = true;
                 let err = CommandError::from(e);
                 for job in f.jobs {
                     let _ = job.reply.send(Err(err.clone()));
                 }
-                false
             }
         }
-    }
-
-    /// Goes back to the state a stored batch left (what was decided after
-    /// it is dropped).
-    fn fall_back_to(&mut self, base: &Arc<ReadModels>) {
-        self.rm = ReadModels::clone(base);
-        self.reload = false;
+        then
     }
 
     /// Decides a batch against the state the batch in flight leaves.
@@ -442,44 +431,38 @@ impl Writer {
 
     /// Writes a batch decided ahead, once the one before it is stored: its
     /// transaction must find the head that one left, or else another
-    /// process wrote in between and the batch is decided again.
-    async fn commit_ahead(
-        &mut self,
-        batch: Batch,
-        replies: Replies,
-        base: &Arc<ReadModels>,
-    ) -> StoreResult<Decided> {
+    /// process wrote in between and the batch is decided again (the writer
+    /// falls back to the state the stored one left).
+    async fn commit_ahead(&mut self, batch: Batch, replies: Replies) -> StoreResult<Decided> {
         let began = Instant::now();
-        let r = async {
-            let tx = self.store.begin_write().await?;
-            let head = tx.head();
-            if head != batch.follows {
-                let _ = tx.rollback().await;
-                return Err(StoreError::Conflict(format!(
-                    "the log's head is position {}, not {} where this writer's last commit left it",
-                    head.position, batch.follows.position
-                )));
-            }
-            self.start_commit(tx, batch, replies, began).await
+        let tx = self.store.begin_write().await?;
+        let head = tx.head();
+        if head != batch.follows {
+            let _ = tx.rollback().await;
+            return Err(StoreError::Conflict(format!(
+                "the log's head is position {}, not {} where this writer's last commit left it",
+                head.position, batch.follows.position
+            )));
         }
-        .await;
-        if r.is_err() {
-            self.fall_back_to(base);
-        }
-        r
+        self.start_commit(tx, batch, replies, began).await
     }
 
     /// Decides a batch under the log's lock, after folding in what other
-    /// processes wrote.
-    async fn try_batch(&mut self, reqs: &[&CommandRequest]) -> StoreResult<Decided> {
-        if self.reload {
-            self.reload_from_the_log().await?;
+    /// processes wrote (loading the log first when `reload`).
+    async fn try_batch(
+        &mut self,
+        state: &mut State,
+        reload: bool,
+        reqs: &[&CommandRequest],
+    ) -> StoreResult<Decided> {
+        if reload {
+            self.reload_from_the_log(state).await?;
         }
         let began = Instant::now();
         let mut tx = self.store.begin_write().await?;
         let head = tx.head();
         // From here until the commit the state may run ahead of the log.
-        self.reload = true;
+        state.note(Event::Locked);
         if let Err(e) = self.catch_up(&mut *tx, head).await {
             let _ = tx.rollback().await;
             return Err(e);
@@ -509,7 +492,6 @@ impl Writer {
     ) -> StoreResult<Decided> {
         if batch.events.is_empty() && batch.kept.is_empty() {
             tx.rollback().await?;
-            self.reload = false;
             // What the catch-up folded in.
             self.publish_current();
             return Ok(Decided::Answered(replies));
@@ -536,9 +518,9 @@ impl Writer {
             Box::new(Started {
                 replies,
                 batch,
-                after,
                 began,
             }),
+            after,
         ))
     }
 
@@ -570,110 +552,5 @@ impl Writer {
             self.rm.discard_changes();
         }
         Ok(())
-    }
-
-    /// Decides one command into the batch; its answer is known before commit.
-    async fn one(
-        &mut self,
-        kept_in: &mut KeptIn<'_>,
-        batch: &mut Batch,
-        req: &CommandRequest,
-    ) -> StoreResult<Outcome> {
-        if let Some(idem) = &req.idempotency {
-            let principal = &req.meta.principal;
-            let kept = match batch.kept(principal, &idem.key) {
-                Some(k) => Some(k.clone()),
-                None => kept_in.find(principal, &idem.key).await?,
-            };
-            if let Some(kept) = kept {
-                return Ok(replay_kept(&kept, idem));
-            }
-        }
-        let outcome = tracing::debug_span!(
-            parent: &req.trace,
-            "decide",
-            stream = %req.command.stream_id()
-        )
-        .in_scope(|| self.decide(batch, req));
-        // Only answers of commands that were carried out are kept: a refusal
-        // appended nothing, so a retry with the same key is decided again
-        // (a 503 during an upgrade's write freeze must not stick to the key).
-        if let (Some(idem), Outcome::Committed(reply)) = (&req.idempotency, &outcome) {
-            // Answers the state decided are kept; a retry gets them again.
-            batch.keys.insert(
-                (req.meta.principal.clone(), idem.key.clone()),
-                batch.kept.len(),
-            );
-            batch.kept.push(IdempotencyRecord {
-                principal: req.meta.principal.clone(),
-                key: idem.key.clone(),
-                request_hash: idem.request_hash.clone(),
-                status: if reply.created { 201 } else { 200 },
-                body: reply.body.clone(),
-                etag: reply.etag,
-                position: reply.position.unwrap_or(batch.position),
-            });
-        }
-        Ok(outcome)
-    }
-
-    fn decide(&mut self, batch: &mut Batch, req: &CommandRequest) -> Outcome {
-        if let Some(refusal) = if_match_refusal(&self.rm, req) {
-            return Outcome::Refused(refusal);
-        }
-        let ctx = context(&self.clock, req);
-        let decision = match self.rm.state.decide(&req.command, &ctx) {
-            Ok(d) => d,
-            Err(refusal) => return Outcome::Refused(refusal),
-        };
-        // Each event in the version the log's storage level allows, all
-        // of them or none: a type the level does not write yet is refused.
-        let level = self.rm.state.storage.level;
-        let encoded: Result<Vec<_>, _> = decision
-            .events
-            .iter()
-            .map(|e| encode_at(e, level))
-            .collect();
-        let encoded = match encoded {
-            Ok(encoded) => encoded,
-            Err(e) => {
-                return Outcome::Refused(stratum_domain::Refusal::new(
-                    stratum_domain::ErrorCode::VersionConflict,
-                    format!("Not written: {e}."),
-                ))
-            }
-        };
-        let mut last = None;
-        for (event, enc) in decision.events.iter().zip(encoded) {
-            let stream_id = stream_of(event);
-            let mut rec = Recorded {
-                position: batch.position + 1,
-                stream_version: self.rm.state.stream_version(&stream_id) + 1,
-                stream_id,
-                event_type: enc.event_type.to_owned(),
-                schema_version: enc.schema_version,
-                event_id: Uuid::now_v7(),
-                occurred_at: ctx.now,
-                meta: req.meta.clone(),
-                payload: enc.payload,
-                prev_hash: [0; 32],
-                hash: [0; 32],
-            };
-            rec.seal(batch.prev_hash);
-            self.rm.apply(&rec, event);
-            batch.position = rec.position;
-            batch.prev_hash = rec.hash;
-            last = Some(rec.position);
-            batch.events.push(rec);
-        }
-        let (body, etag) = render(&self.rm, &decision.subject);
-        Outcome::Committed(Committed {
-            subject: Some(decision.subject),
-            body,
-            etag,
-            position: last,
-            created: req.creates,
-            replayed: false,
-        })
     }
 }
