@@ -2,22 +2,26 @@
 //! generation (SPEC §4). Every rule of membership is decided here.
 //!
 //! The module is split along its seams: this file holds the records (a
-//! member, a join request, the membership) and the commands; [`decide`]
-//! decides them, one function per command, and [`evolve`] folds the
-//! events.
+//! member, a join request, the membership) and the commands; [`parse`]
+//! parses each command's fields into the typed value its decision takes;
+//! [`decide`] decides them, one function per command split by family,
+//! holding only the rules; and [`evolve`] folds the events.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Refusal;
-use crate::event::StringMap;
 
 mod decide;
 mod evolve;
+mod parse;
 
 pub use evolve::member_of;
+
+/// Labels and bindings are ordered maps so every rendering is deterministic.
+pub type StringMap = BTreeMap<String, String>;
 
 /// The principal of membership the install declared.
 pub const INSTALLER: &str = "stratum-installer";

@@ -120,21 +120,6 @@ pub struct LostEvent {
     pub hash: String,
 }
 
-/// The log no longer extends the newest checkpoint the service signed (a
-/// database restored from an older backup, a failover that lost a
-/// tail): raises the `log-checkpoint-fork` alarm, and no checkpoint is
-/// signed until an operator acknowledges this fork.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CheckpointForkFound {
-    /// The newest signed checkpoint: its size and root (hex).
-    pub signed_size: u64,
-    pub signed_root: String,
-    /// The log when the fork was found: its size and root (hex).
-    pub log_size: u64,
-    pub log_root: String,
-}
-
 /// An operator's word that the log as it now is continues the record: the
 /// fork of the signed checkpoint it names is accepted, and signing resumes
 /// from the log's tree.

@@ -417,3 +417,22 @@ impl Upgrades {
         }
     }
 }
+
+/// The upgrade an upgrade event belongs to.
+pub fn upgrade_of(event: &DomainEvent) -> Option<&str> {
+    use crate::event::About;
+    match event.about() {
+        About::Upgrade(id) => Some(id),
+        About::Alarm { upgrade, .. } => upgrade,
+        About::Member(_)
+        | About::JoinRequest(_)
+        | About::Token(_)
+        | About::Policy(_)
+        | About::Principal(_)
+        | About::ResourcePolicy(_)
+        | About::Release(_)
+        | About::RunningRelease
+        | About::Storage
+        | About::Facts(_) => None,
+    }
+}

@@ -17,19 +17,25 @@
 //! lock like any command, and a restarted service resumes from the log.
 //!
 //! The module is split along its seams: [`model`] (the record and the
-//! plan), [`commands`], [`events`], [`plan`] (what an upgrade will do),
-//! [`prechecks`], [`decide`] (one function per command), [`driver`] (the
-//! driver's next step) and [`evolve`] (the fold).
+//! plan), [`alarms`], [`commands`], [`events`], [`plan`] (what an upgrade will do),
+//! [`prechecks`], [`parse`] (each command's fields parsed into the typed
+//! value its decision takes), [`decide`] (one function per command, split
+//! by family, holding only the rules), [`driver`] (the driver's next step)
+//! and [`evolve`] (the fold).
 
+mod alarms;
 pub mod commands;
 mod decide;
 mod driver;
 pub mod events;
 mod evolve;
 pub mod model;
+mod parse;
 mod plan;
 pub mod prechecks;
 
+pub use commands::{upgrade_stream, valid_upgrade_id, BackupTarget, UpgradeCommand, UpgradeConfig};
 pub use events::*;
+pub use evolve::upgrade_of;
 pub use model::*;
-pub use prechecks::prechecks;
+pub use prechecks::{prechecks, PRECHECKS};

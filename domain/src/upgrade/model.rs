@@ -1,16 +1,14 @@
-//! The upgrade record, its plan and the running release (the commands are
-//! in [`super::commands`], re-exported here as before).
+//! The upgrade record, its plan and the running release (the alarms are in
+//! [`super::alarms`], re-exported here as before; the commands, which name
+//! this module's types, are in [`super::commands`]).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Refusal;
-use crate::event::DomainEvent;
 use crate::release::{ComponentChange, Release};
 
-pub use super::commands::{
-    upgrade_stream, valid_upgrade_id, BackupTarget, UpgradeCommand, UpgradeConfig,
-};
+pub use super::alarms::*;
 
 string_enum! {
     /// Where an upgrade is.
@@ -293,10 +291,6 @@ pub struct Precheck {
     pub message: String,
 }
 
-/// The prechecks, in the order they run and are listed: the names of the
-/// one table that runs them.
-pub use super::prechecks::PRECHECKS;
-
 // ---------------------------------------------------------------- state
 
 /// The backup an upgrade took, as reported.
@@ -362,71 +356,6 @@ pub struct Warning {
     pub node_id: String,
     pub since: DateTime<Utc>,
     pub message: String,
-}
-
-/// The code of the warning a staged security upgrade raises per node.
-pub const NODE_REBOOT_PENDING: &str = "NodeRebootPending";
-/// The alarm raised when that warning lasts [`REBOOT_ALARM_AFTER_DAYS`].
-pub const NODE_REBOOT_PENDING_ALARM: &str = "node-reboot-pending";
-/// Raised when acknowledged events were lost in a database failover: one
-/// alarm per loss, keyed by its first lost position.
-pub const LOG_EVENTS_LOST_ALARM: &str = "log-events-lost";
-
-/// The alarm of a log that forks from the newest signed checkpoint.
-pub const CHECKPOINT_FORK_ALARM: &str = "log-checkpoint-fork";
-
-/// The alarm of live replicas whose process-manager settings are not the
-/// agreed ones (an upgrade of stratum itself, `crate::storage`).
-pub const REPLICA_SETTINGS_DIFFER_ALARM: &str = "replica-settings-differ";
-
-/// The alarm of witnesses that fail to cosign the log's checkpoints
-/// (`STRATUM_LOG_WITNESS_POLICY`).
-pub const LOG_WITNESS_FAILING_ALARM: &str = "log-witness-failing";
-
-/// The key of the fork from the signed checkpoint of `size` and `root`
-/// (hex): of its alarm, and in [`Upgrades::checkpoint_forks`]. Replicas that
-/// remembered different checkpoints report different forks.
-pub fn checkpoint_fork_key(size: u64, root: &str) -> String {
-    format!("{CHECKPOINT_FORK_ALARM}/{size}/{root}")
-}
-
-/// The key of the alarm of the loss that begins at `first`.
-pub fn events_lost_key(first: u64) -> String {
-    format!("{LOG_EVENTS_LOST_ALARM}/{first}")
-}
-pub const REBOOT_ALARM_AFTER_DAYS: i64 = 7;
-
-/// The alarm raised when a raft's own listing names a member again after
-/// its removal from that raft was recorded; cleared when the removal is
-/// recorded again.
-pub const RAFT_PEER_RETURNED_ALARM: &str = "raft-peer-returned";
-
-/// The key of the alarm of `node_id`'s return to `raft`: one per raft and
-/// member.
-pub fn raft_peer_returned_key(raft: crate::membership::Raft, node_id: &str) -> String {
-    format!("{RAFT_PEER_RETURNED_ALARM}/{}/{node_id}", raft.as_str())
-}
-
-/// An alarm, raised and perhaps cleared: both are events.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Alarm {
-    pub name: String,
-    pub node_id: Option<String>,
-    pub upgrade_id: Option<String>,
-    pub message: String,
-    pub raised_at: DateTime<Utc>,
-    pub cleared_at: Option<DateTime<Utc>>,
-    /// The position of its raise (lists sort by it).
-    pub raised_position: u64,
-}
-
-/// An alarm's key: one alarm of a name per upgrade and node.
-pub fn alarm_key(name: &str, upgrade_id: Option<&str>, node_id: Option<&str>) -> String {
-    format!(
-        "{name}/{}/{}",
-        upgrade_id.unwrap_or("-"),
-        node_id.unwrap_or("-")
-    )
 }
 
 /// What a node agent reports it runs and holds (newest report wins).
@@ -666,10 +595,25 @@ pub struct Upgrades {
     pub checkpoint_forks: crate::Map<String, CheckpointFork>,
 }
 
+/// The log no longer extends the newest checkpoint the service signed (a
+/// database restored from an older backup, a failover that lost a
+/// tail): an event, kept in the record as found: it raises the `log-checkpoint-fork` alarm, and no checkpoint is
+/// signed until an operator acknowledges this fork.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointForkFound {
+    /// The newest signed checkpoint: its size and root (hex).
+    pub signed_size: u64,
+    pub signed_root: String,
+    /// The log when the fork was found: its size and root (hex).
+    pub log_size: u64,
+    pub log_root: String,
+}
+
 /// A fork of the signed checkpoints, as the log recorded it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckpointFork {
-    pub found: super::CheckpointForkFound,
+    pub found: CheckpointForkFound,
     /// Who acknowledged it and why; `None` while it stops signing.
     pub acknowledged: Option<(String, String)>,
 }
@@ -678,25 +622,6 @@ impl Upgrades {
     /// The fork from the signed checkpoint of `size` and `root`, if found.
     pub fn checkpoint_fork(&self, size: u64, root: &str) -> Option<&CheckpointFork> {
         self.checkpoint_forks.get(&checkpoint_fork_key(size, root))
-    }
-}
-
-/// The upgrade an upgrade event belongs to.
-pub fn upgrade_of(event: &DomainEvent) -> Option<&str> {
-    use crate::event::About;
-    match event.about() {
-        About::Upgrade(id) => Some(id),
-        About::Alarm { upgrade, .. } => upgrade,
-        About::Member(_)
-        | About::JoinRequest(_)
-        | About::Token(_)
-        | About::Policy(_)
-        | About::Principal(_)
-        | About::ResourcePolicy(_)
-        | About::Release(_)
-        | About::RunningRelease
-        | About::Storage
-        | About::Facts(_) => None,
     }
 }
 
