@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use wildmatch::WildMatch;
 
-use crate::iam::{Action, ResourceType};
+use crate::iam::catalog::{Action, ResourceType};
 
 string_enum! {
     pub enum Effect {
@@ -222,8 +222,18 @@ pub fn validate_document(
                 Vec::new()
             }
         };
+        // Fails closed: a statement says what it applies to, `*` included,
+        // as AWS IAM requires `Resource` (policies recorded before this
+        // rule read as they were written: see `read_recorded`).
         let resources = match string_list(st.get("resources")) {
-            Ok(None) => vec!["*".to_owned()],
+            Ok(None) => {
+                issues.push(PolicyIssue::invalid(
+                    at,
+                    "`resources` is missing: a statement names the resources it applies to \
+                     (`[\"*\"]` for every one)",
+                ));
+                Vec::new()
+            }
             Ok(Some(r)) if !r.is_empty() && r.iter().all(|r| valid_resource_pattern(r)) => r,
             _ => {
                 issues.push(PolicyIssue::invalid(
@@ -453,6 +463,32 @@ pub fn evaluate<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_statement_must_name_its_resources_yet_a_recorded_one_without_them_reads_as_written() {
+        let without = json!({"statements": [
+            {"effect": "Allow", "actions": ["cluster:GetMember"]},
+        ]});
+        for attached_to in [None, Some(ResourceType::Member)] {
+            let mut doc = without.clone();
+            if attached_to.is_some() {
+                doc["statements"][0]["principals"] = json!(["user/bob"]);
+            }
+            let issues = validate_document(&doc, attached_to).unwrap_err();
+            assert_eq!(issues.len(), 1, "{issues:?}");
+            assert_eq!(issues[0].code, "INVALID_DOCUMENT");
+            assert_eq!(issues[0].statement, 0);
+            assert!(issues[0].message.contains("`resources`"), "{issues:?}");
+        }
+        let with = json!({"statements": [
+            {"effect": "Allow", "actions": ["cluster:GetMember"], "resources": ["*"]},
+        ]});
+        let validated = validate_document(&with, None).unwrap();
+        // What an older build recorded without `resources` meant every
+        // resource, and still does.
+        assert_eq!(read_recorded(&without), validated);
+        assert_eq!(read_recorded(&without).statements[0].resources, ["*"]);
+    }
 
     #[test]
     fn a_recorded_document_is_read_even_when_the_catalog_no_longer_knows_an_action() {

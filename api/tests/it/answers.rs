@@ -332,7 +332,7 @@ async fn life(a: &mut Answers<'_>) {
     a.write(
         Method::PUT,
         &format!("{UPGRADES}/{id}/policy"),
-        json!({"document": {"statements": [{"effect": "Allow", "actions": ["upgrade:GetUpgrade"], "principals": ["user/ann"]}]}}),
+        json!({"document": {"statements": [{"effect": "Allow", "actions": ["upgrade:GetUpgrade"], "principals": ["user/ann"], "resources": ["*"]}]}}),
         200,
         Read::Get(format!("{UPGRADES}/{id}/policy")),
         &[],
@@ -448,7 +448,7 @@ async fn life(a: &mut Answers<'_>) {
     a.write(
         Method::PUT,
         &format!("{MEMBERS}/n-1/policy"),
-        json!({"document": {"statements": [{"effect": "Deny", "actions": ["cluster:DecommissionMember"], "principals": ["user/ann"]}]}}),
+        json!({"document": {"statements": [{"effect": "Deny", "actions": ["cluster:DecommissionMember"], "principals": ["user/ann"], "resources": ["*"]}]}}),
         200,
         Read::Get(format!("{MEMBERS}/n-1/policy")),
         &[],

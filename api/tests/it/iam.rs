@@ -269,9 +269,9 @@ async fn a_policy_document_is_rejected_with_every_finding_at_once() {
         app.admit("n-a", "hybrid", "192.0.2.31").await;
         let head = app.head().await;
         let doc = json!({"statements": [
-            {"effect": "Allow", "actions": ["cluster:DoesNotExist"], "principals": ["user/bob"]},
-            {"effect": "Perhaps", "actions": ["cluster:GetMember"], "principals": ["user/bob"]},
-            {"effect": "Allow", "actions": ["compute:CreateVpc"], "principals": ["user/bob"]},
+            {"effect": "Allow", "actions": ["cluster:DoesNotExist"], "principals": ["user/bob"], "resources": ["*"]},
+            {"effect": "Perhaps", "actions": ["cluster:GetMember"], "principals": ["user/bob"], "resources": ["*"]},
+            {"effect": "Allow", "actions": ["compute:CreateVpc"], "principals": ["user/bob"], "resources": ["*"]},
         ]});
         let r = app
             .call(
@@ -335,7 +335,7 @@ async fn deny_beats_allow_wildcards_match_and_expiry_and_revocation_take_effect_
         ),
         (
             "NoDecommission",
-            json!([{"effect": "Deny", "actions": ["cluster:Decommission*"]}]),
+            json!([{"effect": "Deny", "actions": ["cluster:Decommission*"], "resources": ["*"]}]),
         ),
     ] {
         let r = app
@@ -387,7 +387,7 @@ async fn deny_beats_allow_wildcards_match_and_expiry_and_revocation_take_effect_
         .call(
             Method::PUT,
             &format!("{m}/n-b/policy"),
-            Some(json!({"document": {"statements": [{"effect": "Deny", "actions": ["cluster:Get*"], "principals": ["user/bob"]}]}})),
+            Some(json!({"document": {"statements": [{"effect": "Deny", "actions": ["cluster:Get*"], "principals": ["user/bob"], "resources": ["*"]}]}})),
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
@@ -537,7 +537,7 @@ async fn nobody_grants_more_than_they_hold() {
         .post(
             "/v1/admin/iam/policies",
             json!({"name": "TokenMinter", "document": {"statements": [
-                {"effect": "Allow", "actions": ["iam:CreateToken", "iam:SetPrincipalPolicies"]}]}}),
+                {"effect": "Allow", "actions": ["iam:CreateToken", "iam:SetPrincipalPolicies"], "resources": ["*"]}]}}),
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);

@@ -605,3 +605,56 @@ async fn grants_that_now_give_more_than_their_granter_holds_are_findings() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_statement_that_names_no_resources_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    for (env, _db) in backends(dir.path()).await {
+        let server = start(dir.path(), &env).await;
+        server.admit("n-1", "192.0.2.11").await;
+        let (_, before) = server.get("/v1/admin/events?limit=1000").await;
+        // A policy that leaves `resources` out, as if that meant every
+        // resource (as it once did): refused at the statement that does,
+        // naming the field, and nothing is recorded. An identity policy,
+        // and a resource policy.
+        let refused = [
+            (
+                server.http.post(server.url("/v1/admin/iam/policies")),
+                json!({"name": "Mixed", "document": {"statements": [
+                    {"effect": "Allow", "actions": ["cluster:GetMember"], "resources": ["*"]},
+                    {"effect": "Allow", "actions": ["cluster:*"]}]}}),
+                1,
+            ),
+            (
+                server
+                    .http
+                    .put(server.url("/v1/admin/cluster/members/n-1/policy")),
+                json!({"document": {"statements": [
+                    {"effect": "Deny", "actions": ["cluster:GetMember"], "principals": ["user/bob"]}]}}),
+                0,
+            ),
+        ];
+        for (req, body, at) in refused {
+            let (status, answer) = server.call(req.json(&body)).await;
+            assert_eq!(status, 400, "{answer}");
+            assert_eq!(answer["code"], "POLICY_REJECTED", "{answer}");
+            let issues = answer["issues"].as_array().unwrap();
+            assert_eq!(issues.len(), 1, "{answer}");
+            assert_eq!(issues[0]["code"], "INVALID_DOCUMENT", "{answer}");
+            assert_eq!(issues[0]["statement"], at, "{answer}");
+            let message = issues[0]["message"].as_str().unwrap();
+            assert!(message.contains("`resources`"), "{answer}");
+        }
+        let (_, after) = server.get("/v1/admin/events?limit=1000").await;
+        assert_eq!(after, before, "nothing was recorded");
+        // Naming them, `*` for every one, is accepted.
+        let (status, answer) = server
+            .post(
+                "/v1/admin/iam/policies",
+                json!({"name": "Mixed", "document": {"statements": [
+                    {"effect": "Allow", "actions": ["cluster:*"], "resources": ["*"]}]}}),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+    }
+}
