@@ -9,16 +9,15 @@ use super::support::membership::*;
 #[test]
 fn admit_appends_member_admitted_with_the_next_ordinal() {
     let s = founders();
-    let d = decide_ok(
-        &s,
-        MemberCommand::Admit {
+    let d = s
+        .when(MemberCommand::Admit {
             node_id: Some("n-3".into()),
             role: Some("storage".into()),
             mgmt_ip: Some("192.0.2.13".into()),
             bindings: map(&[("storage", "10.1.0.13"), ("overlay", "10.2.0.13")]),
             labels: rack("r2"),
-        },
-    );
+        })
+        .decided();
     assert_eq!(d.subject, Subject::Member("n-3".into()));
     assert_eq!(
         d.events,
@@ -37,7 +36,16 @@ fn admit_appends_member_admitted_with_the_next_ordinal() {
 #[test]
 fn an_admitted_member_is_joining_and_bumps_the_generation() {
     let mut s = founders();
-    run_by(&mut s, ALICE, admit("n-3", "control", "192.0.2.13"));
+    s.when_by(ALICE, admit("n-3", "control", "192.0.2.13"))
+        .then_appended(
+            &mut s,
+            [DomainEvent::MemberAdmitted(admitted_event(
+                "n-3",
+                Role::Control,
+                3,
+                "192.0.2.13",
+            ))],
+        );
     let m = member(&s, "n-3");
     assert_eq!(m.state, MemberState::Joining);
     assert!(m.state.in_peer_lists());
@@ -53,7 +61,9 @@ fn an_admitted_member_is_joining_and_bumps_the_generation() {
 
 #[test]
 fn the_founder_gets_ordinal_one() {
-    let d = decide_ok(&State::default(), admit("n-1", "hybrid", "192.0.2.11"));
+    let d = State::default()
+        .when(admit("n-1", "hybrid", "192.0.2.11"))
+        .decided();
     let [DomainEvent::MemberAdmitted(a)] = d.events.as_slice() else {
         panic!("{:?}", d.events)
     };
@@ -62,16 +72,15 @@ fn the_founder_gets_ordinal_one() {
 
 #[test]
 fn admit_normalizes_addresses() {
-    let d = decide_ok(
-        &State::default(),
-        MemberCommand::Admit {
+    let d = State::default()
+        .when(MemberCommand::Admit {
             node_id: Some("n-1".into()),
             role: Some("hybrid".into()),
             mgmt_ip: Some("2001:DB8:0:0::0012".into()),
             bindings: map(&[("overlay", "2001:db8:0::1")]),
             labels: StringMap::new(),
-        },
-    );
+        })
+        .decided();
     let [DomainEvent::MemberAdmitted(a)] = d.events.as_slice() else {
         panic!("{:?}", d.events)
     };
@@ -141,7 +150,7 @@ fn a_node_id_is_a_dns_label() {
     }
     let max = "a".repeat(63);
     for good in ["n-3", "3", "a-b-c", max.as_str()] {
-        decide_ok(&s, admit(good, "control", "192.0.2.13"));
+        s.when(admit(good, "control", "192.0.2.13")).decided();
     }
 }
 
@@ -180,8 +189,9 @@ fn admit_refuses_an_address_taken_by_a_member_not_decommissioned() {
         MemberState::Removing,
     ] {
         let s = cluster_with(state);
-        let r = refused(&s, admit("n-4", "control", "192.0.2.13"));
-        assert_eq!(r.code, ErrorCode::MemberExists, "{state:?}");
+        let r = s
+            .when(admit("n-4", "control", "192.0.2.13"))
+            .then_refused(ErrorCode::MemberExists);
         assert_eq!(fields(&r), ["mgmtIp"]);
         assert_eq!(message_of(&r, "mgmtIp"), "is taken by member n-3");
     }
@@ -198,7 +208,7 @@ fn an_address_taken_is_compared_after_normalization() {
 #[test]
 fn a_decommissioned_members_address_is_free_again() {
     let s = cluster_with(MemberState::Decommissioned);
-    let d = decide_ok(&s, admit("n-4", "control", "192.0.2.13"));
+    let d = s.when(admit("n-4", "control", "192.0.2.13")).decided();
     assert_eq!(d.events.len(), 1);
 }
 
@@ -218,15 +228,12 @@ fn a_storage_member_needs_a_rack_label() {
         message_of(&r, "labels.topology.rack"),
         "is required for a storage member"
     );
-    decide_ok(&s, admit_with("n-3", "storage", "192.0.2.13", rack("r2")));
-    decide_ok(
-        &s,
-        admit_with("n-3", "compute", "192.0.2.13", StringMap::new()),
-    );
-    decide_ok(
-        &s,
-        admit_with("n-3", "control", "192.0.2.13", StringMap::new()),
-    );
+    s.when(admit_with("n-3", "storage", "192.0.2.13", rack("r2")))
+        .decided();
+    s.when(admit_with("n-3", "compute", "192.0.2.13", StringMap::new()))
+        .decided();
+    s.when(admit_with("n-3", "control", "192.0.2.13", StringMap::new()))
+        .decided();
 }
 
 #[test]
@@ -247,12 +254,24 @@ fn admit_lists_every_conflict_at_once() {
 fn the_ordinal_is_max_plus_one_and_never_reused() {
     // n-3 holds the highest ordinal and is decommissioned.
     let mut s = cluster_with(MemberState::Decommissioned);
-    let d = run_by(&mut s, ADMIN, admit("n-4", "compute", "192.0.2.13"));
-    let [DomainEvent::MemberAdmitted(a)] = d.events.as_slice() else {
-        panic!("{:?}", d.events)
-    };
-    assert_eq!(a.ordinal, 4);
-    run_by(&mut s, ADMIN, admit("n-5", "compute", "192.0.2.15"));
+    s.when(admit("n-4", "compute", "192.0.2.13")).then_appended(
+        &mut s,
+        [DomainEvent::MemberAdmitted(admitted_event(
+            "n-4",
+            Role::Compute,
+            4,
+            "192.0.2.13",
+        ))],
+    );
+    s.when(admit("n-5", "compute", "192.0.2.15")).then_appended(
+        &mut s,
+        [DomainEvent::MemberAdmitted(admitted_event(
+            "n-5",
+            Role::Compute,
+            5,
+            "192.0.2.15",
+        ))],
+    );
     assert_eq!(member(&s, "n-5").ordinal, 5);
     assert_eq!(s.membership.max_ordinal, 5);
 
@@ -261,7 +280,7 @@ fn the_ordinal_is_max_plus_one_and_never_reused() {
         admitted("n-1", Role::Hybrid, 1),
         admitted("n-7", Role::Control, 7),
     ]);
-    let d = decide_ok(&s, admit("n-8", "control", "192.0.2.30"));
+    let d = s.when(admit("n-8", "control", "192.0.2.30")).decided();
     let [DomainEvent::MemberAdmitted(a)] = d.events.as_slice() else {
         panic!("{:?}", d.events)
     };
@@ -271,7 +290,15 @@ fn the_ordinal_is_max_plus_one_and_never_reused() {
 #[test]
 fn a_failed_members_ordinal_is_not_reused() {
     let mut s = cluster_with(MemberState::Failed);
-    run_by(&mut s, ADMIN, admit("n-4", "compute", "192.0.2.14"));
+    s.when(admit("n-4", "compute", "192.0.2.14")).then_appended(
+        &mut s,
+        [DomainEvent::MemberAdmitted(admitted_event(
+            "n-4",
+            Role::Compute,
+            4,
+            "192.0.2.14",
+        ))],
+    );
     assert_eq!(member(&s, "n-4").ordinal, 4);
     assert_eq!(member(&s, "n-3").ordinal, 3);
 }

@@ -18,10 +18,11 @@ fn decommission_needs_a_reason() {
         .then_invalid(&["reason"]);
     assert_eq!(message_of(&r, "reason"), "is required");
     for bad in ["", "  ", "two\nlines"] {
-        assert_invalid(&refused(&s, decommission("n-3", bad)), &["reason"]);
+        assert_invalid(&s.when(decommission("n-3", bad)).refusal(), &["reason"]);
     }
     assert_invalid(
-        &refused(&s, decommission("n-3", &"r".repeat(MAX_REASON + 1))),
+        &s.when(decommission("n-3", &"r".repeat(MAX_REASON + 1)))
+            .refusal(),
         &["reason"],
     );
 }
@@ -51,29 +52,35 @@ fn decommission_of_an_active_voter_starts_its_removal_from_every_raft() {
 
 #[test]
 fn decommission_of_a_joining_member_removes_it_from_the_rafts_it_reached() {
-    let mut s = cluster_with(MemberState::Joining);
-    run_by(&mut s, ADMIN, progress("n-3", "join/raft-patroni"));
-    let d = run_by(&mut s, ALICE, decommission("n-3", "wrong rack"));
-    let DomainEvent::MemberRemovalStarted(e) = &d.events[0] else {
-        panic!("{:?}", d.events)
-    };
-    assert_eq!(e.rafts, vec![Raft::Patroni]);
-    assert_eq!(d.events.len(), 1);
+    let mut s = cluster_with(MemberState::Joining).and(&[progressed("n-3", "join/raft-patroni")]);
+    s.when_by(ALICE, decommission("n-3", "wrong rack"))
+        .then_appended(
+            &mut s,
+            [removal_started(
+                "n-3",
+                "wrong rack",
+                false,
+                &[Raft::Patroni],
+            )],
+        );
     assert_eq!(member(&s, "n-3").state, MemberState::Removing);
 }
 
 #[test]
 fn decommission_of_a_failed_member_removes_what_its_cleanup_has_not() {
-    let mut s = cluster_with(MemberState::Failed);
-    run_by(&mut s, CLEANER, removal("n-3", Raft::Patroni));
-    let d = run_by(&mut s, ALICE, decommission("n-3", "give up"));
-    let DomainEvent::MemberRemovalStarted(e) = &d.events[0] else {
-        panic!("{:?}", d.events)
-    };
-    assert_eq!(e.rafts, vec![Raft::Openbao]);
+    let mut s =
+        cluster_with(MemberState::Failed).and_by(CLEANER, &[raft_removed("n-3", Raft::Patroni)]);
+    s.when_by(ALICE, decommission("n-3", "give up"))
+        .then_appended(
+            &mut s,
+            [removal_started("n-3", "give up", false, &[Raft::Openbao])],
+        );
     assert_eq!(member(&s, "n-3").state, MemberState::Removing);
-    let d = run_by(&mut s, CLEANER, removal("n-3", Raft::Openbao));
-    assert_eq!(d.events.len(), 3);
+    s.when_by(CLEANER, removal("n-3", Raft::Openbao))
+        .then_appended(
+            &mut s,
+            cleanup_of("n-3", &[Raft::Openbao], Some(("give up", ALICE))),
+        );
     assert_eq!(member(&s, "n-3").state, MemberState::Decommissioned);
     assert_eq!(member(&s, "n-3").decommissioned_by.as_deref(), Some(ALICE));
 }
@@ -137,8 +144,8 @@ fn a_compute_member_with_no_rafts_goes_straight_to_decommissioned() {
 fn decommission_of_removing_or_decommissioned_answers_it_unchanged() {
     for state in [MemberState::Removing, MemberState::Decommissioned] {
         let s = cluster_with(state);
-        assert_member_unchanged(&decide_ok(&s, decommission("n-3", "again")), "n-3");
-        assert_member_unchanged(&decide_ok(&s, force_decommission("n-3", "again")), "n-3");
+        assert_member_unchanged(&s.when(decommission("n-3", "again")).decided(), "n-3");
+        assert_member_unchanged(&s.when(force_decommission("n-3", "again")).decided(), "n-3");
         assert_eq!(
             member(&s, "n-3").decommission_reason.as_deref(),
             Some("disk failed")
@@ -178,18 +185,14 @@ fn joining_voters_do_not_count_toward_quorum() {
     );
     // A third active voter makes it safe.
     let s = cluster_with(MemberState::Active);
-    decide_ok(&s, decommission("n-1", "disk failed"));
+    s.when(decommission("n-1", "disk failed")).decided();
 }
 
 #[test]
 fn force_decommissions_even_when_quorum_is_at_risk() {
     let mut s = founders();
-    let d = run_by(&mut s, ALICE, force_decommission("n-2", "burned"));
-    let DomainEvent::MemberRemovalStarted(e) = &d.events[0] else {
-        panic!("{:?}", d.events)
-    };
-    assert!(e.forced);
-    assert_eq!(e.rafts, Raft::ALL.to_vec());
+    s.when_by(ALICE, force_decommission("n-2", "burned"))
+        .then_appended(&mut s, [removal_started("n-2", "burned", true, &Raft::ALL)]);
     assert_eq!(member(&s, "n-2").state, MemberState::Removing);
 }
 
@@ -209,7 +212,7 @@ fn quorum_only_guards_active_voters() {
         ],
     );
     for node in ["n-2", "n-3", "n-4"] {
-        decide_ok(&s, decommission(node, "not needed"));
+        s.when(decommission(node, "not needed")).decided();
     }
 }
 

@@ -95,7 +95,7 @@ fn reporting_the_current_generation_does_not_bump_it() {
     assert_eq!(s.membership.generation, generation);
     assert!(s.position > generation);
     // And the member is no longer lagging: the same report again is a no-op.
-    assert_member_unchanged(&decide_ok(&s, applied_gen("n-3", generation)), "n-3");
+    assert_member_unchanged(&s.when(applied_gen("n-3", generation)).decided(), "n-3");
 }
 
 #[test]
@@ -118,12 +118,17 @@ fn a_generation_above_the_clusters_is_invalid() {
 
 #[test]
 fn a_report_equal_to_the_current_applied_answers_unchanged() {
-    let mut s = cluster_with(MemberState::Active);
-    run_by(&mut s, "node/n-3", applied_gen("n-3", 3));
-    assert_member_unchanged(&decide_ok(&s, applied_gen("n-3", 3)), "n-3");
+    let s = cluster_with(MemberState::Active).and_by(
+        "node/n-3",
+        &[DomainEvent::AppliedGenerationReported {
+            node_id: "n-3".into(),
+            generation: 3,
+        }],
+    );
+    assert_member_unchanged(&s.when(applied_gen("n-3", 3)).then_nothing(), "n-3");
     // A fresh member has applied nothing yet.
     let s = cluster_with(MemberState::Joining);
-    assert_member_unchanged(&decide_ok(&s, applied_gen("n-3", 0)), "n-3");
+    assert_member_unchanged(&s.when(applied_gen("n-3", 0)).decided(), "n-3");
 }
 
 #[test]
@@ -135,7 +140,9 @@ fn every_state_but_decommissioned_reports_its_applied_generation() {
         MemberState::Removing,
     ] {
         let s = cluster_with(state);
-        let d = decide_ok(&s, applied_gen("n-3", s.membership.generation));
+        let d = s
+            .when(applied_gen("n-3", s.membership.generation))
+            .decided();
         assert_eq!(d.events.len(), 1, "{state:?}");
     }
     let s = cluster_with(MemberState::Decommissioned);

@@ -103,53 +103,44 @@ fn resource_policy_keys_name_the_member_or_the_upgrade() {
 #[test]
 fn a_resource_policy_statement_must_name_its_principals() {
     // Otherwise it would apply to every caller, other nodes' agents included.
-    let doc =
-        json!({"statements": [{"effect": "Allow", "actions": ["cluster:DecommissionMember"]}]});
+    let doc = json!({"statements": [{"effect": "Allow", "actions": ["cluster:DecommissionMember"], "resources": ["*"]}]});
     assert_eq!(findings(&doc, Some(ResourceType::Member)), vec![invalid(0)]);
 }
 
 #[test]
 fn nobody_grants_a_policy_they_do_not_hold() {
-    use crate::testing::when_holding;
     let s = State::default();
     let grant = |held: &[&str], policies: &[&str]| {
-        when_holding(
-            &s,
+        s.when_holding(
             ALICE,
             held,
-            cmd(IamCommand::IssueToken {
+            IamCommand::IssueToken {
                 token_id: "tok-9".into(),
                 principal: Some(BOB.into()),
                 verifier: crate::iam::SecretVerifier::Sha256([9; 32]),
                 policies: policies.iter().map(|p| (*p).to_owned()).collect(),
                 expires_at: None,
-            }),
+            },
         )
     };
-    let r = grant(&["ClusterOperator"], &["AdministratorAccess"]).unwrap_err();
-    assert_eq!(r.code, ErrorCode::AccessDenied);
+    let r =
+        grant(&["ClusterOperator"], &["AdministratorAccess"]).then_refused(ErrorCode::AccessDenied);
     assert_eq!(
         r.details.as_ref().unwrap()["notHeld"],
         json!(["AdministratorAccess"])
     );
     assert_eq!(r.details.as_ref().unwrap()["action"], "iam:CreateToken");
-    assert!(grant(&["ClusterOperator"], &["ClusterOperator"]).is_ok());
-    assert!(grant(&["AdministratorAccess"], &["NodeAgent", "Auditor"]).is_ok());
-    let r = when_holding(
-        &s,
+    grant(&["ClusterOperator"], &["ClusterOperator"]).decided();
+    grant(&["AdministratorAccess"], &["NodeAgent", "Auditor"]).decided();
+    s.when_holding(
         ALICE,
         &["ReadOnly"],
-        cmd(IamCommand::SetPrincipalPolicies {
+        IamCommand::SetPrincipalPolicies {
             principal: ALICE.into(),
             policies: Some(vec!["AdministratorAccess".into()]),
-        }),
+        },
     )
-    .unwrap_err();
-    assert_eq!(
-        r.code,
-        ErrorCode::AccessDenied,
-        "no attaching more to oneself"
-    );
+    .then_refused(ErrorCode::AccessDenied);
 }
 
 #[test]

@@ -40,24 +40,18 @@ fn only(action: Action) -> String {
 }
 
 fn world(action: Action) -> State {
-    let mut s = with_member_n1();
     // The administrator, as the bootstrap makes it.
-    run(
-        &mut s,
-        issue("tok-admin", ADMIN, 200, &["AdministratorAccess"], None),
-    );
-    run(
-        &mut s,
-        set_principal_policies(OPS_LEAD, &["AdministratorAccess"]),
-    );
-    run(
-        &mut s,
-        create_policy(
+    with_member_n1().and(&[
+        issued("tok-admin", ADMIN, 200, &["AdministratorAccess"], None),
+        DomainEvent::PrincipalPoliciesSet(PrincipalPoliciesSet {
+            principal: OPS_LEAD.into(),
+            policies: vec!["AdministratorAccess".into()],
+        }),
+        policy_created(
             &only(action),
-            json!({"statements": [{"effect": "Allow", "actions": [action.name()], "resources": ["*"]}]}),
+            &json!({"statements": [{"effect": "Allow", "actions": [action.name()], "resources": ["*"]}]}),
         ),
-    );
-    s
+    ])
 }
 
 fn with_member_n1() -> State {
@@ -229,34 +223,31 @@ fn a_token_for_another_principal_needs_every_policy_that_principal_holds() {
     // The finding: eve, holding only iam:CreateToken, asks for a token of
     // ops-lead, whose attached AdministratorAccess it would carry.
     let s = world(Action::CreateToken);
-    let r = crate::testing::when_holding(
-        &s,
-        EVE,
-        &[&only(Action::CreateToken)],
-        cmd(issue("tok-x", OPS_LEAD, 7, &[], None)),
-    )
-    .unwrap_err();
-    assert_eq!(r.code, ErrorCode::AccessDenied, "{r:?}");
+    let r = s
+        .when_holding(
+            EVE,
+            &[&only(Action::CreateToken)],
+            issue("tok-x", OPS_LEAD, 7, &[], None),
+        )
+        .then_refused(ErrorCode::AccessDenied);
     assert_eq!(
         r.details.as_ref().unwrap()["notHeld"],
         json!(["AdministratorAccess"])
     );
     // Its own token, with what it holds, is fine.
-    crate::testing::when_holding(
-        &s,
+    s.when_holding(
         EVE,
         &[&only(Action::CreateToken)],
-        cmd(issue("tok-y", EVE, 8, &[&only(Action::CreateToken)], None)),
+        issue("tok-y", EVE, 8, &[&only(Action::CreateToken)], None),
     )
-    .unwrap();
+    .decided();
     // An administrator makes ops-lead's token.
-    crate::testing::when_holding(
-        &s,
+    s.when_holding(
         "user/admin",
         &["AdministratorAccess"],
-        cmd(issue("tok-z", OPS_LEAD, 9, &[], None)),
+        issue("tok-z", OPS_LEAD, 9, &[], None),
     )
-    .unwrap();
+    .decided();
 }
 
 #[test]
@@ -264,84 +255,65 @@ fn a_resource_policy_gives_only_what_its_setter_holds_there_and_never_to_everyon
     let s = world(Action::SetMemberPolicy);
     let setter = only(Action::SetMemberPolicy);
     let set = |principals: Value, actions: Value| {
-        crate::testing::when_holding(
-            &s,
-            EVE,
-            &[&setter],
-            cmd(set_member_policy(
+        s.when_holding(EVE, &[&setter], set_member_policy(
                 "n-1",
                 json!({"statements": [{"effect": "Allow", "actions": actions, "resources": ["*"], "principals": principals}]}),
-            )),
-        )
+            ))
     };
     // The finding: everything to everyone.
-    let r = set(json!(["*"]), json!(["*"])).unwrap_err();
-    assert_eq!(r.code, ErrorCode::AccessDenied, "{r:?}");
+    set(json!(["*"]), json!(["*"])).then_refused(ErrorCode::AccessDenied);
     // To one principal, only what the setter holds on n-1.
-    let r = set(json!([OTHER]), json!(["cluster:DecommissionMember"])).unwrap_err();
+    let r = set(json!([OTHER]), json!(["cluster:DecommissionMember"])).refusal();
     assert_eq!(
         r.details.as_ref().unwrap()["notHeld"],
         json!(["cluster:DecommissionMember on stratum:member/n-1"])
     );
-    set(json!([OTHER]), json!(["cluster:SetMemberPolicy"])).unwrap();
+    set(json!([OTHER]), json!(["cluster:SetMemberPolicy"])).decided();
     // An administrator may allow everyone.
-    crate::testing::when_holding(
-        &s,
-        "user/admin",
-        &["AdministratorAccess"],
-        cmd(set_member_policy(
+    s.when_holding("user/admin", &["AdministratorAccess"], set_member_policy(
             "n-1",
             json!({"statements": [{"effect": "Allow", "actions": ["cluster:GetMember"], "resources": ["*"], "principals": ["*"]}]}),
-        )),
-    )
-    .unwrap();
+        )).decided();
 }
 
 #[test]
 fn a_grant_carries_the_denies_of_its_granter_and_node_scoped_policies_stay_the_nodes() {
-    let mut s = world(Action::CreateToken);
-    run(
-        &mut s,
-        create_policy(
-            "NoDecommission",
-            json!({"statements": [{"effect": "Deny", "actions": ["cluster:DecommissionMember"], "resources": ["*"]}]}),
-        ),
-    );
+    let s = world(Action::CreateToken).and(&[policy_created(
+        "NoDecommission",
+        &json!({"statements": [{"effect": "Deny", "actions": ["cluster:DecommissionMember"], "resources": ["*"]}]}),
+    )]);
     let held = ["AdministratorAccess", "NoDecommission"];
     // Without the Deny, the administrator's token would escape it.
-    let r = crate::testing::when_holding(
-        &s,
-        "user/lead",
-        &held,
-        cmd(issue("tok-a", OTHER, 1, &["AdministratorAccess"], None)),
-    )
-    .unwrap_err();
+    let r = s
+        .when_holding(
+            "user/lead",
+            &held,
+            issue("tok-a", OTHER, 1, &["AdministratorAccess"], None),
+        )
+        .refusal();
     assert!(
         r.message.contains("NoDecommission"),
         "the Deny is named: {r:?}"
     );
-    crate::testing::when_holding(
-        &s,
+    s.when_holding(
         "user/lead",
         &held,
-        cmd(issue(
+        issue(
             "tok-b",
             OTHER,
             2,
             &["AdministratorAccess", "NoDecommission"],
             None,
-        )),
+        ),
     )
-    .unwrap();
+    .decided();
     // A user holding NodeAgent holds no node's power: it cannot give it.
-    let r = crate::testing::when_holding(
-        &s,
+    s.when_holding(
         EVE,
         &["NodeAgent", &only(Action::CreateToken)],
-        cmd(issue("tok-c", NODE, 3, &["NodeAgent"], None)),
+        issue("tok-c", NODE, 3, &["NodeAgent"], None),
     )
-    .unwrap_err();
-    assert_eq!(r.code, ErrorCode::AccessDenied, "{r:?}");
+    .then_refused(ErrorCode::AccessDenied);
 }
 
 #[test]
@@ -360,7 +332,14 @@ fn grants_on_record_that_break_the_rule_are_findings() {
         })],
     );
     // And a resource policy for everyone, set by a member-policy setter.
-    run(&mut s, set_principal_policies("user/mallory", &[]));
+    apply(
+        &mut s,
+        ADMIN,
+        &[DomainEvent::PrincipalPoliciesSet(PrincipalPoliciesSet {
+            principal: "user/mallory".into(),
+            policies: vec![],
+        })],
+    );
     apply(
         &mut s,
         "user/mallory",

@@ -10,8 +10,8 @@ use super::support::iam::*;
 fn an_explicit_deny_beats_an_allow_in_the_same_document() {
     let doc = accepted(
         &json!({"statements": [
-            {"effect": "Allow", "actions": ["*"]},
-            {"effect": "Deny", "actions": ["cluster:DecommissionMember"]},
+            {"effect": "Allow", "actions": ["*"], "resources": ["*"]},
+            {"effect": "Deny", "actions": ["cluster:DecommissionMember"], "resources": ["*"]},
         ]}),
         None,
     );
@@ -226,16 +226,11 @@ fn gate(s: &State, principal: &str, token: &[&str], action: Action, node: &str) 
 
 /// Member `n-a` and the custom policy `member-reader` (GetMember on any).
 fn with_member_reader_policy() -> State {
-    let mut s = with_member();
-    run(
-        &mut s,
-        create_policy(
-            "member-reader",
-            json!({"statements": [
+    with_member().and(&[policy_created(
+        "member-reader",
+        &json!({"statements": [
         {"effect": "Allow", "actions": ["cluster:GetMember"], "resources": ["*"]}]}),
-        ),
-    );
-    s
+    )])
 }
 
 #[test]
@@ -245,19 +240,20 @@ fn the_gate_counts_the_token_the_attachment_and_the_resource_policy() {
         gate(&s, ALICE, &[], Action::GetMember, "n-a"),
         Err(Verdict::NotAllowed)
     );
-    run(&mut s, set_principal_policies(ALICE, &["member-reader"]));
+    apply(&mut s, ADMIN, &[attached(ALICE, &["member-reader"])]);
     assert_eq!(
         gate(&s, ALICE, &["ReadOnly"], Action::GetMember, "n-a"),
         Ok(vec!["ReadOnly".to_owned(), "member-reader".to_owned()]),
         "every held name, sorted, once"
     );
-    run(
+    apply(
         &mut s,
-        set_member_policy(
-            "n-a",
-            json!({"statements": [
-        {"effect": "Deny", "actions": ["cluster:GetMember"], "principals": [ALICE]}]}),
-        ),
+        ADMIN,
+        &[DomainEvent::ResourcePolicySet(ResourcePolicySet {
+            resource: "member/n-a".into(),
+            document: canonical(&json!({"statements": [
+        {"effect": "Deny", "actions": ["cluster:GetMember"], "principals": [ALICE], "resources": ["*"]}]})),
+        })],
     );
     assert_eq!(
         gate(&s, ALICE, &["ReadOnly"], Action::GetMember, "n-a"),
@@ -269,10 +265,9 @@ fn the_gate_counts_the_token_the_attachment_and_the_resource_policy() {
 
 #[test]
 fn a_detached_policy_no_longer_counts_at_the_gate() {
-    let mut s = with_member_reader_policy();
-    run(&mut s, set_principal_policies(ALICE, &["member-reader"]));
+    let s = with_member_reader_policy().and(&[attached(ALICE, &["member-reader"])]);
     assert!(gate(&s, ALICE, &[], Action::GetMember, "n-a").is_ok());
-    run(&mut s, set_principal_policies(ALICE, &[]));
+    let s = s.and(&[attached(ALICE, &[])]);
     assert_eq!(
         gate(&s, ALICE, &[], Action::GetMember, "n-a"),
         Err(Verdict::NotAllowed)

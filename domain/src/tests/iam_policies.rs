@@ -10,11 +10,12 @@ use super::support::iam::*;
 fn create_policy_rejects_a_bad_document_with_its_issues() {
     let doc = json!({"statements": [
         {"effect": "Allow", "actions": ["cluster:Nope"], "resources": ["*"]},
-        {"effect": "Maybe", "actions": ["cluster:GetMember"]},
-        {"effect": "Allow", "actions": ["cluster:GetMember"], "principals": [BOB]},
+        {"effect": "Maybe", "actions": ["cluster:GetMember"], "resources": ["*"]},
+        {"effect": "Allow", "actions": ["cluster:GetMember"], "principals": [BOB], "resources": ["*"]},
     ]});
-    let r = refused(&State::default(), create_policy("Readers", doc));
-    assert_eq!(r.code, ErrorCode::PolicyRejected, "{r:?}");
+    let r = State::default()
+        .when(create_policy("Readers", doc))
+        .then_refused(ErrorCode::PolicyRejected);
     assert!(r.field_errors.is_empty(), "{r:?}");
     let shown: Vec<Value> = r
         .issues
@@ -58,23 +59,26 @@ fn create_policy_appends_policy_created_and_keeps_the_parsed_document() {
 
 #[test]
 fn create_policy_again_with_the_same_document_appends_nothing() {
-    let mut s = State::default();
-    run(&mut s, create_policy("UpgradeViewers", good_document()));
-    let d = run(&mut s, create_policy("UpgradeViewers", good_document()));
+    let s = given(&[policy_created("UpgradeViewers", &good_document())]);
+    let d = s
+        .when(create_policy("UpgradeViewers", good_document()))
+        .then_nothing();
     assert_unchanged(&d, Subject::Policy("UpgradeViewers".into()));
     // The same document with its members in another order is the same.
     let reordered = json!({"statements": [
         {"resources": ["*"], "actions": ["upgrade:Get*", "upgrade:ListUpgrades"], "effect": "Allow"},
     ]});
-    let d = run(&mut s, create_policy("UpgradeViewers", reordered));
+    let d = s
+        .when(create_policy("UpgradeViewers", reordered))
+        .then_nothing();
     assert_unchanged(&d, Subject::Policy("UpgradeViewers".into()));
 }
 
 #[test]
 fn create_policy_with_another_document_under_a_taken_name_is_policy_exists() {
-    let mut s = State::default();
-    run(&mut s, create_policy("UpgradeViewers", good_document()));
-    let other = json!({"statements": [{"effect": "Allow", "actions": ["upgrade:*"]}]});
+    let s = given(&[policy_created("UpgradeViewers", &good_document())]);
+    let other =
+        json!({"statements": [{"effect": "Allow", "actions": ["upgrade:*"], "resources": ["*"]}]});
     s.when(create_policy("UpgradeViewers", other))
         .then_refused(ErrorCode::PolicyExists);
 }
@@ -90,31 +94,31 @@ fn create_policy_refuses_managed_and_malformed_names() {
         "",
         long.as_str(),
     ] {
-        let r = refused(&State::default(), create_policy(name, good_document()));
-        assert_invalid(&r, &["name"]);
+        State::default()
+            .when(create_policy(name, good_document()))
+            .then_invalid(&["name"]);
     }
-    let mut s = State::default();
-    let d = run(&mut s, create_policy(&"a".repeat(128), good_document()));
-    assert_eq!(d.events.len(), 1, "128 characters is a name: {d:?}");
+    let long = "a".repeat(128);
+    State::default()
+        .when(create_policy(&long, good_document()))
+        .then([policy_created(&long, &good_document())]);
 }
 
 #[test]
 fn create_policy_requires_a_name_and_a_document() {
-    let r = refused(
-        &State::default(),
-        IamCommand::CreatePolicy {
+    State::default()
+        .when(IamCommand::CreatePolicy {
             name: None,
             document: None,
-        },
-    );
-    assert_invalid(&r, &["name", "document"]);
+        })
+        .then_invalid(&["name", "document"]);
 }
 
 #[test]
 fn a_custom_policy_name_of_allowed_characters_is_accepted() {
-    let mut s = State::default();
-    let d = run(&mut s, create_policy("Ops+=,.@_-1", good_document()));
-    assert_eq!(d.events.len(), 1, "{d:?}");
+    State::default()
+        .when(create_policy("Ops+=,.@_-1", good_document()))
+        .then([policy_created("Ops+=,.@_-1", &good_document())]);
 }
 
 // ---------------------------------------------------------------------------
@@ -123,7 +127,7 @@ fn a_custom_policy_name_of_allowed_characters_is_accepted() {
 
 #[test]
 fn a_resource_policy_on_an_unknown_member_is_not_found() {
-    let doc = json!({"statements": [{"effect": "Allow", "actions": ["cluster:GetMember"]}]});
+    let doc = json!({"statements": [{"effect": "Allow", "actions": ["cluster:GetMember"], "resources": ["*"]}]});
     with_member()
         .when(set_member_policy("n-zz", doc))
         .then_refused(ErrorCode::NotFound);
@@ -131,7 +135,7 @@ fn a_resource_policy_on_an_unknown_member_is_not_found() {
 
 #[test]
 fn a_resource_policy_on_an_unknown_upgrade_is_not_found() {
-    let doc = json!({"statements": [{"effect": "Allow", "actions": ["upgrade:GetUpgrade"]}]});
+    let doc = json!({"statements": [{"effect": "Allow", "actions": ["upgrade:GetUpgrade"], "resources": ["*"]}]});
     with_member()
         .when(IamCommand::SetResourcePolicy {
             resource_type: ResourceType::Upgrade,
@@ -159,7 +163,7 @@ fn a_member_policy_is_validated_against_the_member_resource_type() {
             json!({"code": "ACTION_NOT_APPLICABLE", "statement": 2, "action": "upgrade:CancelUpgrade"}),
         ]
     );
-    let vpc = json!({"statements": [{"effect": "Allow", "actions": ["compute:CreateVpc"], "principals": ["*"]}]});
+    let vpc = json!({"statements": [{"effect": "Allow", "actions": ["compute:CreateVpc"], "principals": ["*"], "resources": ["*"]}]});
     let r = with_member()
         .when(set_member_policy("n-a", vpc))
         .then_refused(ErrorCode::PolicyRejected);
@@ -171,7 +175,7 @@ fn a_member_policy_is_validated_against_the_member_resource_type() {
 fn a_member_policy_is_set_once_and_keeps_its_principals() {
     let mut s = with_member();
     let doc = json!({"statements": [
-        {"effect": "Deny", "actions": ["cluster:DecommissionMember"], "principals": [BOB]},
+        {"effect": "Deny", "actions": ["cluster:DecommissionMember"], "principals": [BOB], "resources": ["*"]},
     ]});
     let d = s.when(set_member_policy("n-a", doc.clone())).then_appended(
         &mut s,
@@ -194,7 +198,7 @@ fn a_member_policy_is_set_once_and_keeps_its_principals() {
         ),
         Verdict::Denied
     );
-    let again = run(&mut s, set_member_policy("n-a", doc));
+    let again = s.when(set_member_policy("n-a", doc)).then_nothing();
     assert_unchanged(&again, Subject::ResourcePolicy("member/n-a".into()));
 }
 
@@ -215,30 +219,24 @@ fn a_resource_policy_requires_a_document() {
 
 #[test]
 fn principal_policies_need_a_valid_principal_and_known_policies() {
-    let r = refused(
-        &State::default(),
-        set_principal_policies("alice", &["ReadOnly"]),
-    );
-    assert_invalid(&r, &["principal"]);
-    let r = refused(
-        &State::default(),
-        set_principal_policies(ALICE, &["ReadOnly", "Nope"]),
-    );
+    State::default()
+        .when(set_principal_policies("alice", &["ReadOnly"]))
+        .then_invalid(&["principal"]);
+    let r = State::default()
+        .when(set_principal_policies(ALICE, &["ReadOnly", "Nope"]))
+        .refusal();
     assert_invalid(&r, &["policies[1]"]);
-    let r = refused(
-        &State::default(),
-        IamCommand::SetPrincipalPolicies {
+    State::default()
+        .when(IamCommand::SetPrincipalPolicies {
             principal: "alice".into(),
             policies: None,
-        },
-    );
-    assert_invalid(&r, &["principal", "policies"]);
+        })
+        .then_invalid(&["principal", "policies"]);
 }
 
 #[test]
 fn setting_principal_policies_appends_and_attaches_them() {
-    let mut s = State::default();
-    run(&mut s, create_policy("UpgradeViewers", good_document()));
+    let mut s = given(&[policy_created("UpgradeViewers", &good_document())]);
     let d = s
         .when(set_principal_policies(
             ALICE,
@@ -259,13 +257,18 @@ fn setting_principal_policies_appends_and_attaches_them() {
 
 #[test]
 fn setting_the_same_principal_policies_again_appends_nothing() {
-    let mut s = State::default();
-    run(&mut s, set_principal_policies(NODE_A, &["NodeAgent"]));
-    let d = run(&mut s, set_principal_policies(NODE_A, &["NodeAgent"]));
+    let s = given(&[DomainEvent::PrincipalPoliciesSet(PrincipalPoliciesSet {
+        principal: NODE_A.into(),
+        policies: vec!["NodeAgent".into()],
+    })]);
+    let d = s
+        .when(set_principal_policies(NODE_A, &["NodeAgent"]))
+        .then_nothing();
     assert_unchanged(&d, Subject::Principal(NODE_A.into()));
-    let d = run(
-        &mut s,
-        set_principal_policies(NODE_A, &["NodeAgent", "ReadOnly"]),
-    );
-    assert_eq!(d.events.len(), 1, "a different list is a change: {d:?}");
+    // A different list is a change.
+    s.when(set_principal_policies(NODE_A, &["NodeAgent", "ReadOnly"]))
+        .then([DomainEvent::PrincipalPoliciesSet(PrincipalPoliciesSet {
+            principal: NODE_A.into(),
+            policies: vec!["NodeAgent".into(), "ReadOnly".into()],
+        })]);
 }

@@ -21,8 +21,8 @@ fn a_document_is_rejected_with_every_finding_at_once() {
 #[test]
 fn a_statement_lists_each_bad_action() {
     let doc = json!({"statements": [
-        {"effect": "Allow", "actions": ["cluster:GetMember"], "principals": ["*"]},
-        {"effect": "Allow", "actions": ["cluster:Nope", "cluster:GetMember", "compute:CreateVpc", "iam:Nope"], "principals": ["*"]},
+        {"effect": "Allow", "actions": ["cluster:GetMember"], "principals": ["*"], "resources": ["*"]},
+        {"effect": "Allow", "actions": ["cluster:Nope", "cluster:GetMember", "compute:CreateVpc", "iam:Nope"], "principals": ["*"], "resources": ["*"]},
     ]});
     assert_eq!(
         findings(&doc, Some(ResourceType::Member)),
@@ -37,11 +37,11 @@ fn a_statement_lists_each_bad_action() {
 #[test]
 fn a_missing_actions_member_is_a_malformed_statement() {
     let doc = json!({"statements": [
-        {"effect": "Allow", "actions": ["*"]},
-        {"effect": "Deny"},
-        {"effect": "Deny", "actions": []},
-        {"effect": "Deny", "actions": "cluster:GetMember"},
-        {"effect": "Deny", "actions": [1]},
+        {"effect": "Allow", "actions": ["*"], "resources": ["*"]},
+        {"effect": "Deny", "resources": ["*"]},
+        {"effect": "Deny", "actions": [], "resources": ["*"]},
+        {"effect": "Deny", "actions": "cluster:GetMember", "resources": ["*"]},
+        {"effect": "Deny", "actions": [1], "resources": ["*"]},
     ]});
     assert_eq!(
         findings(&doc, None),
@@ -52,10 +52,10 @@ fn a_missing_actions_member_is_a_malformed_statement() {
 #[test]
 fn an_effect_other_than_allow_or_deny_is_a_malformed_statement() {
     for effect in [json!("Maybe"), json!("allow"), json!(true), Value::Null] {
-        let doc = json!({"statements": [{"effect": effect, "actions": ["*"]}]});
+        let doc = json!({"statements": [{"effect": effect, "actions": ["*"], "resources": ["*"]}]});
         assert_eq!(findings(&doc, None), vec![invalid(0)], "{doc}");
     }
-    let doc = json!({"statements": [{"actions": ["*"]}]});
+    let doc = json!({"statements": [{"actions": ["*"], "resources": ["*"]}]});
     assert_eq!(findings(&doc, None), vec![invalid(0)], "no effect");
 }
 
@@ -71,7 +71,7 @@ fn a_document_without_statements_is_invalid_as_a_whole() {
     for doc in [
         json!({}),
         json!({"statements": []}),
-        json!({"statements": {"effect": "Allow", "actions": ["*"]}}),
+        json!({"statements": {"effect": "Allow", "actions": ["*"], "resources": ["*"]}}),
         json!({"statements": null}),
     ] {
         assert_eq!(findings(&doc, None), vec![invalid(-1)], "{doc}");
@@ -80,31 +80,30 @@ fn a_document_without_statements_is_invalid_as_a_whole() {
 
 #[test]
 fn unknown_members_of_the_document_are_invalid_as_a_whole() {
-    let doc =
-        json!({"version": "2012-10-17", "statements": [{"effect": "Allow", "actions": ["*"]}]});
+    let doc = json!({"version": "2012-10-17", "statements": [{"effect": "Allow", "actions": ["*"], "resources": ["*"]}]});
     assert_eq!(findings(&doc, None), vec![invalid(-1)]);
 }
 
 #[test]
 fn unknown_members_of_a_statement_are_invalid_at_that_statement() {
     let doc = json!({"statements": [
-        {"effect": "Allow", "actions": ["*"]},
-        {"effect": "Allow", "actions": ["*"], "condition": {"ip": "10.0.0.0/8"}},
-        {"effect": "Allow", "actions": ["*"], "Resources": ["*"]},
+        {"effect": "Allow", "actions": ["*"], "resources": ["*"]},
+        {"effect": "Allow", "actions": ["*"], "condition": {"ip": "10.0.0.0/8"}, "resources": ["*"]},
+        {"effect": "Allow", "actions": ["*"], "Resources": ["*"], "resources": ["*"]},
     ]});
     assert_eq!(findings(&doc, None), vec![invalid(1), invalid(2)]);
 }
 
 #[test]
 fn a_statement_that_is_not_an_object_is_invalid_at_its_index() {
-    let doc = json!({"statements": [{"effect": "Allow", "actions": ["*"]}, "Allow *"]});
+    let doc = json!({"statements": [{"effect": "Allow", "actions": ["*"], "resources": ["*"]}, "Allow *"]});
     assert_eq!(findings(&doc, None), vec![invalid(1)]);
 }
 
 #[test]
 fn principals_belong_in_resource_policies_only() {
     let doc = json!({"statements": [
-        {"effect": "Deny", "actions": ["cluster:DecommissionMember"], "principals": [BOB]},
+        {"effect": "Deny", "actions": ["cluster:DecommissionMember"], "principals": [BOB], "resources": ["*"]},
     ]});
     assert_eq!(findings(&doc, None), vec![invalid(0)]);
     let parsed = accepted(&doc, Some(ResourceType::Member));
@@ -115,7 +114,7 @@ fn principals_belong_in_resource_policies_only() {
 fn principals_of_a_resource_policy_must_be_a_non_empty_list() {
     for principals in [json!([]), json!(BOB), json!([1])] {
         let doc = json!({"statements": [
-            {"effect": "Allow", "actions": ["cluster:GetMember"], "principals": principals},
+            {"effect": "Allow", "actions": ["cluster:GetMember"], "principals": principals, "resources": ["*"]},
         ]});
         assert_eq!(
             findings(&doc, Some(ResourceType::Member)),
@@ -150,9 +149,11 @@ fn resources_must_be_star_or_stratum_patterns() {
 }
 
 #[test]
-fn omitted_resources_and_principals_mean_any() {
+fn omitted_principals_mean_any() {
+    // `resources` may not be left out (see
+    // `policy::tests::a_statement_must_name_its_resources_yet_a_recorded_one_without_them_reads_as_written`).
     let doc = accepted(
-        &json!({"statements": [{"effect": "Deny", "actions": ["cluster:GetMember"]}]}),
+        &json!({"statements": [{"effect": "Deny", "actions": ["cluster:GetMember"], "resources": ["*"]}]}),
         None,
     );
     assert_eq!(
@@ -171,7 +172,7 @@ fn omitted_resources_and_principals_mean_any() {
 #[test]
 fn wildcard_actions_that_match_an_action_are_accepted() {
     let doc = json!({"statements": [
-        {"effect": "Allow", "actions": ["cluster:*", "*:Get*", "*", "upgrade:Get?pgrade"]},
+        {"effect": "Allow", "actions": ["cluster:*", "*:Get*", "*", "upgrade:Get?pgrade"], "resources": ["*"]},
     ]});
     let parsed = accepted(&doc, None);
     assert_eq!(
@@ -183,7 +184,7 @@ fn wildcard_actions_that_match_an_action_are_accepted() {
 #[test]
 fn a_wildcard_that_matches_no_action_is_unknown() {
     let doc = json!({"statements": [
-        {"effect": "Allow", "actions": ["cluster:*", "nothing:*", "cluster:Nope*"]},
+        {"effect": "Allow", "actions": ["cluster:*", "nothing:*", "cluster:Nope*"], "resources": ["*"]},
     ]});
     assert_eq!(
         findings(&doc, None),
@@ -193,19 +194,17 @@ fn a_wildcard_that_matches_no_action_is_unknown() {
 
 #[test]
 fn other_services_actions_are_known_but_apply_to_no_member() {
-    let identity_doc =
-        json!({"statements": [{"effect": "Allow", "actions": ["compute:CreateVpc"]}]});
+    let identity_doc = json!({"statements": [{"effect": "Allow", "actions": ["compute:CreateVpc"], "resources": ["*"]}]});
     assert_eq!(
         accepted(&identity_doc, None).statements[0].actions,
         vec!["compute:CreateVpc"]
     );
-    let doc = json!({"statements": [{"effect": "Allow", "actions": ["compute:CreateVpc"], "principals": ["*"]}]});
+    let doc = json!({"statements": [{"effect": "Allow", "actions": ["compute:CreateVpc"], "principals": ["*"], "resources": ["*"]}]});
     assert_eq!(
         findings(&doc, Some(ResourceType::Member)),
         vec![not_applicable(0, "compute:CreateVpc")]
     );
-    let doc =
-        json!({"statements": [{"effect": "Allow", "actions": ["storage:*"], "principals": ["*"]}]});
+    let doc = json!({"statements": [{"effect": "Allow", "actions": ["storage:*"], "principals": ["*"], "resources": ["*"]}]});
     assert_eq!(
         findings(&doc, Some(ResourceType::Upgrade)),
         vec![not_applicable(0, "storage:*")]
@@ -216,11 +215,11 @@ fn other_services_actions_are_known_but_apply_to_no_member() {
 fn a_resource_policy_accepts_patterns_matching_one_applicable_action() {
     // `cluster:*` matches install actions too, but also member actions.
     let doc = json!({"statements": [
-        {"effect": "Allow", "actions": ["cluster:*", "*", "cluster:GetMember", "cluster:Report*"], "principals": ["*"]},
+        {"effect": "Allow", "actions": ["cluster:*", "*", "cluster:GetMember", "cluster:Report*"], "principals": ["*"], "resources": ["*"]},
     ]});
     accepted(&doc, Some(ResourceType::Member));
     let doc = json!({"statements": [
-        {"effect": "Allow", "actions": ["cluster:AdmitMember", "upgrade:GetUpgrade", "iam:*"], "principals": ["*"]},
+        {"effect": "Allow", "actions": ["cluster:AdmitMember", "upgrade:GetUpgrade", "iam:*"], "principals": ["*"], "resources": ["*"]},
     ]});
     assert_eq!(
         findings(&doc, Some(ResourceType::Member)),
@@ -235,8 +234,8 @@ fn a_resource_policy_accepts_patterns_matching_one_applicable_action() {
 #[test]
 fn an_upgrade_policy_takes_upgrade_actions_only() {
     let doc = json!({"statements": [
-        {"effect": "Allow", "actions": ["upgrade:ReportNodeProgress", "upgrade:GetUpgrade"], "principals": ["*"]},
-        {"effect": "Allow", "actions": ["cluster:GetMember"], "principals": ["*"]},
+        {"effect": "Allow", "actions": ["upgrade:ReportNodeProgress", "upgrade:GetUpgrade"], "principals": ["*"], "resources": ["*"]},
+        {"effect": "Allow", "actions": ["cluster:GetMember"], "principals": ["*"], "resources": ["*"]},
     ]});
     assert_eq!(
         findings(&doc, Some(ResourceType::Upgrade)),

@@ -33,72 +33,67 @@ fn issuing_a_token_appends_token_issued() {
 
 #[test]
 fn a_token_with_an_unknown_policy_names_that_policy() {
-    let r = refused(&State::default(), issue("tok-1", ALICE, 1, &["Nope"], None));
+    let r = State::default()
+        .when(issue("tok-1", ALICE, 1, &["Nope"], None))
+        .refusal();
     assert_invalid(&r, &["policies[0]"]);
-    let r = refused(
-        &State::default(),
-        issue("tok-1", ALICE, 1, &["ReadOnly", "Nope"], None),
-    );
+    let r = State::default()
+        .when(issue("tok-1", ALICE, 1, &["ReadOnly", "Nope"], None))
+        .refusal();
     assert_invalid(&r, &["policies[1]"]);
 }
 
 #[test]
 fn a_token_may_carry_a_custom_policy_once_it_exists() {
-    let mut s = State::default();
-    run(&mut s, create_policy("UpgradeViewers", good_document()));
-    let d = run(&mut s, issue("tok-1", ALICE, 1, &["UpgradeViewers"], None));
-    assert_eq!(d.events.len(), 1, "{d:?}");
+    given(&[policy_created("UpgradeViewers", &good_document())])
+        .when(issue("tok-1", ALICE, 1, &["UpgradeViewers"], None))
+        .then([issued("tok-1", ALICE, 1, &["UpgradeViewers"], None)]);
 }
 
 #[test]
 fn a_token_must_expire_in_the_future() {
     for at in [t0() - Duration::seconds(1), t0()] {
-        let r = refused(
-            &State::default(),
-            issue("tok-1", ALICE, 1, &["ReadOnly"], Some(at)),
-        );
-        assert_invalid(&r, &["expiresAt"]);
+        State::default()
+            .when(issue("tok-1", ALICE, 1, &["ReadOnly"], Some(at)))
+            .then_invalid(&["expiresAt"]);
     }
 }
 
 #[test]
 fn a_token_needs_a_valid_principal() {
     for p in ["alice", "node/N_1", "user/", "group/ops"] {
-        let r = refused(&State::default(), issue("tok-1", p, 1, &["ReadOnly"], None));
-        assert_invalid(&r, &["principal"]);
+        State::default()
+            .when(issue("tok-1", p, 1, &["ReadOnly"], None))
+            .then_invalid(&["principal"]);
     }
-    let r = refused(
-        &State::default(),
-        IamCommand::IssueToken {
+    State::default()
+        .when(IamCommand::IssueToken {
             token_id: "tok-1".into(),
             principal: None,
             verifier: crate::iam::SecretVerifier::Sha256([1; 32]),
             policies: vec!["ReadOnly".into()],
             expires_at: None,
-        },
-    );
-    assert_invalid(&r, &["principal"]);
+        })
+        .then_invalid(&["principal"]);
 }
 
 #[test]
 fn a_token_request_lists_every_bad_field_at_once() {
-    let r = refused(
-        &State::default(),
-        issue(
+    let r = State::default()
+        .when(issue(
             "tok-1",
             "alice",
             1,
             &["Nope"],
             Some(t0() - Duration::hours(1)),
-        ),
-    );
+        ))
+        .refusal();
     assert_invalid(&r, &["principal", "expiresAt", "policies[0]"]);
 }
 
 #[test]
 fn a_token_id_or_secret_cannot_be_reused() {
-    let mut s = State::default();
-    run(&mut s, issue("tok-1", ALICE, 1, &["ReadOnly"], None));
+    let s = given(&[issued("tok-1", ALICE, 1, &["ReadOnly"], None)]);
     s.when(issue("tok-1", ALICE, 2, &["ReadOnly"], None))
         .then_refused(ErrorCode::VersionConflict);
     s.when(issue("tok-2", BOB, 1, &["ReadOnly"], None))
@@ -107,14 +102,14 @@ fn a_token_id_or_secret_cannot_be_reused() {
 
 #[test]
 fn revoking_an_unknown_token_is_not_found() {
-    let r = refused(&State::default(), revoke("tok-1"));
-    assert_eq!(r.code, ErrorCode::NotFound, "{r:?}");
+    State::default()
+        .when(revoke("tok-1"))
+        .then_refused(ErrorCode::NotFound);
 }
 
 #[test]
 fn revoking_a_token_appends_token_revoked_and_invalidates_it() {
-    let mut s = State::default();
-    run(&mut s, issue("tok-1", ALICE, 1, &["ReadOnly"], None));
+    let mut s = given(&[issued("tok-1", ALICE, 1, &["ReadOnly"], None)]);
     s.when(revoke("tok-1")).then_appended(
         &mut s,
         vec![DomainEvent::TokenRevoked(TokenRevoked {
@@ -133,24 +128,23 @@ fn revoking_a_token_appends_token_revoked_and_invalidates_it() {
 
 #[test]
 fn revoking_a_token_twice_appends_nothing() {
-    let mut s = State::default();
-    run(&mut s, issue("tok-1", ALICE, 1, &["ReadOnly"], None));
-    run(&mut s, revoke("tok-1"));
+    let s = given(&[
+        issued("tok-1", ALICE, 1, &["ReadOnly"], None),
+        revoked("tok-1"),
+    ]);
     let revoked_at = token(&s, "tok-1").revoked_at;
-    let d = run(&mut s, revoke("tok-1"));
+    let d = s.when(revoke("tok-1")).then_nothing();
     assert_unchanged(&d, Subject::Token("tok-1".into()));
     assert_eq!(token(&s, "tok-1").revoked_at, revoked_at);
 }
 
 #[test]
 fn a_token_is_valid_until_it_expires() {
-    let mut s = State::default();
     let expires = t0() + Duration::hours(1);
-    run(
-        &mut s,
-        issue("tok-1", ALICE, 1, &["ReadOnly"], Some(expires)),
-    );
-    run(&mut s, issue("tok-2", BOB, 2, &["ReadOnly"], None));
+    let s = given(&[
+        issued("tok-1", ALICE, 1, &["ReadOnly"], Some(expires)),
+        issued("tok-2", BOB, 2, &["ReadOnly"], None),
+    ]);
     let t = token(&s, "tok-1");
     assert!(t.valid_at(t0()));
     assert!(t.valid_at(expires - Duration::seconds(1)));

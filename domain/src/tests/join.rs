@@ -18,7 +18,8 @@ fn progress_of_a_raft_step_adds_the_raft_reached() {
                 step: "join/raft-patroni".into(),
             }],
         );
-    run_by(&mut s, ADMIN, progress("n-3", "join/raft-openbao"));
+    s.when(progress("n-3", "join/raft-openbao"))
+        .then_appended(&mut s, [progressed("n-3", "join/raft-openbao")]);
     let m = member(&s, "n-3");
     assert_eq!(m.join_step.as_deref(), Some("join/raft-openbao"));
     assert_eq!(
@@ -35,7 +36,8 @@ fn progress_of_a_raft_step_adds_the_raft_reached() {
 #[test]
 fn progress_of_another_step_reaches_no_raft() {
     let mut s = cluster_with(MemberState::Joining);
-    run_by(&mut s, ADMIN, progress("n-3", "join/install-packages"));
+    s.when(progress("n-3", "join/install-packages"))
+        .then_appended(&mut s, [progressed("n-3", "join/install-packages")]);
     let m = member(&s, "n-3");
     assert_eq!(m.join_step.as_deref(), Some("join/install-packages"));
     assert!(m.rafts_reached.is_empty());
@@ -43,18 +45,19 @@ fn progress_of_another_step_reaches_no_raft() {
 
 #[test]
 fn the_same_step_twice_appends_nothing() {
-    let mut s = cluster_with(MemberState::Joining);
-    run_by(&mut s, ADMIN, progress("n-3", "join/raft-ovn"));
-    let d = decide_ok(&s, progress("n-3", "join/raft-ovn"));
+    let d = cluster_with(MemberState::Joining)
+        .and(&[progressed("n-3", "join/raft-ovn")])
+        .when(progress("n-3", "join/raft-ovn"))
+        .then_nothing();
     assert_member_unchanged(&d, "n-3");
 }
 
 #[test]
 fn progress_is_refused_unless_joining() {
     for state in NOT_JOINING {
-        let s = cluster_with(state);
-        let r = refused(&s, progress("n-3", "join/raft-patroni"));
-        assert_eq!(r.code, ErrorCode::MemberNotJoining, "{state:?}");
+        let r = cluster_with(state)
+            .when(progress("n-3", "join/raft-patroni"))
+            .then_refused(ErrorCode::MemberNotJoining);
         assert_eq!(r.details, Some(json!({ "state": state.as_str() })));
     }
 }
@@ -82,7 +85,8 @@ fn progress_needs_a_join_step_name() {
     ] {
         s.when(progress("n-3", bad)).then_invalid(&["step"]);
     }
-    decide_ok(&s, progress("n-3", "join/0-first"));
+    s.when(progress("n-3", "join/0-first"))
+        .then([progressed("n-3", "join/0-first")]);
 }
 
 #[test]
@@ -98,8 +102,7 @@ fn progress_of_an_unknown_node_is_not_found() {
 
 #[test]
 fn complete_moves_joining_to_active() {
-    let mut s = cluster_with(MemberState::Joining);
-    run_by(&mut s, ADMIN, progress("n-3", "join/raft-ovn"));
+    let mut s = cluster_with(MemberState::Joining).and(&[progressed("n-3", "join/raft-ovn")]);
     s.when_by(ADMIN, complete("n-3"))
         .then_appended(&mut s, vec![completed("n-3")]);
     let m = member(&s, "n-3");
@@ -111,8 +114,10 @@ fn complete_moves_joining_to_active() {
 
 #[test]
 fn complete_of_an_active_member_answers_it_unchanged() {
-    let s = cluster_with(MemberState::Active);
-    assert_member_unchanged(&decide_ok(&s, complete("n-3")), "n-3");
+    let d = cluster_with(MemberState::Active)
+        .when(complete("n-3"))
+        .then_nothing();
+    assert_member_unchanged(&d, "n-3");
 }
 
 #[test]
@@ -122,9 +127,9 @@ fn complete_is_refused_for_failed_removing_and_decommissioned() {
         MemberState::Removing,
         MemberState::Decommissioned,
     ] {
-        let s = cluster_with(state);
-        let r = refused(&s, complete("n-3"));
-        assert_eq!(r.code, ErrorCode::MemberNotJoining, "{state:?}");
+        cluster_with(state)
+            .when(complete("n-3"))
+            .then_refused(ErrorCode::MemberNotJoining);
     }
 }
 
@@ -141,23 +146,22 @@ fn complete_of_an_unknown_node_is_not_found() {
 
 #[test]
 fn join_failed_moves_a_joining_member_to_failed() {
-    let mut s = cluster_with(MemberState::Joining);
-    run_by(&mut s, ADMIN, progress("n-3", "join/raft-patroni"));
-    let d = run_by(
-        &mut s,
-        "node/n-3",
-        fail("n-3", "join/raft-openbao", "connection refused"),
-    );
+    let mut s = cluster_with(MemberState::Joining).and(&[progressed("n-3", "join/raft-patroni")]);
+    let d = s
+        .when_by(
+            "node/n-3",
+            fail("n-3", "join/raft-openbao", "connection refused"),
+        )
+        .then_appended(
+            &mut s,
+            vec![DomainEvent::MemberJoinFailed(MemberJoinFailed {
+                node_id: "n-3".into(),
+                step: "join/raft-openbao".into(),
+                error: "connection refused".into(),
+                rafts: vec![Raft::Patroni, Raft::Openbao],
+            })],
+        );
     assert_eq!(d.subject, Subject::Member("n-3".into()));
-    assert_eq!(
-        d.events,
-        vec![DomainEvent::MemberJoinFailed(MemberJoinFailed {
-            node_id: "n-3".into(),
-            step: "join/raft-openbao".into(),
-            error: "connection refused".into(),
-            rafts: vec![Raft::Patroni, Raft::Openbao],
-        })]
-    );
     let m = member(&s, "n-3");
     assert_eq!(m.state, MemberState::Failed);
     assert!(!m.state.in_peer_lists());
@@ -175,19 +179,19 @@ fn join_failed_moves_a_joining_member_to_failed() {
 fn join_failed_of_a_member_not_joining_appends_nothing() {
     for state in NOT_JOINING {
         let s = cluster_with(state);
-        let d = when(&s, cmd(fail("n-3", "join/raft-ovn", "timeout")))
-            .unwrap_or_else(|r| panic!("{state:?} was refused: {r:?}"));
+        let d = s
+            .when(fail("n-3", "join/raft-ovn", "timeout"))
+            .then_nothing();
         assert_member_unchanged(&d, "n-3");
-        let mut after = s.clone();
-        apply(&mut after, ADMIN, &d.events);
-        assert_eq!(after, s, "{state:?}: the record is unchanged");
     }
 }
 
 #[test]
 fn join_failed_of_a_failed_member_keeps_its_first_failure() {
     let s = cluster_with(MemberState::Failed);
-    let d = decide_ok(&s, fail("n-3", "join/raft-ovn", "another error"));
+    let d = s
+        .when(fail("n-3", "join/raft-ovn", "another error"))
+        .then_nothing();
     assert_member_unchanged(&d, "n-3");
     let m = member(&s, "n-3");
     assert_eq!(m.failed_step.as_deref(), Some("join/raft-openbao"));
@@ -235,8 +239,13 @@ fn join_failed_needs_one_non_empty_error_line_of_at_most_2048_bytes() {
         assert_eq!(message_of(&r, "error"), message, "{error:?}");
     }
     for error in ["x".repeat(2048), "é".repeat(1024), "a".into()] {
-        let d = decide_ok(&s, fail("n-3", "join/raft-openbao", &error));
-        assert!(!d.events.is_empty());
+        s.when(fail("n-3", "join/raft-openbao", &error))
+            .then([join_failed(
+                "n-3",
+                "join/raft-openbao",
+                &error,
+                &[Raft::Openbao],
+            )]);
     }
 }
 
@@ -278,22 +287,22 @@ fn the_rafts_to_clean_are_those_reached_and_the_failed_steps_own() {
         (&["join/install-packages"], "join/firewall", vec![]),
     ];
     for (steps, failed_at, rafts) in cases {
-        let mut s = cluster_with(MemberState::Joining);
-        for step in steps {
-            run_by(&mut s, ADMIN, progress("n-3", step));
+        let reached: Vec<DomainEvent> = steps.iter().map(|st| progressed("n-3", st)).collect();
+        let mut expected = vec![join_failed("n-3", failed_at, "boom", &rafts)];
+        if rafts.is_empty() {
+            expected.push(cleanup_completed("n-3"));
         }
-        let d = decide_ok(&s, fail("n-3", failed_at, "boom"));
-        let DomainEvent::MemberJoinFailed(e) = &d.events[0] else {
-            panic!("{:?}", d.events)
-        };
-        assert_eq!(e.rafts, rafts, "reached {steps:?}, failed at {failed_at}");
+        cluster_with(MemberState::Joining)
+            .and(&reached)
+            .when(fail("n-3", failed_at, "boom"))
+            .then(expected);
     }
 }
 
 #[test]
 fn a_failure_with_no_raft_to_clean_completes_its_cleanup_at_once() {
-    let mut s = cluster_with(MemberState::Joining);
-    run_by(&mut s, ADMIN, progress("n-3", "join/install-packages"));
+    let mut s =
+        cluster_with(MemberState::Joining).and(&[progressed("n-3", "join/install-packages")]);
     s.when_by(ADMIN, fail("n-3", "join/firewall", "iptables: not found"))
         .then_appended(
             &mut s,
@@ -347,20 +356,20 @@ fn retry_after_cleanup_moves_failed_back_to_joining() {
     assert_eq!(s.membership.generation, s.position);
 
     // And it can fail again, cleaning only what the new attempt reached.
-    run_by(&mut s, ADMIN, progress("n-3", "join/raft-ovn"));
-    let d = decide_ok(&s, fail("n-3", "join/verify", "timeout"));
-    let DomainEvent::MemberJoinFailed(e) = &d.events[0] else {
-        panic!("{:?}", d.events)
-    };
-    assert_eq!(e.rafts, vec![Raft::Ovn]);
+    s.and(&[progressed("n-3", "join/raft-ovn")])
+        .when(fail("n-3", "join/verify", "timeout"))
+        .then([join_failed("n-3", "join/verify", "timeout", &[Raft::Ovn])]);
 }
 
 #[test]
 fn retry_of_a_failure_with_no_raft_needs_no_cleanup() {
-    let mut s = cluster_with(MemberState::Joining);
-    run_by(&mut s, ADMIN, fail("n-3", "join/packages", "apt: 404"));
-    let d = decide_ok(&s, retry("n-3"));
-    assert_eq!(d.events.len(), 1);
+    cluster_with(MemberState::Joining)
+        .and(&[
+            join_failed("n-3", "join/packages", "apt: 404", &[]),
+            cleanup_completed("n-3"),
+        ])
+        .when(retry("n-3"))
+        .then([retried("n-3")]);
 }
 
 #[test]
@@ -373,7 +382,7 @@ fn retry_while_cleanup_is_pending_is_refused() {
         r.details,
         Some(json!({ "pending": ["patroni", "openbao"] }))
     );
-    run_by(&mut s, CLEANER, removal("n-3", Raft::Patroni));
+    s = s.and_by(CLEANER, &[raft_removed("n-3", Raft::Patroni)]);
     let r = s
         .when(retry("n-3"))
         .then_refused(ErrorCode::RaftCleanupPending);
@@ -388,9 +397,9 @@ fn retry_is_refused_unless_failed() {
         MemberState::Removing,
         MemberState::Decommissioned,
     ] {
-        let s = cluster_with(state);
-        let r = refused(&s, retry("n-3"));
-        assert_eq!(r.code, ErrorCode::MemberNotFailed, "{state:?}");
+        let r = cluster_with(state)
+            .when(retry("n-3"))
+            .then_refused(ErrorCode::MemberNotFailed);
         assert_eq!(r.details, Some(json!({ "state": state.as_str() })));
     }
 }

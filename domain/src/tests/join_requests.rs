@@ -9,18 +9,19 @@ use super::support::membership::*;
 #[test]
 fn a_node_requests_to_join() {
     let mut s = founders();
-    let d = run_by(&mut s, "node/n-3", request("jr-1", "n-3", "192.0.2.13"));
+    let d = s
+        .when_by("node/n-3", request("jr-1", "n-3", "192.0.2.13"))
+        .then_appended(
+            &mut s,
+            vec![DomainEvent::JoinRequested(JoinRequested {
+                request_id: "jr-1".into(),
+                node_id: "n-3".into(),
+                mgmt_ip: "192.0.2.13".into(),
+                labels: rack("r2"),
+                facts: r#"{"cpus":8}"#.into(),
+            })],
+        );
     assert_eq!(d.subject, Subject::JoinRequest("jr-1".into()));
-    assert_eq!(
-        d.events,
-        vec![DomainEvent::JoinRequested(JoinRequested {
-            request_id: "jr-1".into(),
-            node_id: "n-3".into(),
-            mgmt_ip: "192.0.2.13".into(),
-            labels: rack("r2"),
-            facts: r#"{"cpus":8}"#.into(),
-        })]
-    );
     let r = &s.membership.join_requests["jr-1"];
     assert_eq!(r.status, JoinRequestStatus::Pending);
     assert_eq!(r.requested_by, "node/n-3");
@@ -52,8 +53,7 @@ fn a_join_request_lists_every_bad_field() {
 
 #[test]
 fn a_duplicate_pending_request_answers_the_existing_one() {
-    let mut s = founders();
-    run_by(&mut s, "node/n-3", request("jr-1", "n-3", "192.0.2.13"));
+    let s = founders().and_by("node/n-3", &[requested("jr-1", "n-3", "192.0.2.13")]);
     let d = s.when(request("jr-2", "n-3", "192.0.2.13")).then_nothing();
     assert_eq!(d.subject, Subject::JoinRequest("jr-1".into()));
 }
@@ -71,12 +71,9 @@ fn a_member_cannot_request_to_join() {
 
 #[test]
 fn approving_a_request_admits_the_node() {
-    let mut s = founders();
-    run_by(&mut s, "node/n-3", request("jr-1", "n-3", "192.0.2.13"));
-    let d = run_by(&mut s, ALICE, approve("jr-1", "storage"));
-    assert_eq!(d.subject, Subject::JoinRequest("jr-1".into()));
-    assert_eq!(
-        d.events,
+    let mut s = founders().and_by("node/n-3", &[requested("jr-1", "n-3", "192.0.2.13")]);
+    let d = s.when_by(ALICE, approve("jr-1", "storage")).then_appended(
+        &mut s,
         vec![
             DomainEvent::JoinRequestApproved {
                 request_id: "jr-1".into(),
@@ -91,8 +88,9 @@ fn approving_a_request_admits_the_node() {
                 ordinal: 3,
                 join_request: Some("jr-1".into()),
             }),
-        ]
+        ],
     );
+    assert_eq!(d.subject, Subject::JoinRequest("jr-1".into()));
     let r = &s.membership.join_requests["jr-1"];
     assert_eq!(r.status, JoinRequestStatus::Approved);
     assert_eq!(r.decided_by.as_deref(), Some(ALICE));
@@ -106,18 +104,16 @@ fn approving_a_request_admits_the_node() {
 
 #[test]
 fn an_approval_may_override_address_bindings_and_labels() {
-    let mut s = founders();
-    run_by(&mut s, "node/n-3", request("jr-1", "n-3", "192.0.2.13"));
-    let d = decide_ok(
-        &s,
-        MemberCommand::ApproveJoin {
+    let s = founders().and_by("node/n-3", &[requested("jr-1", "n-3", "192.0.2.13")]);
+    let d = s
+        .when(MemberCommand::ApproveJoin {
             request_id: "jr-1".into(),
             role: Some("hybrid".into()),
             mgmt_ip: Some("192.0.2.33".into()),
             bindings: Some(map(&[("storage", "10.1.0.33")])),
             labels: Some(rack("r3")),
-        },
-    );
+        })
+        .decided();
     let DomainEvent::MemberAdmitted(a) = &d.events[1] else {
         panic!("{:?}", d.events)
     };
@@ -129,8 +125,7 @@ fn an_approval_may_override_address_bindings_and_labels() {
 
 #[test]
 fn an_approval_with_bad_fields_is_invalid_input() {
-    let mut s = founders();
-    run_by(&mut s, "node/n-3", request("jr-1", "n-3", "192.0.2.13"));
+    let s = founders().and_by("node/n-3", &[requested("jr-1", "n-3", "192.0.2.13")]);
     s.when(MemberCommand::ApproveJoin {
         request_id: "jr-1".into(),
         role: None,
@@ -147,10 +142,15 @@ fn an_approval_with_bad_fields_is_invalid_input() {
 
 #[test]
 fn the_cluster_may_refuse_an_approval() {
-    let mut s = founders();
-    run_by(&mut s, "node/n-3", request("jr-1", "n-3", "192.0.2.12"));
     // n-3 is admitted directly while its request is pending.
-    run_by(&mut s, ADMIN, admit("n-3", "control", "192.0.2.13"));
+    let s = founders()
+        .and_by("node/n-3", &[requested("jr-1", "n-3", "192.0.2.12")])
+        .and(&[DomainEvent::MemberAdmitted(admitted_event(
+            "n-3",
+            Role::Control,
+            3,
+            "192.0.2.13",
+        ))]);
     let r = s
         .when(MemberCommand::ApproveJoin {
             request_id: "jr-1".into(),
@@ -171,10 +171,13 @@ fn the_cluster_may_refuse_an_approval() {
 
 #[test]
 fn an_approval_never_reuses_a_decommissioned_node_id() {
-    let mut s = founders();
-    run_by(&mut s, "node/n-3", request("jr-1", "n-3", "192.0.2.33"));
-    run_by(&mut s, ADMIN, admit("n-3", "compute", "192.0.2.13"));
-    run_by(&mut s, ADMIN, decommission("n-3", "gone"));
+    let s = founders()
+        .and_by("node/n-3", &[requested("jr-1", "n-3", "192.0.2.33")])
+        .and(&[
+            DomainEvent::MemberAdmitted(admitted_event("n-3", Role::Compute, 3, "192.0.2.13")),
+            removal_started("n-3", "gone", false, &[]),
+            decommissioned("n-3", "gone", ADMIN),
+        ]);
     assert_eq!(member(&s, "n-3").state, MemberState::Decommissioned);
     let r = s
         .when(approve("jr-1", "compute"))
@@ -185,41 +188,49 @@ fn an_approval_never_reuses_a_decommissioned_node_id() {
 
 #[test]
 fn rejecting_a_request_needs_a_reason() {
-    let mut s = founders();
-    run_by(&mut s, "node/n-3", request("jr-1", "n-3", "192.0.2.13"));
-    assert_invalid(&refused(&s, reject("jr-1", None)), &["reason"]);
-    assert_invalid(&refused(&s, reject("jr-1", Some(" "))), &["reason"]);
-    let d = run_by(&mut s, ALICE, reject("jr-1", Some("unknown hardware")));
+    let mut s = founders().and_by("node/n-3", &[requested("jr-1", "n-3", "192.0.2.13")]);
+    assert_invalid(&s.when(reject("jr-1", None)).refusal(), &["reason"]);
+    assert_invalid(&s.when(reject("jr-1", Some(" "))).refusal(), &["reason"]);
+    let d = s
+        .when_by(ALICE, reject("jr-1", Some("unknown hardware")))
+        .then_appended(
+            &mut s,
+            vec![DomainEvent::JoinRequestRejected {
+                request_id: "jr-1".into(),
+                reason: "unknown hardware".into(),
+            }],
+        );
     assert_eq!(d.subject, Subject::JoinRequest("jr-1".into()));
-    assert_eq!(
-        d.events,
-        vec![DomainEvent::JoinRequestRejected {
-            request_id: "jr-1".into(),
-            reason: "unknown hardware".into(),
-        }]
-    );
     let r = &s.membership.join_requests["jr-1"];
     assert_eq!(r.status, JoinRequestStatus::Rejected);
     assert_eq!(r.reason.as_deref(), Some("unknown hardware"));
     assert_eq!(r.decided_by.as_deref(), Some(ALICE));
     assert!(!s.membership.members.contains_key("n-3"));
     // A rejected node may ask again.
-    let d = decide_ok(&s, request("jr-2", "n-3", "192.0.2.13"));
+    let d = s
+        .when(request("jr-2", "n-3", "192.0.2.13"))
+        .then([requested("jr-2", "n-3", "192.0.2.13")]);
     assert_eq!(d.subject, Subject::JoinRequest("jr-2".into()));
-    assert_eq!(d.events.len(), 1);
 }
 
 #[test]
 fn a_decided_request_is_closed() {
-    let mut approved = founders();
-    run_by(
-        &mut approved,
-        "node/n-3",
-        request("jr-1", "n-3", "192.0.2.13"),
-    );
-    let mut rejected = approved.clone();
-    run_by(&mut approved, ADMIN, approve("jr-1", "compute"));
-    run_by(&mut rejected, ADMIN, reject("jr-1", Some("no")));
+    let asked = founders().and_by("node/n-3", &[requested("jr-1", "n-3", "192.0.2.13")]);
+    let approved = asked.clone().and(&[
+        DomainEvent::JoinRequestApproved {
+            request_id: "jr-1".into(),
+            node_id: "n-3".into(),
+        },
+        DomainEvent::MemberAdmitted(MemberAdmitted {
+            labels: rack("r2"),
+            join_request: Some("jr-1".into()),
+            ..admitted_event("n-3", Role::Compute, 3, "192.0.2.13")
+        }),
+    ]);
+    let rejected = asked.and(&[DomainEvent::JoinRequestRejected {
+        request_id: "jr-1".into(),
+        reason: "no".into(),
+    }]);
     for (s, status) in [(approved, "approved"), (rejected, "rejected")] {
         for c in [approve("jr-1", "compute"), reject("jr-1", Some("late"))] {
             let r = s.when(c).then_refused(ErrorCode::JoinRequestClosed);
@@ -247,13 +258,14 @@ fn a_node_requests_a_join_only_for_itself() {
         labels: Default::default(),
         facts: "{}".into(),
     };
-    let r = crate::testing::when_by(&s, "node/n-x", Command::Member(ask("n-y"))).unwrap_err();
-    assert_eq!(r.code, ErrorCode::AccessDenied);
+    let r = s
+        .when_by("node/n-x", ask("n-y"))
+        .then_refused(ErrorCode::AccessDenied);
     assert_eq!(
         r.details.as_ref().unwrap()["resource"],
         "stratum:member/n-y"
     );
-    assert!(crate::testing::when_by(&s, "node/n-x", Command::Member(ask("n-x"))).is_ok());
+    s.when_by("node/n-x", ask("n-x")).decided();
     // An operator files one for any node.
-    assert!(crate::testing::when_by(&s, "user/alice", Command::Member(ask("n-y"))).is_ok());
+    s.when_by("user/alice", ask("n-y")).decided();
 }

@@ -28,8 +28,9 @@ fn loss(first: u64, last: u64) -> EventsLost {
 fn a_loss_raises_its_alarm_with_the_range_and_is_recorded_once() {
     let mut s = cluster();
     let lost = loss(7, 9);
-    let d = run(&mut s, UpgradeCommand::RecordLostEvents(lost.clone()));
-    assert_eq!(d.events, vec![DomainEvent::EventsLost(lost.clone())]);
+    let d = s
+        .when(UpgradeCommand::RecordLostEvents(lost.clone()))
+        .then_appended(&mut s, vec![DomainEvent::EventsLost(lost.clone())]);
     assert_eq!(d.subject, Subject::Alarm(events_lost_key(7)));
     let alarm = &s.upgrades.alarms[&events_lost_key(7)];
     assert_eq!(alarm.name, LOG_EVENTS_LOST_ALARM);
@@ -43,11 +44,14 @@ fn a_loss_raises_its_alarm_with_the_range_and_is_recorded_once() {
     );
 
     // Another replica that held less of the lost tail reports the same loss.
-    let again = decide_ok(&s, UpgradeCommand::RecordLostEvents(loss(7, 8)));
+    let again = s
+        .when(UpgradeCommand::RecordLostEvents(loss(7, 8)))
+        .decided();
     assert_unchanged(&again, Subject::Alarm(events_lost_key(7)));
 
     // A later, different loss is an alarm of its own.
-    run(&mut s, UpgradeCommand::RecordLostEvents(loss(20, 20)));
+    s.when(UpgradeCommand::RecordLostEvents(loss(20, 20)))
+        .then_appended(&mut s, [DomainEvent::EventsLost(loss(20, 20))]);
     assert_eq!(
         s.upgrades
             .alarms
@@ -71,8 +75,9 @@ fn a_report_that_does_not_add_up_is_refused_naming_its_fields() {
     bad.database_hash = "XYZ".into();
     bad.lost[1].position = 7;
     bad.lost[2].hash = hash('G');
-    let r = refused(&s, UpgradeCommand::RecordLostEvents(bad));
-    assert_eq!(r.code, ErrorCode::InvalidInput);
+    let r = s
+        .when(UpgradeCommand::RecordLostEvents(bad))
+        .then_refused(ErrorCode::InvalidInput);
     let fields: Vec<&str> = r.field_errors.iter().map(|f| f.field.as_str()).collect();
     assert_eq!(
         fields,

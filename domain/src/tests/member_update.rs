@@ -70,10 +70,9 @@ fn an_update_addresses_the_members_stream() {
 #[test]
 fn an_update_with_two_bad_fields_names_both() {
     let s = cluster_with(MemberState::Active);
-    let r = refused(
-        &s,
-        update("n-3", json!({ "role": "boss", "mgmtIp": "nope" })),
-    );
+    let r = s
+        .when(update("n-3", json!({ "role": "boss", "mgmtIp": "nope" })))
+        .refusal();
     assert_invalid_fields(&r, &["role", "mgmtIp"]);
     assert_eq!(
         message_of(&r, "role"),
@@ -86,9 +85,8 @@ fn an_update_with_two_bad_fields_names_both() {
 fn an_update_lists_every_problem_at_once() {
     // n-3 is compute, so becoming storage demotes no voter.
     let s = cluster_with_role(MemberState::Active, Role::Compute);
-    let r = refused(
-        &s,
-        update(
+    let r = s
+        .when(update(
             "n-3",
             json!({
                 "role": "storage",
@@ -96,8 +94,8 @@ fn an_update_lists_every_problem_at_once() {
                 "bindings": { "storage": "not-an-ip", "backup": "10.0.0.1" },
                 "labels": { "zone": "a" },
             }),
-        ),
-    );
+        ))
+        .refusal();
     assert_invalid_fields(
         &r,
         &[
@@ -152,23 +150,24 @@ fn an_update_may_not_take_an_address_another_member_holds() {
 #[test]
 fn an_update_may_take_a_decommissioned_members_address() {
     let s = cluster_with(MemberState::Decommissioned);
-    let d = decide_ok(&s, update("n-1", json!({ "mgmtIp": "192.0.2.13" })));
+    let d = s
+        .when(update("n-1", json!({ "mgmtIp": "192.0.2.13" })))
+        .decided();
     assert_eq!(updated(&d).mgmt_ip, "192.0.2.13");
 }
 
 #[test]
 fn an_update_normalizes_addresses_like_an_admission() {
     let s = founders();
-    let d = decide_ok(
-        &s,
-        update(
+    let d = s
+        .when(update(
             "n-2",
             json!({
                 "mgmtIp": "2001:DB8:0:0::0012",
                 "bindings": { "overlay": "2001:db8:0::1" },
             }),
-        ),
-    );
+        ))
+        .decided();
     let e = updated(&d);
     assert_eq!(e.mgmt_ip, "2001:db8::12");
     assert_eq!(e.bindings, map(&[("overlay", "2001:db8::1")]));
@@ -181,15 +180,16 @@ fn a_member_keeping_its_own_address_is_no_conflict() {
         completed("n-1"),
     ]);
     // Its own address, spelled another way, changes nothing.
-    let d = decide_ok(&s, update("n-1", json!({ "mgmtIp": "2001:DB8:0::0012" })));
+    let d = s
+        .when(update("n-1", json!({ "mgmtIp": "2001:DB8:0::0012" })))
+        .decided();
     assert_member_unchanged(&d, "n-1");
-    let d = decide_ok(
-        &s,
-        update(
+    let d = s
+        .when(update(
             "n-1",
             json!({ "mgmtIp": "2001:DB8:0::0012", "labels": { "topology.rack": "r2" } }),
-        ),
-    );
+        ))
+        .decided();
     let e = updated(&d);
     assert_eq!(e.mgmt_ip, "2001:db8::12");
     assert_eq!(e.labels, rack("r2"));
@@ -199,7 +199,9 @@ fn a_member_keeping_its_own_address_is_no_conflict() {
 fn a_member_changed_to_storage_needs_a_rack_label() {
     // n-3 has the rack r1: it keeps it.
     let s = cluster_with(MemberState::Active);
-    let d = decide_ok(&s, update("n-3", json!({ "role": "storage" })));
+    let d = s
+        .when(update("n-3", json!({ "role": "storage" })))
+        .decided();
     assert_eq!(updated(&d).role, Role::Storage);
     assert_eq!(updated(&d).labels, rack("r1"));
     let r = s
@@ -214,21 +216,18 @@ fn a_member_changed_to_storage_needs_a_rack_label() {
     );
 
     // A compute member admitted with no labels at all.
-    let mut s = founders();
-    run_by(
-        &mut s,
-        ADMIN,
-        admit_with("n-3", "compute", "192.0.2.13", StringMap::new()),
-    );
+    let s = founders().and(&[DomainEvent::MemberAdmitted(MemberAdmitted {
+        labels: StringMap::new(),
+        ..admitted_event("n-3", Role::Compute, 3, "192.0.2.13")
+    })]);
     s.when(update("n-3", json!({ "role": "storage" })))
         .then_invalid(&["labels.topology.rack"]);
-    let d = decide_ok(
-        &s,
-        update(
+    let d = s
+        .when(update(
             "n-3",
             json!({ "role": "storage", "labels": { "topology.rack": "r2" } }),
-        ),
-    );
+        ))
+        .decided();
     assert_eq!(updated(&d).role, Role::Storage);
     assert_eq!(updated(&d).labels, rack("r2"));
 }
@@ -245,20 +244,19 @@ fn a_storage_member_may_not_replace_its_labels_without_the_rack() {
             "is required for a storage member"
         );
     }
-    let d = decide_ok(
-        &s,
-        update(
+    let d = s
+        .when(update(
             "n-3",
             json!({ "labels": { "topology.rack": "r2", "zone": "a" } }),
-        ),
-    );
+        ))
+        .decided();
     assert_eq!(
         updated(&d).labels,
         map(&[(RACK_LABEL, "r2"), ("zone", "a")])
     );
     // A member that is no storage member may drop its rack.
     let s = cluster_with_role(MemberState::Active, Role::Compute);
-    let d = decide_ok(&s, update("n-3", json!({ "labels": {} })));
+    let d = s.when(update("n-3", json!({ "labels": {} }))).decided();
     assert_eq!(updated(&d).labels, StringMap::new());
 }
 
@@ -266,22 +264,22 @@ fn a_storage_member_may_not_replace_its_labels_without_the_rack() {
 fn an_update_of_a_removing_or_decommissioned_member_is_refused() {
     for state in [MemberState::Removing, MemberState::Decommissioned] {
         let s = cluster_with(state);
-        let r = refused(
-            &s,
-            update("n-3", json!({ "labels": { "topology.rack": "r2" } })),
-        );
-        assert_eq!(r.code, ErrorCode::MemberDecommissioned, "{state:?}");
+        s.when(update(
+            "n-3",
+            json!({ "labels": { "topology.rack": "r2" } }),
+        ))
+        .then_refused(ErrorCode::MemberDecommissioned);
     }
 }
 
 #[test]
 fn a_failed_member_may_not_move_while_its_raft_cleanup_is_pending() {
-    let mut s = cluster_with(MemberState::Failed);
+    let s = cluster_with(MemberState::Failed);
     let moved = update("n-3", json!({ "mgmtIp": "192.0.2.33" }));
     s.when(moved.clone())
         .then_refused(ErrorCode::RaftCleanupPending);
     // One raft done, one still to do.
-    run_by(&mut s, CLEANER, removal("n-3", Raft::Patroni));
+    let s = s.and_by(CLEANER, &[raft_removed("n-3", Raft::Patroni)]);
     s.when(moved).then_refused(ErrorCode::RaftCleanupPending);
     s.when(update(
         "n-3",
@@ -295,40 +293,41 @@ fn a_failed_member_may_not_move_while_its_raft_cleanup_is_pending() {
 fn a_failed_member_with_cleanup_pending_may_change_all_but_its_address() {
     let s = cluster_with(MemberState::Failed);
     assert!(!member(&s, "n-3").pending_cleanup().is_empty());
-    let d = decide_ok(
-        &s,
-        update(
+    let d = s
+        .when(update(
             "n-3",
             json!({
                 "bindings": { "overlay": "10.2.0.13" },
                 "labels": { "topology.rack": "r2" },
             }),
-        ),
-    );
+        ))
+        .decided();
     let e = updated(&d);
     assert_eq!(e.mgmt_ip, "192.0.2.13");
     assert_eq!(e.bindings, map(&[("overlay", "10.2.0.13")]));
     assert_eq!(e.labels, rack("r2"));
     // Naming the address it has is no move.
-    let d = decide_ok(
-        &s,
-        update(
+    let d = s
+        .when(update(
             "n-3",
             json!({ "mgmtIp": "192.0.2.13", "labels": { "topology.rack": "r2" } }),
-        ),
-    );
+        ))
+        .decided();
     assert_eq!(updated(&d).mgmt_ip, "192.0.2.13");
 }
 
 #[test]
 fn a_failed_member_may_move_once_its_cleanup_is_done() {
     let mut s = failed_and_cleaned();
-    let d = run_by(
-        &mut s,
-        ADMIN,
-        update("n-3", json!({ "mgmtIp": "192.0.2.33" })),
-    );
-    assert_eq!(updated(&d).mgmt_ip, "192.0.2.33");
+    s.when(update("n-3", json!({ "mgmtIp": "192.0.2.33" })))
+        .then_appended(
+            &mut s,
+            [DomainEvent::MemberUpdated(update_of(
+                "n-3",
+                Role::Control,
+                "192.0.2.33",
+            ))],
+        );
     let m = member(&s, "n-3");
     assert_eq!(m.mgmt_ip, "192.0.2.33");
     assert_eq!(m.state, MemberState::Failed);
@@ -338,8 +337,9 @@ fn a_failed_member_may_move_once_its_cleanup_is_done() {
 fn demoting_one_of_two_active_voters_puts_quorum_at_risk() {
     let s = founders();
     for role in ["compute", "storage"] {
-        let r = refused(&s, update("n-2", json!({ "role": role })));
-        assert_eq!(r.code, ErrorCode::QuorumAtRisk, "{role}");
+        let r = s
+            .when(update("n-2", json!({ "role": role })))
+            .then_refused(ErrorCode::QuorumAtRisk);
         assert_eq!(
             r.details,
             Some(json!({ "votersBefore": 2, "votersAfter": 1 })),
@@ -360,15 +360,21 @@ fn demoting_one_of_two_active_voters_puts_quorum_at_risk() {
 #[test]
 fn force_demotes_a_voter_even_when_quorum_is_at_risk() {
     let mut s = founders();
-    let d = run_checking_generation(
-        &mut s,
-        ALICE,
-        update("n-2", json!({ "role": "compute", "force": true })),
-    );
-    let e = updated(&d);
-    assert!(e.forced);
-    assert_eq!(e.role, Role::Compute);
-    assert_eq!(e.rafts, Raft::ALL.to_vec());
+    let before = s.clone();
+    let d = s
+        .when_by(
+            ALICE,
+            update("n-2", json!({ "role": "compute", "force": true })),
+        )
+        .then_appended(
+            &mut s,
+            [DomainEvent::MemberUpdated(MemberUpdated {
+                forced: true,
+                rafts: Raft::ALL.to_vec(),
+                ..update_of("n-2", Role::Compute, "192.0.2.12")
+            })],
+        );
+    assert_generation(&before, &d, &s);
     let m = member(&s, "n-2");
     assert_eq!(m.role, Role::Compute);
     assert_eq!(m.state, MemberState::Active);
@@ -387,18 +393,22 @@ fn joining_voters_do_not_count_toward_the_quorum_of_a_demotion() {
     );
     // A third active voter makes it safe.
     let s = cluster_with(MemberState::Active);
-    let d = decide_ok(&s, update("n-2", json!({ "role": "compute" })));
+    let d = s
+        .when(update("n-2", json!({ "role": "compute" })))
+        .decided();
     assert!(!updated(&d).forced);
 }
 
 #[test]
 fn a_demoted_active_voter_is_taken_out_of_every_raft() {
     let mut s = cluster_with(MemberState::Active);
-    let d = run_by(&mut s, ALICE, update("n-3", json!({ "role": "compute" })));
+    let d = s
+        .when_by(ALICE, update("n-3", json!({ "role": "compute" })))
+        .then_appended(
+            &mut s,
+            [n3_demoted(&[Raft::Patroni, Raft::Openbao, Raft::Ovn])],
+        );
     assert_eq!(d.subject, Subject::Member("n-3".into()));
-    let e = updated(&d);
-    assert_eq!(e.rafts, vec![Raft::Patroni, Raft::Openbao, Raft::Ovn]);
-    assert!(!e.forced);
     let m = member(&s, "n-3");
     assert_eq!(m.role, Role::Compute);
     assert_eq!(m.state, MemberState::Active);
@@ -407,55 +417,49 @@ fn a_demoted_active_voter_is_taken_out_of_every_raft() {
 
 #[test]
 fn the_raft_removals_of_a_demoted_voter_are_recorded_while_it_stays_active() {
-    let mut s = cluster_with(MemberState::Active);
-    run_by(&mut s, ALICE, update("n-3", json!({ "role": "compute" })));
+    let mut s = cluster_with(MemberState::Active).and_by(ALICE, &[n3_demoted(&Raft::ALL)]);
     for raft in [Raft::Patroni, Raft::Openbao] {
         // Bookkeeping: no topology change.
-        let d = run_checking_generation(&mut s, CLEANER, removal("n-3", raft));
-        assert!(
-            matches!(
-                d.events.as_slice(),
-                [DomainEvent::RaftPeerRemoved { node_id, raft: r, .. }]
-                    if node_id == "n-3" && *r == raft
-            ),
-            "{:?}",
-            d.events
-        );
+        let before = s.clone();
+        let d = s
+            .when_by(CLEANER, removal("n-3", raft))
+            .then_appended(&mut s, [raft_removed("n-3", raft)]);
+        assert_generation(&before, &d, &s);
         assert_eq!(member(&s, "n-3").state, MemberState::Active);
     }
     // The same raft twice appends nothing.
-    assert_member_unchanged(&decide_ok(&s, removal("n-3", Raft::Patroni)), "n-3");
+    assert_member_unchanged(&s.when(removal("n-3", Raft::Patroni)).decided(), "n-3");
 
     // The last one completes the cleanup, and decommissions nothing.
-    let d = run_checking_generation(&mut s, CLEANER, removal("n-3", Raft::Ovn));
-    match d.events.as_slice() {
-        [DomainEvent::RaftPeerRemoved {
-            node_id: removed,
-            raft: Raft::Ovn,
-            ..
-        }, DomainEvent::RaftCleanupCompleted { node_id }] => {
-            assert_eq!(removed, "n-3");
-            assert_eq!(node_id, "n-3");
-        }
-        other => panic!("expected the removal and the cleanup completed, got {other:?}"),
-    }
+    let before = s.clone();
+    let d = s.when_by(CLEANER, removal("n-3", Raft::Ovn)).then_appended(
+        &mut s,
+        [raft_removed("n-3", Raft::Ovn), cleanup_completed("n-3")],
+    );
+    assert_generation(&before, &d, &s);
     let m = member(&s, "n-3");
     assert_eq!(m.state, MemberState::Active);
     assert_eq!(m.role, Role::Compute);
     assert!(m.pending_cleanup().is_empty());
     for raft in Raft::ALL {
-        assert_member_unchanged(&decide_ok(&s, removal("n-3", raft)), "n-3");
+        assert_member_unchanged(&s.when(removal("n-3", raft)).decided(), "n-3");
     }
 }
 
 #[test]
 fn a_demoted_joining_voter_is_taken_out_of_the_rafts_it_reached() {
     let mut s = cluster_with(MemberState::Joining);
-    let d = decide_ok(&s, update("n-3", json!({ "role": "compute" })));
+    let d = s
+        .when(update("n-3", json!({ "role": "compute" })))
+        .decided();
     assert!(updated(&d).rafts.is_empty(), "{d:?}");
-    run_by(&mut s, ADMIN, progress("n-3", "join/raft-patroni"));
-    run_by(&mut s, ADMIN, progress("n-3", "join/raft-openbao"));
-    let d = decide_ok(&s, update("n-3", json!({ "role": "storage" })));
+    s = s.and(&[
+        progressed("n-3", "join/raft-patroni"),
+        progressed("n-3", "join/raft-openbao"),
+    ]);
+    let d = s
+        .when(update("n-3", json!({ "role": "storage" })))
+        .decided();
     let e = updated(&d);
     assert_eq!(e.rafts, vec![Raft::Patroni, Raft::Openbao]);
     assert!(!e.forced, "a joining voter is no active voter");
@@ -465,21 +469,18 @@ fn a_demoted_joining_voter_is_taken_out_of_the_rafts_it_reached() {
 fn a_demoted_failed_voter_still_owes_every_raft_its_cleanup_had_pending() {
     // Reached patroni, failed at join/raft-openbao: both still to clean.
     let mut s = cluster_with(MemberState::Failed);
-    run_by(&mut s, ADMIN, update("n-3", json!({ "role": "compute" })));
+    s.when(update("n-3", json!({ "role": "compute" })))
+        .then_appended(&mut s, [n3_demoted(&[Raft::Patroni, Raft::Openbao])]);
     let m = member(&s, "n-3");
     assert_eq!(m.role, Role::Compute);
     assert_eq!(m.state, MemberState::Failed);
     assert_eq!(m.pending_cleanup(), vec![Raft::Patroni, Raft::Openbao]);
-    run_by(&mut s, CLEANER, removal("n-3", Raft::Patroni));
-    let d = run_by(&mut s, CLEANER, removal("n-3", Raft::Openbao));
-    assert!(
-        matches!(
-            d.events.last(),
-            Some(DomainEvent::RaftCleanupCompleted { .. })
-        ),
-        "{:?}",
-        d.events
-    );
+    let mut s = s.and_by(CLEANER, &[raft_removed("n-3", Raft::Patroni)]);
+    s.when_by(CLEANER, removal("n-3", Raft::Openbao))
+        .then_appended(
+            &mut s,
+            [raft_removed("n-3", Raft::Openbao), cleanup_completed("n-3")],
+        );
     assert!(member(&s, "n-3").raft_cleanup_at.is_some());
 }
 
@@ -487,20 +488,22 @@ fn a_demoted_failed_voter_still_owes_every_raft_its_cleanup_had_pending() {
 fn a_demoted_failed_voter_whose_cleanup_is_done_is_in_no_raft() {
     let mut s = failed_and_cleaned();
     let cleaned_at = member(&s, "n-3").raft_cleanup_at;
-    let d = run_by(&mut s, ADMIN, update("n-3", json!({ "role": "compute" })));
-    assert!(updated(&d).rafts.is_empty(), "{d:?}");
+    s.when(update("n-3", json!({ "role": "compute" })))
+        .then_appended(&mut s, [n3_demoted(&[])]);
     let m = member(&s, "n-3");
     assert!(m.pending_cleanup().is_empty());
     assert_eq!(m.raft_cleanup_at, cleaned_at, "its cleanup stays done");
     // So it can still be retried.
-    decide_ok(&s, retry("n-3"));
+    s.when(retry("n-3")).decided();
 }
 
 #[test]
 fn changes_that_demote_no_voter_name_no_rafts() {
     // Voter to voter, even with only two active voters.
     let s = founders();
-    let d = decide_ok(&s, update("n-2", json!({ "role": "control" })));
+    let d = s
+        .when(update("n-2", json!({ "role": "control" })))
+        .decided();
     let e = updated(&d);
     assert_eq!(e.role, Role::Control);
     assert!(e.rafts.is_empty(), "{e:?}");
@@ -508,16 +511,18 @@ fn changes_that_demote_no_voter_name_no_rafts() {
     // Non-voter to non-voter, and a promotion.
     let s = cluster_with_role(MemberState::Active, Role::Compute);
     for (role, to) in [("storage", Role::Storage), ("control", Role::Control)] {
-        let d = decide_ok(&s, update("n-3", json!({ "role": role })));
+        let d = s.when(update("n-3", json!({ "role": role }))).decided();
         assert_eq!(updated(&d).role, to);
         assert!(updated(&d).rafts.is_empty(), "{role}: {d:?}");
     }
     // Not a role change at all.
     let s = cluster_with(MemberState::Active);
-    let d = decide_ok(
-        &s,
-        update("n-3", json!({ "labels": { "topology.rack": "r2" } })),
-    );
+    let d = s
+        .when(update(
+            "n-3",
+            json!({ "labels": { "topology.rack": "r2" } }),
+        ))
+        .decided();
     assert!(updated(&d).rafts.is_empty(), "{d:?}");
 }
 
@@ -529,7 +534,7 @@ fn an_empty_update_appends_nothing() {
         MemberState::Failed,
     ] {
         let s = cluster_with(state);
-        let d = decide_ok(&s, update("n-3", json!({})));
+        let d = s.when(update("n-3", json!({}))).decided();
         assert_member_unchanged(&d, "n-3");
     }
 }
@@ -543,17 +548,17 @@ fn an_update_to_the_values_a_member_has_appends_nothing() {
         "bindings": {},
         "labels": { "topology.rack": "r1" },
     });
-    assert_member_unchanged(&decide_ok(&s, update("n-3", same)), "n-3");
+    assert_member_unchanged(&s.when(update("n-3", same)).decided(), "n-3");
     assert_member_unchanged(
-        &decide_ok(
-            &s,
-            update("n-3", json!({ "role": "control", "force": true })),
-        ),
+        &s.when(update("n-3", json!({ "role": "control", "force": true })))
+            .decided(),
         "n-3",
     );
     // Naming its own role is no demotion, even with only two voters.
     assert_member_unchanged(
-        &decide_ok(&founders(), update("n-2", json!({ "role": "hybrid" }))),
+        &founders()
+            .when(update("n-2", json!({ "role": "hybrid" })))
+            .decided(),
         "n-2",
     );
 }
@@ -562,32 +567,34 @@ fn an_update_to_the_values_a_member_has_appends_nothing() {
 fn an_update_changes_the_member_and_bumps_the_generation() {
     let mut s = cluster_with(MemberState::Active);
     let version = member(&s, "n-3").version;
-    let d = run_checking_generation(
-        &mut s,
-        ALICE,
-        update(
-            "n-3",
-            json!({
-                "role": "hybrid",
-                "mgmtIp": "192.0.2.33",
-                "bindings": { "storage": "10.1.0.33" },
-                "labels": { "topology.rack": "r2", "zone": "a" },
-            }),
-        ),
-    );
+    let before = s.clone();
+    let d = s
+        .when_by(
+            ALICE,
+            update(
+                "n-3",
+                json!({
+                    "role": "hybrid",
+                    "mgmtIp": "192.0.2.33",
+                    "bindings": { "storage": "10.1.0.33" },
+                    "labels": { "topology.rack": "r2", "zone": "a" },
+                }),
+            ),
+        )
+        .then_appended(
+            &mut s,
+            vec![DomainEvent::MemberUpdated(MemberUpdated {
+                node_id: "n-3".into(),
+                role: Role::Hybrid,
+                mgmt_ip: "192.0.2.33".into(),
+                bindings: map(&[("storage", "10.1.0.33")]),
+                labels: map(&[(RACK_LABEL, "r2"), ("zone", "a")]),
+                forced: false,
+                rafts: vec![],
+            })],
+        );
+    assert_generation(&before, &d, &s);
     assert_eq!(d.subject, Subject::Member("n-3".into()));
-    assert_eq!(
-        d.events,
-        vec![DomainEvent::MemberUpdated(MemberUpdated {
-            node_id: "n-3".into(),
-            role: Role::Hybrid,
-            mgmt_ip: "192.0.2.33".into(),
-            bindings: map(&[("storage", "10.1.0.33")]),
-            labels: map(&[(RACK_LABEL, "r2"), ("zone", "a")]),
-            forced: false,
-            rafts: vec![],
-        })]
-    );
     assert!(d.events[0].is_topology_change());
     let m = member(&s, "n-3");
     assert_eq!(m.role, Role::Hybrid);
@@ -602,31 +609,24 @@ fn an_update_changes_the_member_and_bumps_the_generation() {
     assert_eq!(m.last_position, s.position);
     assert_eq!(s.membership.generation, s.position);
     // The old address is free again.
-    decide_ok(&s, update("n-1", json!({ "mgmtIp": "192.0.2.13" })));
+    s.when(update("n-1", json!({ "mgmtIp": "192.0.2.13" })))
+        .decided();
 }
 
 #[test]
 fn an_update_replaces_whole_maps_and_keeps_what_it_leaves_out() {
-    let mut s = founders();
-    run_by(
+    let mut s = founders().and(&[DomainEvent::MemberAdmitted(MemberAdmitted {
+        bindings: map(&[("storage", "10.1.0.13"), ("overlay", "10.2.0.13")]),
+        labels: map(&[(RACK_LABEL, "r1"), ("zone", "a")]),
+        ..admitted_event("n-3", Role::Compute, 3, "192.0.2.13")
+    })]);
+    s.when(update(
+        "n-3",
+        json!({ "bindings": { "overlay": "10.2.0.99" } }),
+    ))
+    .then_appended(
         &mut s,
-        ADMIN,
-        MemberCommand::Admit {
-            node_id: Some("n-3".into()),
-            role: Some("compute".into()),
-            mgmt_ip: Some("192.0.2.13".into()),
-            bindings: map(&[("storage", "10.1.0.13"), ("overlay", "10.2.0.13")]),
-            labels: map(&[(RACK_LABEL, "r1"), ("zone", "a")]),
-        },
-    );
-    let d = run_by(
-        &mut s,
-        ADMIN,
-        update("n-3", json!({ "bindings": { "overlay": "10.2.0.99" } })),
-    );
-    assert_eq!(
-        updated(&d),
-        &MemberUpdated {
+        [DomainEvent::MemberUpdated(MemberUpdated {
             node_id: "n-3".into(),
             role: Role::Compute,
             mgmt_ip: "192.0.2.13".into(),
@@ -634,17 +634,31 @@ fn an_update_replaces_whole_maps_and_keeps_what_it_leaves_out() {
             labels: map(&[(RACK_LABEL, "r1"), ("zone", "a")]),
             forced: false,
             rafts: vec![],
-        }
+        })],
     );
-    run_by(
+    s.when(update(
+        "n-3",
+        json!({ "labels": { "topology.rack": "r2" } }),
+    ))
+    .then_appended(
         &mut s,
-        ADMIN,
-        update("n-3", json!({ "labels": { "topology.rack": "r2" } })),
+        [DomainEvent::MemberUpdated(MemberUpdated {
+            bindings: map(&[("overlay", "10.2.0.99")]),
+            labels: rack("r2"),
+            ..update_of("n-3", Role::Compute, "192.0.2.13")
+        })],
     );
     let m = member(&s, "n-3");
     assert_eq!(m.labels, rack("r2"), "the zone label is gone");
     assert_eq!(m.bindings, map(&[("overlay", "10.2.0.99")]));
-    run_by(&mut s, ADMIN, update("n-3", json!({ "bindings": {} })));
+    s.when(update("n-3", json!({ "bindings": {} })))
+        .then_appended(
+            &mut s,
+            [DomainEvent::MemberUpdated(MemberUpdated {
+                labels: rack("r2"),
+                ..update_of("n-3", Role::Compute, "192.0.2.13")
+            })],
+        );
     let m = member(&s, "n-3");
     assert_eq!(m.bindings, StringMap::new());
     assert_eq!(m.labels, rack("r2"));
@@ -661,12 +675,20 @@ fn joining_active_and_failed_members_can_be_updated() {
     ] {
         let mut s = cluster_with(state);
         let version = member(&s, "n-3").version;
-        let d = run_checking_generation(
-            &mut s,
-            ADMIN,
-            update("n-3", json!({ "labels": { "topology.rack": "r2" } })),
-        );
-        assert_eq!(updated(&d).labels, rack("r2"), "{state:?}");
+        let before = s.clone();
+        let d = s
+            .when(update(
+                "n-3",
+                json!({ "labels": { "topology.rack": "r2" } }),
+            ))
+            .then_appended(
+                &mut s,
+                [DomainEvent::MemberUpdated(MemberUpdated {
+                    labels: rack("r2"),
+                    ..update_of("n-3", Role::Control, "192.0.2.13")
+                })],
+            );
+        assert_generation(&before, &d, &s);
         let m = member(&s, "n-3");
         assert_eq!(m.state, state, "an update keeps the state");
         assert_eq!(m.rack(), Some("r2"), "{state:?}");
@@ -677,23 +699,27 @@ fn joining_active_and_failed_members_can_be_updated() {
 
 #[test]
 fn a_voter_demoted_cleaned_and_promoted_again_owes_every_raft_to_its_decommission() {
-    let mut s = cluster_with(MemberState::Active);
-    run_by(&mut s, ALICE, update("n-3", json!({ "role": "compute" })));
-    for raft in Raft::ALL {
-        run_by(&mut s, CLEANER, removal("n-3", raft));
-    }
+    let s = cluster_with(MemberState::Active)
+        .and_by(ALICE, &[n3_demoted(&Raft::ALL)])
+        .and_by(CLEANER, &cleanup_of("n-3", &Raft::ALL, None));
     assert!(member(&s, "n-3").raft_cleanup_at.is_some());
     // Promoted again, it rejoins its rafts: the earlier cleanup is history.
-    run_by(&mut s, ALICE, update("n-3", json!({ "role": "hybrid" })));
+    let s = s.and_by(
+        ALICE,
+        &[DomainEvent::MemberUpdated(update_of(
+            "n-3",
+            Role::Hybrid,
+            "192.0.2.13",
+        ))],
+    );
     assert_eq!(member(&s, "n-3").raft_cleanup_at, None);
-    let d = decide_ok(
-        &s,
-        MemberCommand::Decommission {
+    let d = s
+        .when(MemberCommand::Decommission {
             node_id: "n-3".into(),
             reason: Some("retired".into()),
             force: false,
-        },
-    );
+        })
+        .decided();
     assert!(
         matches!(
             d.events.as_slice(),
@@ -703,7 +729,9 @@ fn a_voter_demoted_cleaned_and_promoted_again_owes_every_raft_to_its_decommissio
         d.events
     );
     // Demoted again, it is taken out of all three again.
-    let d = decide_ok(&s, update("n-3", json!({ "role": "storage" })));
+    let d = s
+        .when(update("n-3", json!({ "role": "storage" })))
+        .decided();
     assert_eq!(updated(&d).rafts, Raft::ALL.to_vec());
 }
 
@@ -712,7 +740,14 @@ fn a_decommissioned_member_whose_address_was_reused_is_refused_for_its_state() {
     let mut s = cluster_with(MemberState::Decommissioned);
     let ip = member(&s, "n-3").mgmt_ip.clone();
     // Another member takes the decommissioned member's address.
-    run_by(&mut s, ALICE, update("n-2", json!({ "mgmtIp": ip })));
+    s.when_by(ALICE, update("n-2", json!({ "mgmtIp": ip })))
+        .then_appended(
+            &mut s,
+            [DomainEvent::MemberUpdated(MemberUpdated {
+                role: Role::Hybrid,
+                ..update_of("n-2", Role::Hybrid, "192.0.2.13")
+            })],
+        );
     s.when(update(
         "n-3",
         json!({ "labels": { "topology.rack": "r9" } }),

@@ -43,9 +43,9 @@ fn each_raft_of_a_failed_member_is_removed_once() {
     assert_eq!(member(&s, "n-3").raft_cleanup_at, None);
 
     // The same raft twice appends nothing.
-    assert_member_unchanged(&decide_ok(&s, removal("n-3", Raft::Openbao)), "n-3");
+    assert_member_unchanged(&s.when(removal("n-3", Raft::Openbao)).decided(), "n-3");
     // A raft it never reached appends nothing.
-    assert_member_unchanged(&decide_ok(&s, removal("n-3", Raft::Ovn)), "n-3");
+    assert_member_unchanged(&s.when(removal("n-3", Raft::Ovn)).decided(), "n-3");
 
     s.when_by(CLEANER, removal("n-3", Raft::Patroni))
         .then_appended(
@@ -78,7 +78,7 @@ fn each_raft_of_a_failed_member_is_removed_once() {
     assert_eq!(s.membership.pending_cleanups().count(), 0);
 
     for raft in Raft::ALL {
-        assert_member_unchanged(&decide_ok(&s, removal("n-3", raft)), "n-3");
+        assert_member_unchanged(&s.when(removal("n-3", raft)).decided(), "n-3");
     }
 }
 
@@ -89,9 +89,11 @@ fn the_last_removal_of_a_removing_member_decommissions_it() {
         member(&s, "n-3").pending_cleanup(),
         vec![Raft::Patroni, Raft::Openbao, Raft::Ovn]
     );
-    run_by(&mut s, CLEANER, removal("n-3", Raft::Ovn));
-    assert_member_unchanged(&decide_ok(&s, removal("n-3", Raft::Ovn)), "n-3");
-    run_by(&mut s, CLEANER, removal("n-3", Raft::Patroni));
+    s.when_by(CLEANER, removal("n-3", Raft::Ovn))
+        .then_appended(&mut s, [raft_removed("n-3", Raft::Ovn)]);
+    assert_member_unchanged(&s.when(removal("n-3", Raft::Ovn)).then_nothing(), "n-3");
+    s.when_by(CLEANER, removal("n-3", Raft::Patroni))
+        .then_appended(&mut s, [raft_removed("n-3", Raft::Patroni)]);
     assert_eq!(member(&s, "n-3").state, MemberState::Removing);
 
     s.when_by(CLEANER, removal("n-3", Raft::Openbao))
@@ -133,15 +135,15 @@ fn removals_of_members_not_being_cleaned_append_nothing() {
     for state in [MemberState::Joining, MemberState::Active] {
         let mut s = cluster_with(state);
         if state == MemberState::Joining {
-            run_by(&mut s, ADMIN, progress("n-3", "join/raft-patroni"));
+            s = s.and(&[progressed("n-3", "join/raft-patroni")]);
         }
         for raft in Raft::ALL {
-            assert_member_unchanged(&decide_ok(&s, removal("n-3", raft)), "n-3");
+            assert_member_unchanged(&s.when(removal("n-3", raft)).decided(), "n-3");
         }
     }
     let s = cluster_with(MemberState::Decommissioned);
     for raft in Raft::ALL {
-        assert_member_unchanged(&decide_ok(&s, removal("n-3", raft)), "n-3");
+        assert_member_unchanged(&s.when(removal("n-3", raft)).decided(), "n-3");
     }
 }
 
@@ -195,7 +197,7 @@ fn a_returned_peer_is_owed_its_removal_again_and_raises_an_alarm_until_then() {
     s.when(retry("n-3"))
         .then_refused(ErrorCode::RaftCleanupPending);
     // The same return again appends nothing; another raft's is its own.
-    assert_member_unchanged(&decide_ok(&s, returned("n-3", Raft::Openbao, 7)), "n-3");
+    assert_member_unchanged(&s.when(returned("n-3", Raft::Openbao, 7)).decided(), "n-3");
 
     s.when_by(CLEANER, removal("n-3", Raft::Openbao))
         .then_appended(
@@ -224,7 +226,16 @@ fn a_returned_peer_is_owed_its_removal_again_and_raises_an_alarm_until_then() {
 fn a_decommissioned_member_s_return_is_removed_again_and_stays_decommissioned() {
     let mut s = cluster_with(MemberState::Decommissioned);
     let generation = s.membership.generation;
-    run_by(&mut s, CLEANER, returned("n-3", Raft::Ovn, 9));
+    s.when_by(CLEANER, returned("n-3", Raft::Ovn, 9))
+        .then_appended(
+            &mut s,
+            [DomainEvent::RaftPeerReturned(RaftPeerReturned {
+                node_id: "n-3".into(),
+                raft: Raft::Ovn,
+                removed_position: 9,
+                removed_at: t0(),
+            })],
+        );
     assert_eq!(member(&s, "n-3").pending_cleanup(), vec![Raft::Ovn]);
     assert_eq!(s.membership.generation, generation, "no peer list changes");
     s.when_by(CLEANER, removal("n-3", Raft::Ovn)).then_appended(
@@ -251,19 +262,18 @@ fn only_a_standing_removal_can_be_returned_from() {
     // A raft the cleanup still owes, or one never removed, records nothing.
     let s = cluster_with(MemberState::Failed);
     for raft in Raft::ALL {
-        assert_member_unchanged(&decide_ok(&s, returned("n-3", raft, 5)), "n-3");
+        assert_member_unchanged(&s.when(returned("n-3", raft, 5)).decided(), "n-3");
     }
     for state in [MemberState::Joining, MemberState::Active] {
         let s = cluster_with(state);
         for raft in Raft::ALL {
-            assert_member_unchanged(&decide_ok(&s, returned("n-3", raft, 5)), "n-3");
+            assert_member_unchanged(&s.when(returned("n-3", raft, 5)).decided(), "n-3");
         }
     }
     // After a retried join, what the earlier cleanup removed is gone from
     // the record: the member is a peer again by right.
-    let mut s = failed_and_cleaned();
-    run_by(&mut s, ADMIN, retry("n-3"));
-    assert_member_unchanged(&decide_ok(&s, returned("n-3", Raft::Patroni, 5)), "n-3");
+    let s = failed_and_cleaned().and(&[retried("n-3")]);
+    assert_member_unchanged(&s.when(returned("n-3", Raft::Patroni, 5)).decided(), "n-3");
     founders()
         .when(returned("n-9", Raft::Ovn, 5))
         .then_refused(ErrorCode::NotFound);
@@ -274,8 +284,9 @@ fn a_return_is_not_recorded_while_a_live_member_holds_the_address() {
     // n-3 failed at 192.0.2.13 and was cleaned; n-4 now holds that address
     // (a failed member's address is free again only once it is
     // decommissioned, so n-3 is decommissioned here first).
-    let mut s = cluster_with(MemberState::Decommissioned);
-    run_by(&mut s, ADMIN, admit("n-4", "control", "192.0.2.13"));
+    let s = cluster_with(MemberState::Decommissioned).and(&[DomainEvent::MemberAdmitted(
+        admitted_event("n-4", Role::Control, 4, "192.0.2.13"),
+    )]);
     s.when_by(CLEANER, returned("n-3", Raft::Patroni, 5))
         .then_refused(ErrorCode::MemberExists);
     assert!(member(&s, "n-3").pending_cleanup().is_empty());

@@ -10,14 +10,12 @@ use super::support::upgrade::*;
 fn register_release_records_its_canonical_manifest() {
     let s = cluster();
     let m = manifest("1.2.0", "13.1", None);
-    let d = when(
-        &s,
-        cmd(UpgradeCommand::RegisterRelease {
+    let d = s
+        .when(UpgradeCommand::RegisterRelease {
             manifest: signed(m.clone()),
             source: ReleaseSource::Manifest,
-        }),
-    )
-    .unwrap();
+        })
+        .decided();
     assert_eq!(d.subject, Subject::Release("1.2.0".into()));
     assert_eq!(
         d.events,
@@ -70,22 +68,20 @@ fn registering_the_same_manifest_twice_appends_nothing() {
         manifest: signed(m.clone()),
         source: ReleaseSource::Manifest,
     };
-    assert_eq!(run(&mut s, c.clone()).events.len(), 1);
+    s.when(c.clone()).then_appended(&mut s, [registered(&m)]);
     assert!(s.upgrades.releases.contains_key("1.2.0"));
-    let d = when(&s, cmd(c)).unwrap();
+    let d = s.when(c).decided();
     assert!(d.events.is_empty(), "{d:?}");
     assert_eq!(d.subject, Subject::Release("1.2.0".into()));
     // The same manifest with its members in another order is the same.
     let reordered: Value =
         serde_json::from_str(&serde_json::to_string_pretty(&m).unwrap()).unwrap();
-    let d = when(
-        &s,
-        cmd(UpgradeCommand::RegisterRelease {
+    let d = s
+        .when(UpgradeCommand::RegisterRelease {
             manifest: signed(reordered),
             source: ReleaseSource::Manifest,
-        }),
-    )
-    .unwrap();
+        })
+        .decided();
     assert!(d.events.is_empty(), "{d:?}");
 }
 
@@ -119,16 +115,15 @@ fn set_running_release_sets_it_once() {
     let c = UpgradeCommand::SetRunningRelease {
         version: Some("1.0.0".into()),
     };
-    let d = run(&mut s, c.clone());
-    assert_eq!(d.subject, Subject::RunningRelease);
-    assert_eq!(
-        d.events,
+    let d = s.when(c.clone()).then_appended(
+        &mut s,
         [DomainEvent::RunningReleaseSet(RunningReleaseSet {
-            version: "1.0.0".into()
-        })]
+            version: "1.0.0".into(),
+        })],
     );
+    assert_eq!(d.subject, Subject::RunningRelease);
     assert_eq!(s.upgrades.running.as_ref().unwrap().version, "1.0.0");
-    assert!(when(&s, cmd(c)).unwrap().events.is_empty());
+    assert!(s.when(c).decided().events.is_empty());
 }
 
 #[test]

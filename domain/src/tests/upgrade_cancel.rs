@@ -8,15 +8,13 @@ use super::support::upgrade::*;
 
 fn assert_cancels(from: UpgradeState) {
     let mut s = upgrade_in(from);
-    let d = run_by(&mut s, ALICE, cancel(UPG));
-    assert_eq!(d.subject, Subject::Upgrade(UPG.into()));
-    assert_eq!(
-        d.events,
+    let d = s.when_by(ALICE, cancel(UPG)).then_appended(
+        &mut s,
         [DomainEvent::UpgradeCanceled(UpgradeRef {
-            upgrade_id: UPG.into()
+            upgrade_id: UPG.into(),
         })],
-        "from {from:?}"
     );
+    assert_eq!(d.subject, Subject::Upgrade(UPG.into()));
     let u = upgrade(&s, UPG);
     assert_eq!(u.state, UpgradeState::Canceled);
     assert_eq!(u.canceled_by.as_deref(), Some(ALICE));
@@ -49,9 +47,18 @@ fn cancel_a_prechecking_upgrade() {
 
 #[test]
 fn cancel_a_fetching_upgrade_keeps_what_the_nodes_fetched() {
-    let mut s = upgrade_in(UpgradeState::Fetching);
-    run(&mut s, report(NODES[0], "fetch", "done"));
-    run(&mut s, cancel(UPG));
+    let mut s = upgrade_in(UpgradeState::Fetching).and(&[node_reported(
+        NODES[0],
+        Phase::Fetch,
+        NodeStatus::Done,
+        "",
+    )]);
+    s.when(cancel(UPG)).then_appended(
+        &mut s,
+        [DomainEvent::UpgradeCanceled(UpgradeRef {
+            upgrade_id: UPG.into(),
+        })],
+    );
     assert_eq!(state_of(&s, UPG), UpgradeState::Canceled);
     let n = node(&s, UPG, NODES[0]);
     assert_eq!((n.phase, n.state), (Phase::Fetch, NodeStatus::Done));
@@ -91,7 +98,7 @@ fn cancel_a_failed_upgrade_is_not_cancelable() {
 #[test]
 fn cancel_a_canceled_upgrade_answers_it_unchanged() {
     let s = upgrade_in(UpgradeState::Canceled);
-    let d = when_by(&s, ALICE, cmd(cancel(UPG))).unwrap();
+    let d = s.when_by(ALICE, cancel(UPG)).then_nothing();
     assert_upgrade_unchanged(&d, UPG);
     // The first cancel's principal stays on record.
     assert_eq!(upgrade(&s, UPG).canceled_by.as_deref(), Some(ADMIN));
@@ -114,7 +121,7 @@ fn cancel_during_the_write_freeze_answers_its_own_conflict() {
         let s = upgrade_in(state);
         assert!(s.upgrades.write_freeze().is_some());
         assert!(cmd(cancel(UPG)).passes_write_freeze());
-        let r = refused(&s, cancel(UPG));
+        let r = s.when(cancel(UPG)).refusal();
         assert_ne!(r.code, ErrorCode::UpgradeInProgress, "{r:?}");
         assert_eq!(r.code, ErrorCode::UpgradeNotCancelable, "{r:?}");
         assert_eq!(r.details, Some(json!({ "state": state.as_str() })));
@@ -149,10 +156,11 @@ fn acknowledge_marks_a_failed_upgrades_findings_read() {
 
 #[test]
 fn acknowledge_twice_appends_nothing() {
-    let mut s = upgrade_in(UpgradeState::Failed);
-    run(&mut s, acknowledge(UPG));
+    let s = upgrade_in(UpgradeState::Failed).and(&[DomainEvent::UpgradeAcknowledged(UpgradeRef {
+        upgrade_id: UPG.into(),
+    })]);
     let at = upgrade(&s, UPG).acknowledged_at;
-    let d = run(&mut s, acknowledge(UPG));
+    let d = s.when(acknowledge(UPG)).then_nothing();
     assert_upgrade_unchanged(&d, UPG);
     assert_eq!(upgrade(&s, UPG).acknowledged_at, at);
 }
@@ -166,7 +174,7 @@ fn acknowledge_of_an_upgrade_that_did_not_fail_is_a_state_conflict() {
         UpgradeState::Canceled,
     ] {
         let s = upgrade_in(state);
-        assert_state_conflict(&refused(&s, acknowledge(UPG)), state.as_str());
+        assert_state_conflict(&s.when(acknowledge(UPG)).refusal(), state.as_str());
     }
     cluster()
         .when(acknowledge(UNKNOWN))

@@ -26,10 +26,7 @@ fn a_roll_report_from_a_node_that_already_rolled_is_not_node_turn() {
     step(&mut s, UPG);
     assert_eq!(turn(&s, UPG), NODES[1]);
     // Its own done again is a repeat; anything else is out of turn.
-    assert_upgrade_unchanged(
-        &when(&s, cmd(report(NODES[0], "roll", "done"))).unwrap(),
-        UPG,
-    );
+    assert_upgrade_unchanged(&s.when(report(NODES[0], "roll", "done")).decided(), UPG);
     let r = s
         .when(report(NODES[0], "roll", "running"))
         .then_refused(ErrorCode::NotNodeTurn);
@@ -47,8 +44,9 @@ fn a_roll_report_outside_rolling_is_not_node_turn() {
         UpgradeState::Verifying,
     ] {
         let s = upgrade_in(state);
-        let r = refused(&s, report(NODES[0], "roll", "running"));
-        assert_eq!(r.code, ErrorCode::NotNodeTurn, "{state:?}: {r:?}");
+        let r = s
+            .when(report(NODES[0], "roll", "running"))
+            .then_refused(ErrorCode::NotNodeTurn);
         assert_eq!(
             r.details,
             Some(json!({ "turn": null, "state": state.as_str() }))
@@ -60,7 +58,7 @@ fn a_roll_report_outside_rolling_is_not_node_turn() {
 fn a_fetch_report_outside_fetching_is_a_state_conflict() {
     for state in [UpgradeState::Planned, UpgradeState::Rolling] {
         let s = upgrade_in(state);
-        let r = refused(&s, report(NODES[1], "fetch", "running"));
+        let r = s.when(report(NODES[1], "fetch", "running")).refusal();
         assert_state_conflict(&r, state.as_str());
     }
 }
@@ -68,15 +66,24 @@ fn a_fetch_report_outside_fetching_is_a_state_conflict() {
 #[test]
 fn a_verify_report_outside_verifying_is_a_state_conflict() {
     let s = upgrade_in(UpgradeState::Fetching);
-    assert_state_conflict(&refused(&s, report(NODES[1], "verify", "done")), "fetching");
+    assert_state_conflict(
+        &s.when(report(NODES[1], "verify", "done")).refusal(),
+        "fetching",
+    );
 }
 
 #[test]
 fn a_report_after_the_end_is_a_state_conflict() {
     let s = upgrade_in(UpgradeState::Done);
-    assert_state_conflict(&refused(&s, report(NODES[1], "verify", "failed")), "done");
+    assert_state_conflict(
+        &s.when(report(NODES[1], "verify", "failed")).refusal(),
+        "done",
+    );
     let s = upgrade_in(UpgradeState::Canceled);
-    assert_state_conflict(&refused(&s, report(NODES[1], "fetch", "done")), "canceled");
+    assert_state_conflict(
+        &s.when(report(NODES[1], "fetch", "done")).refusal(),
+        "canceled",
+    );
 }
 
 #[test]
@@ -94,16 +101,26 @@ fn a_report_for_a_node_not_in_the_upgrade_is_not_found() {
 fn an_identical_repeated_report_appends_nothing() {
     let mut s = upgrade_in(UpgradeState::Fetching);
     let c = report_full(UPG, NODES[1], "fetch", "done", Some("fetched 1.2 GiB"));
-    assert_eq!(run(&mut s, c.clone()).events.len(), 1);
-    assert_upgrade_unchanged(&when(&s, cmd(c)).unwrap(), UPG);
-    // Without its message it still says nothing new.
-    assert_upgrade_unchanged(
-        &when(&s, cmd(report(NODES[1], "fetch", "done"))).unwrap(),
-        UPG,
+    s.when(c.clone()).then_appended(
+        &mut s,
+        [node_reported(
+            NODES[1],
+            Phase::Fetch,
+            NodeStatus::Done,
+            "fetched 1.2 GiB",
+        )],
     );
+    assert_upgrade_unchanged(&s.when(c).decided(), UPG);
+    // Without its message it still says nothing new.
+    assert_upgrade_unchanged(&s.when(report(NODES[1], "fetch", "done")).decided(), UPG);
     // Another message is news.
     let c = report_full(UPG, NODES[1], "fetch", "done", Some("fetched again"));
-    assert_eq!(when(&s, cmd(c)).unwrap().events.len(), 1);
+    s.when(c).then([node_reported(
+        NODES[1],
+        Phase::Fetch,
+        NodeStatus::Done,
+        "fetched again",
+    )]);
 }
 
 #[test]
@@ -272,20 +289,19 @@ fn a_backup_report_outside_backing_up_is_a_state_conflict() {
         UpgradeState::Staged,
     ] {
         let s = upgrade_in(state);
-        assert_state_conflict(&refused(&s, backup_report(UPG)), state.as_str());
+        assert_state_conflict(&s.when(backup_report(UPG)).refusal(), state.as_str());
     }
     // Once backed up, another bundle is refused; the same one is a repeat.
     let s = upgrade_in(UpgradeState::Rolling);
-    assert_upgrade_unchanged(&when(&s, cmd(backup_report(UPG))).unwrap(), UPG);
-    let r = refused(
-        &s,
-        UpgradeCommand::ReportBackup {
+    assert_upgrade_unchanged(&s.when(backup_report(UPG)).decided(), UPG);
+    let r = s
+        .when(UpgradeCommand::ReportBackup {
             upgrade_id: UPG.into(),
             location: Some("target".into()),
             bundle: Some("s3://backups/other.tar".into()),
             encrypted: Some(true),
-        },
-    );
+        })
+        .refusal();
     assert_state_conflict(&r, "rolling");
 }
 
@@ -338,7 +354,13 @@ fn the_backup_report_lets_the_driver_start_rolling() {
     assert!(upgrade(&s, UPG)
         .waiting_for()
         .contains("backup is reported"));
-    advance(&mut s);
+    s.when_by(DRIVER, ADVANCE).then_appended(
+        &mut s,
+        [
+            moved(UPG, UpgradeState::BackingUp, UpgradeState::Rolling),
+            turn_started(UPG, NODES[0]),
+        ],
+    );
     assert_eq!(state_of(&s, UPG), UpgradeState::Rolling);
 }
 

@@ -16,25 +16,24 @@ fn a_running_release_without_components_is_compared_by_what_the_nodes_run() {
         .as_str()
         .unwrap()
         .to_owned();
-    let mut s = cluster_with_releases(&[resigned(old), target]);
+    let s = cluster_with_releases(&[resigned(old), target]);
 
-    let before = plan_of(&s, "1.1.0");
+    let d = s.when(create(UPG, "1.1.0")).decided();
+    let before = &planned(&d).plan;
     assert_eq!(before.components_from, "none");
     assert!(before.component_changes.is_empty());
 
-    for n in NODES {
-        run(
-            &mut s,
-            report_facts(
-                n,
-                NodeFacts {
-                    images: vec![image("api", "0.9.0", 'a'), image("worker", "0.9.0", 'c')],
-                    ..Default::default()
-                },
-            ),
-        );
-    }
-    let plan = plan_of(&s, "1.1.0");
+    let s = s.and(&NODES.map(|n| {
+        facts_reported(
+            n,
+            NodeFacts {
+                images: vec![image("api", "0.9.0", 'a'), image("worker", "0.9.0", 'c')],
+                ..Default::default()
+            },
+        )
+    }));
+    let d = s.when(create(UPG, "1.1.0")).decided();
+    let plan = &planned(&d).plan;
     assert_eq!(plan.components_from, "nodes");
     let changes: Vec<(&str, &str, &str, &str)> = plan
         .component_changes
@@ -66,20 +65,26 @@ fn a_running_release_without_components_is_compared_by_what_the_nodes_run() {
 
 #[test]
 fn a_later_upgrade_to_a_release_a_node_already_fetched_starts_its_fetch_done() {
-    let mut s = cluster_with_releases(&[
+    let s = cluster_with_releases(&[
         manifest("1.0.0", "13.1", None),
         manifest("1.1.0", "13.1", None),
         manifest("1.2.0", "13.1", None),
     ]);
-    run(&mut s, create(UPG, "1.1.0"));
-    drive(&mut s, UPG, UpgradeState::Fetching);
-    run(&mut s, report_to(UPG, NODES[1], "fetch", "done"));
-    run(&mut s, cancel(UPG));
+    let s = after(s, &[(ADMIN, cmd(create(UPG, "1.1.0")))]);
+    let s = walked_on(s, UPG, UpgradeState::Fetching);
+    let s = after(
+        s,
+        &[
+            (ADMIN, cmd(report_to(UPG, NODES[1], "fetch", "done"))),
+            (ADMIN, cmd(cancel(UPG))),
+        ],
+    );
 
     // Another release was not fetched.
-    assert!(plan_of(&s, "1.2.0").nodes.iter().all(|n| !n.fetched));
+    let d = s.when(create("upg-pppppppppp", "1.2.0")).decided();
+    assert!(planned(&d).plan.nodes.iter().all(|n| !n.fetched));
 
-    let d = run(&mut s, create(UPG2, "1.1.0"));
+    let d = s.when(create(UPG2, "1.1.0")).decided();
     let plan = &planned(&d).plan;
     let fetched: Vec<(&str, bool)> = plan
         .nodes
@@ -91,6 +96,7 @@ fn a_later_upgrade_to_a_release_a_node_already_fetched_starts_its_fetch_done() {
         [(NODES[0], false), (NODES[1], true), (NODES[2], false)]
     );
     assert!(plan.summary.contains("already fetched"), "{}", plan.summary);
+    let s = s.and(&d.events);
     let n = node(&s, UPG2, NODES[1]);
     assert_eq!((n.phase, n.state), (Phase::Fetch, NodeStatus::Done));
     let other = node(&s, UPG2, NODES[0]);
@@ -99,7 +105,7 @@ fn a_later_upgrade_to_a_release_a_node_already_fetched_starts_its_fetch_done() {
         (Phase::Fetch, NodeStatus::Pending)
     );
 
-    drive(&mut s, UPG2, UpgradeState::Fetching);
+    let s = walked_on(s, UPG2, UpgradeState::Fetching);
     let waiting = upgrade(&s, UPG2).waiting_for();
     assert!(!waiting.contains(NODES[1]), "{waiting}");
     assert!(
@@ -132,11 +138,9 @@ fn a_backup_to_the_target_with_none_configured_is_invalid_naming_backup_location
 
 #[test]
 fn without_a_configured_target_the_backup_stays_on_the_node() {
-    let d = when(
-        &cluster(),
-        cmd(create_backup(None, UpgradeConfig::default())),
-    )
-    .unwrap();
+    let d = cluster()
+        .when(create_backup(None, UpgradeConfig::default()))
+        .decided();
     let p = planned(&d);
     assert_eq!(p.backup_location, BackupLocation::Node);
     assert_eq!(p.backup_target, None);
@@ -145,10 +149,9 @@ fn without_a_configured_target_the_backup_stays_on_the_node() {
 #[test]
 fn with_a_configured_target_the_backup_goes_there_encrypted_to_its_recipient() {
     let url = "s3://backups.example/stratum";
-    let mut s = cluster();
-    let d = run(
-        &mut s,
-        create_backup(
+    let s = cluster();
+    let d = s
+        .when(create_backup(
             None,
             UpgradeConfig {
                 backup_target: Some(BackupTarget {
@@ -157,12 +160,13 @@ fn with_a_configured_target_the_backup_goes_there_encrypted_to_its_recipient() {
                 }),
                 ..Default::default()
             },
-        ),
-    );
+        ))
+        .decided();
     let p = planned(&d);
     assert_eq!(p.backup_location, BackupLocation::Target);
     assert_eq!(p.backup_target.as_deref(), Some(url));
     assert!(p.backup_encrypted);
+    let s = s.and(&d.events);
     let u = upgrade(&s, UPG);
     assert_eq!(u.backup_location, BackupLocation::Target);
     assert_eq!(u.backup_target.as_deref(), Some(url));
@@ -175,7 +179,8 @@ fn with_a_configured_target_the_backup_goes_there_encrypted_to_its_recipient() {
 
 #[test]
 fn the_plan_summary_names_both_releases_and_signed_by_the_target_manifests_key() {
-    let plan = plan_of(&cluster(), "1.1.0");
+    let d = cluster().when(create(UPG, "1.1.0")).decided();
+    let plan = &planned(&d).plan;
     assert!(!plan.summary.is_empty());
     assert!(
         plan.summary.contains("1.0.0") && plan.summary.contains("1.1.0"),
@@ -196,16 +201,16 @@ fn a_release_loaded_from_install_media_plans_with_source_kind_media() {
             source: ReleaseSource::Media,
         }),
     ]);
-    assert_eq!(plan_of(&s, "1.1.0").source_kind, ReleaseSource::Media);
-    assert_eq!(
-        plan_of(&cluster(), "1.1.0").source_kind,
-        ReleaseSource::Manifest
-    );
+    let d = s.when(create(UPG, "1.1.0")).decided();
+    assert_eq!(planned(&d).plan.source_kind, ReleaseSource::Media);
+    let d = cluster().when(create(UPG, "1.1.0")).decided();
+    assert_eq!(planned(&d).plan.source_kind, ReleaseSource::Manifest);
 }
 
 #[test]
 fn plan_steps_are_objects_with_a_kind_and_one_roll_per_node() {
-    let plan = plan_of(&cluster(), "1.1.0");
+    let d = cluster().when(create(UPG, "1.1.0")).decided();
+    let plan = &planned(&d).plan;
     let named = |name: &str| {
         plan.steps
             .iter()
@@ -241,7 +246,8 @@ fn an_os_and_kernel_change_lists_os_and_kernel_among_each_nodes_changes() {
     let mut target = manifest("1.1.0", "13.2", None);
     target["os"]["kernel"] = json!("6.13");
     let s = cluster_with_releases(&[manifest("1.0.0", "13.1", None), resigned(target)]);
-    let plan = plan_of(&s, "1.1.0");
+    let d = s.when(create(UPG, "1.1.0")).decided();
+    let plan = &planned(&d).plan;
     assert_eq!(plan.kind, NodeKind::Os);
     assert_eq!(plan.nodes.len(), NODES.len());
     for n in &plan.nodes {
@@ -257,7 +263,8 @@ fn an_os_and_kernel_change_lists_os_and_kernel_among_each_nodes_changes() {
 
 #[test]
 fn restarts_list_the_changed_images_and_a_containers_upgrade_changes_nothing_on_the_host() {
-    let plan = plan_of(&cluster(), "1.1.0");
+    let d = cluster().when(create(UPG, "1.1.0")).decided();
+    let plan = &planned(&d).plan;
     for n in &plan.nodes {
         assert_eq!(n.restarts, ["api"], "{n:?}");
         assert!(n.changes.is_empty(), "{n:?}");

@@ -8,14 +8,17 @@ use super::support::upgrade::*;
 
 #[test]
 fn prechecks_without_facts_pass_and_name_the_missing_fact() {
-    let (_, checks) = prechecks_in(cluster(), "1.1.0");
+    let d = prechecking(cluster(), "1.1.0")
+        .when_by(DRIVER, ADVANCE)
+        .decided();
+    let checks = prechecks_of(&d);
     for (name, fact) in [
         ("space", "space fact"),
         ("backup-space", "space fact"),
         ("schema", "schema fact"),
         ("cluster-shutdown", "shutdown fact"),
     ] {
-        let c = precheck(&checks, name);
+        let c = precheck(checks, name);
         assert!(c.passed, "{c:?}");
         assert!(c.message.contains(fact), "{c:?}");
         assert!(c.message.contains("no"), "{c:?}");
@@ -24,13 +27,11 @@ fn prechecks_without_facts_pass_and_name_the_missing_fact() {
 
 #[test]
 fn a_failed_precheck_fails_the_upgrade_with_its_findings() {
-    let mut s = cluster();
-    run(&mut s, create(UPG, "9.9.9"));
-    advance(&mut s);
-    let events = advance(&mut s);
-    let [DomainEvent::UpgradePrechecked(p), DomainEvent::UpgradeFailed(f)] = events.as_slice()
+    let s = prechecking(cluster(), "9.9.9");
+    let d = s.when_by(DRIVER, ADVANCE).decided();
+    let [DomainEvent::UpgradePrechecked(p), DomainEvent::UpgradeFailed(f)] = d.events.as_slice()
     else {
-        panic!("{events:?}")
+        panic!("{d:?}")
     };
     let failed: Vec<&str> = p
         .prechecks
@@ -40,6 +41,7 @@ fn a_failed_precheck_fails_the_upgrade_with_its_findings() {
         .collect();
     assert_eq!(failed, ["release"]);
     assert_eq!(f.upgrade_id, UPG);
+    let s = s.and_by(DRIVER, &d.events);
     let u = upgrade(&s, UPG);
     assert_eq!(u.state, UpgradeState::Failed);
     let reason = u.failure_reason.as_deref().unwrap();
@@ -59,8 +61,10 @@ fn a_failed_precheck_fails_the_upgrade_with_its_findings() {
 
 #[test]
 fn release_precheck_fails_an_unknown_target() {
-    let (_, checks) = prechecks_in(cluster(), "9.9.9");
-    let c = precheck(&checks, "release");
+    let d = prechecking(cluster(), "9.9.9")
+        .when_by(DRIVER, ADVANCE)
+        .decided();
+    let c = precheck(prechecks_of(&d), "release");
     assert!(!c.passed);
     assert!(c.message.contains("9.9.9"), "{c:?}");
     assert!(precheck(&cluster_prechecks_ok(), "release").passed);
@@ -75,11 +79,14 @@ fn the_precheck_table_names_each_check_once_and_runs_every_check_it_names() {
     // A passing upgrade and a failing one: each check of the table, run on
     // its own, gives the finding the upgrade recorded under its name.
     for target in ["1.1.0", "9.9.9"] {
-        let (s, recorded) = prechecks_in(cluster(), target);
+        let s = prechecking(cluster(), target);
+        let d = s.when_by(DRIVER, ADVANCE).decided();
+        let recorded = prechecks_of(&d);
         let recorded_names: Vec<&str> = recorded.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(recorded_names, PRECHECKS);
+        let s = s.and_by(DRIVER, &d.events);
         let cx = Ctx::new(&s, upgrade(&s, UPG));
-        for ((name, check), c) in CHECKS.iter().zip(&recorded) {
+        for ((name, check), c) in CHECKS.iter().zip(recorded) {
             let (passed, message) = check(&cx);
             assert!(!message.is_empty(), "{name}");
             assert_eq!(
@@ -92,7 +99,10 @@ fn the_precheck_table_names_each_check_once_and_runs_every_check_it_names() {
 
 /// The prechecks of the plain 1.0.0 → 1.1.0 upgrade.
 fn cluster_prechecks_ok() -> Vec<Precheck> {
-    prechecks_in(cluster(), "1.1.0").1
+    let d = prechecking(cluster(), "1.1.0")
+        .when_by(DRIVER, ADVANCE)
+        .decided();
+    prechecks_of(&d).to_vec()
 }
 
 #[test]
@@ -103,14 +113,18 @@ fn version_precheck_fails_the_running_release_or_an_older_one() {
         manifest("1.1.0", "13.1", None),
     ]);
     for target in ["1.0.0", "0.9.0"] {
-        let (s, checks) = prechecks_in(s.clone(), target);
-        let c = precheck(&checks, "version");
+        let s = prechecking(s.clone(), target);
+        let d = s.when_by(DRIVER, ADVANCE).decided();
+        let c = precheck(prechecks_of(&d), "version");
         assert!(!c.passed, "{target}: {c:?}");
         assert!(c.message.contains("not newer"), "{c:?}");
-        assert_eq!(state_of(&s, UPG), UpgradeState::Failed);
+        assert_eq!(
+            state_of(&s.and_by(DRIVER, &d.events), UPG),
+            UpgradeState::Failed
+        );
     }
-    let (_, checks) = prechecks_in(s, "1.1.0");
-    assert!(precheck(&checks, "version").passed);
+    let d = prechecking(s, "1.1.0").when_by(DRIVER, ADVANCE).decided();
+    assert!(precheck(prechecks_of(&d), "version").passed);
 }
 
 #[test]
@@ -119,13 +133,15 @@ fn upgrade_path_precheck_fails_a_skipped_required_stop() {
     // Two stops skipped: it names the first one on the way.
     target["requiredStops"] = json!(["1.0.8", "1.0.5", "0.9.0", "1.1.0"]);
     let s = cluster_with_releases(&[manifest("1.0.0", "13.1", None), resigned(target)]);
-    let (s, checks) = prechecks_in(s, "1.1.0");
-    let c = precheck(&checks, "upgrade-path");
+    let s = prechecking(s, "1.1.0");
+    let d = s.when_by(DRIVER, ADVANCE).decided();
+    let c = precheck(prechecks_of(&d), "upgrade-path");
     assert!(!c.passed, "{c:?}");
     assert_eq!(
         c.message,
         "1.1.0 requires a stop at 1.0.5: upgrade from 1.0.0 to 1.0.5 first, then to 1.1.0."
     );
+    let s = s.and_by(DRIVER, &d.events);
     let u = upgrade(&s, UPG);
     assert_eq!(u.state, UpgradeState::Failed);
     assert!(u.failure_reason.as_deref().unwrap().contains("1.0.5"));
@@ -136,8 +152,9 @@ fn upgrade_path_precheck_passes_stops_outside_the_path() {
     let mut target = manifest("1.1.0", "13.1", None);
     target["requiredStops"] = json!(["0.9.0", "1.0.0", "1.1.0"]);
     let s = cluster_with_releases(&[manifest("1.0.0", "13.1", None), resigned(target)]);
-    let (_, checks) = prechecks_in(s, "1.1.0");
-    assert!(precheck(&checks, "upgrade-path").passed, "{checks:?}");
+    let d = prechecking(s, "1.1.0").when_by(DRIVER, ADVANCE).decided();
+    let checks = prechecks_of(&d);
+    assert!(precheck(checks, "upgrade-path").passed, "{checks:?}");
 }
 
 #[test]
@@ -149,8 +166,8 @@ fn upgrade_path_precheck_fails_a_known_broken_path_and_says_the_way_round() {
          "wayRound": "upgrade to 1.0.5 first"},
     ]);
     let s = cluster_with_releases(&[manifest("1.0.0", "13.1", None), resigned(target)]);
-    let (_, checks) = prechecks_in(s, "1.1.0");
-    let c = precheck(&checks, "upgrade-path");
+    let d = prechecking(s, "1.1.0").when_by(DRIVER, ADVANCE).decided();
+    let c = precheck(prechecks_of(&d), "upgrade-path");
     assert!(!c.passed, "{c:?}");
     assert!(
         c.message.contains("the raft snapshot format changed"),
@@ -164,31 +181,30 @@ fn upgrade_path_precheck_fails_a_known_broken_path_and_says_the_way_round() {
 
 #[test]
 fn readiness_precheck_fails_a_member_that_is_not_active() {
-    let mut s = cluster();
-    apply(&mut s, ADMIN, &[admitted("n-delta", Role::Control, 4)]);
-    let (_, checks) = prechecks_in(s, "1.1.0");
-    let c = precheck(&checks, "readiness");
+    let s = cluster().and(&[admitted("n-delta", Role::Control, 4)]);
+    let d = prechecking(s, "1.1.0").when_by(DRIVER, ADVANCE).decided();
+    let c = precheck(prechecks_of(&d), "readiness");
     assert!(!c.passed, "{c:?}");
     assert!(c.message.contains("n-delta is joining"), "{c:?}");
 }
 
 #[test]
 fn readiness_precheck_fails_a_lagging_member() {
-    let mut s = cluster();
+    let s = cluster();
     let generation = s.membership.generation;
-    apply(
-        &mut s,
-        ADMIN,
-        &[DomainEvent::AppliedGenerationReported {
+    let s = prechecking(
+        s.and(&[DomainEvent::AppliedGenerationReported {
             node_id: "n-alpha".into(),
             generation: generation - 1,
-        }],
+        }]),
+        "1.1.0",
     );
-    let (s, checks) = prechecks_in(s, "1.1.0");
-    let c = precheck(&checks, "readiness");
+    let d = s.when_by(DRIVER, ADVANCE).decided();
+    let c = precheck(prechecks_of(&d), "readiness");
     assert!(!c.passed, "{c:?}");
     assert!(c.message.contains("n-alpha is lagging"), "{c:?}");
     assert!(!c.message.contains("n-bravo"), "{c:?}");
+    let s = s.and_by(DRIVER, &d.events);
     assert_eq!(state_of(&s, UPG), UpgradeState::Failed);
 }
 
@@ -203,8 +219,8 @@ fn release_differs_precheck_fails_an_identical_release() {
     let mut same = manifest("1.0.0", "13.1", None);
     same["version"] = json!("1.1.0");
     let s = cluster_with_releases(&[manifest("1.0.0", "13.1", None), resigned(same)]);
-    let (_, checks) = prechecks_in(s, "1.1.0");
-    let c = precheck(&checks, "release-differs");
+    let d = prechecking(s, "1.1.0").when_by(DRIVER, ADVANCE).decided();
+    let c = precheck(prechecks_of(&d), "release-differs");
     assert!(!c.passed, "{c:?}");
     assert!(c.message.contains("changes nothing"), "{c:?}");
     assert!(precheck(&cluster_prechecks_ok(), "release-differs").passed);
@@ -234,21 +250,17 @@ fn a_facts_report_is_recorded_and_the_newest_wins() {
         ready: Some(true),
         ..Default::default()
     };
-    let d = run(&mut s, report_facts(NODES[1], first.clone()));
+    let d = s
+        .when(report_facts(NODES[1], first.clone()))
+        .then_appended(&mut s, [facts_reported(NODES[1], first.clone())]);
     assert_eq!(d.subject, Subject::Facts(NODES[1].into()));
-    assert_eq!(
-        d.events,
-        [DomainEvent::NodeFactsReported(NodeFactsReported {
-            node_id: NODES[1].into(),
-            facts: first.clone(),
-        })]
-    );
-    assert!(run(&mut s, report_facts(NODES[1], first)).events.is_empty());
+    s.when(report_facts(NODES[1], first)).then_nothing();
     let newer = NodeFacts {
         bundle_free_bytes: Some(3_000_000_000),
         ..Default::default()
     };
-    run(&mut s, report_facts(NODES[1], newer.clone()));
+    s.when(report_facts(NODES[1], newer.clone()))
+        .then_appended(&mut s, [facts_reported(NODES[1], newer.clone())]);
     let rec = &s.upgrades.facts[NODES[1]];
     assert_eq!(rec.facts, newer);
     assert_eq!(rec.version, 2);
@@ -419,21 +431,17 @@ fn node_precheck_fails_a_node_that_reports_it_is_not_ready() {
 
 #[test]
 fn components_precheck_fails_a_node_that_runs_other_pins_than_the_running_release() {
-    let mut s = cluster();
     // testing::manifest pins `api` at a digest of its version: n-b runs
     // another one.
-    run(
-        &mut s,
-        report_facts(
-            NODES[1],
-            NodeFacts {
-                images: vec![image("api", "1.0.0", 'f')],
-                ..Default::default()
-            },
-        ),
-    );
-    let (_, checks) = prechecks_in(s, "1.1.0");
-    let c = precheck(&checks, "components");
+    let s = cluster().and(&[facts_reported(
+        NODES[1],
+        NodeFacts {
+            images: vec![image("api", "1.0.0", 'f')],
+            ..Default::default()
+        },
+    )]);
+    let d = prechecking(s, "1.1.0").when_by(DRIVER, ADVANCE).decided();
+    let c = precheck(prechecks_of(&d), "components");
     assert!(!c.passed, "{c:?}");
     assert!(
         c.message.contains(NODES[1]) && c.message.contains("api"),

@@ -9,8 +9,8 @@ use super::support::upgrade::*;
 
 #[test]
 fn rollback_of_a_done_upgrade_plans_an_upgrade_to_its_from_release() {
-    let mut s = upgrade_in(UpgradeState::Done);
-    let d = run(&mut s, rollback(UPG, UPG2, false));
+    let s = upgrade_in(UpgradeState::Done);
+    let d = s.when(rollback(UPG, UPG2, false)).decided();
     assert_eq!(d.subject, Subject::Upgrade(UPG2.into()));
     let [DomainEvent::UpgradePlanned(p), DomainEvent::UpgradeRolledBack(rb)] = d.events.as_slice()
     else {
@@ -29,6 +29,7 @@ fn rollback_of_a_done_upgrade_plans_an_upgrade_to_its_from_release() {
             by: UPG2.into()
         }
     );
+    let s = s.and(&d.events);
     assert_eq!(upgrade(&s, UPG).rolled_back_by.as_deref(), Some(UPG2));
     assert_eq!(upgrade(&s, UPG).state, UpgradeState::Done);
     let rb = upgrade(&s, UPG2);
@@ -45,25 +46,34 @@ fn rollback_of_a_done_upgrade_plans_an_upgrade_to_its_from_release() {
 
 #[test]
 fn a_rollback_passes_the_version_precheck_and_returns_to_the_old_release() {
-    let mut s = upgrade_in(UpgradeState::Done);
-    run(&mut s, rollback(UPG, UPG2, false));
-    advance(&mut s);
-    advance(&mut s);
+    let s = after(
+        upgrade_in(UpgradeState::Done),
+        &[
+            (ADMIN, cmd(rollback(UPG, UPG2, false))),
+            (DRIVER, cmd(ADVANCE)),
+        ],
+    );
+    let d = s.when_by(DRIVER, ADVANCE).decided();
+    assert!(
+        matches!(d.events.as_slice(), [DomainEvent::UpgradePrechecked(_), ..]),
+        "{d:?}"
+    );
+    let s = s.and_by(DRIVER, &d.events);
     let u = upgrade(&s, UPG2);
     assert_eq!(u.state, UpgradeState::Fetching, "{:?}", u.failure_reason);
     let version = precheck(&u.prechecks, "version");
     assert!(version.passed, "{version:?}");
     assert!(version.message.contains("rollback"), "{version:?}");
     assert!(precheck(&u.prechecks, "release-differs").passed);
-    drive(&mut s, UPG2, UpgradeState::Done);
+    let s = walked_on(s, UPG2, UpgradeState::Done);
     assert_eq!(s.upgrades.running.as_ref().unwrap().version, "1.0.0");
     assert_eq!(s.upgrades.running.as_ref().unwrap().set_by, UPG2);
 }
 
 #[test]
 fn a_rollback_that_restores_the_backup_starts_each_node_with_restore() {
-    let mut s = upgrade_in(UpgradeState::Done);
-    let d = run(&mut s, rollback(UPG, UPG2, true));
+    let s = upgrade_in(UpgradeState::Done);
+    let d = s.when(rollback(UPG, UPG2, true)).decided();
     let [DomainEvent::UpgradePlanned(p), _] = d.events.as_slice() else {
         panic!("{d:?}")
     };
@@ -75,6 +85,7 @@ fn a_rollback_that_restores_the_backup_starts_each_node_with_restore() {
         Some("restore"),
         "restore comes right after the backup, before any roll: {steps:?}"
     );
+    let s = s.and(&d.events);
     let u = upgrade(&s, UPG2);
     assert!(u.restore_backup);
     for n in &u.nodes {
@@ -85,8 +96,9 @@ fn a_rollback_that_restores_the_backup_starts_each_node_with_restore() {
 
 #[test]
 fn rollback_of_a_failed_upgrade_returns_to_its_from_release() {
-    let mut s = upgrade_in(UpgradeState::Failed);
-    let d = run(&mut s, rollback(UPG, UPG2, false));
+    let d = upgrade_in(UpgradeState::Failed)
+        .when(rollback(UPG, UPG2, false))
+        .decided();
     let [DomainEvent::UpgradePlanned(p), _] = d.events.as_slice() else {
         panic!("{d:?}")
     };
@@ -103,20 +115,25 @@ fn rollback_of_an_upgrade_that_has_not_finished_is_a_state_conflict() {
         UpgradeState::Canceled,
     ] {
         let s = upgrade_in(state);
-        assert_state_conflict(&refused(&s, rollback(UPG, UPG2, false)), state.as_str());
+        assert_state_conflict(
+            &s.when(rollback(UPG, UPG2, false)).refusal(),
+            state.as_str(),
+        );
     }
 }
 
 #[test]
 fn rolling_back_twice_is_refused() {
-    let mut s = upgrade_in(UpgradeState::Done);
-    run(&mut s, rollback(UPG, UPG2, false));
-    let r = refused(&s, rollback(UPG, "upg-0000000003", false));
+    let s = after(
+        upgrade_in(UpgradeState::Done),
+        &[(ADMIN, cmd(rollback(UPG, UPG2, false)))],
+    );
+    let r = s.when(rollback(UPG, "upg-0000000003", false)).refusal();
     assert_state_conflict(&r, "done");
     assert!(r.message.contains(UPG2), "{}", r.message);
     // Still refused once the rollback itself is done.
-    drive(&mut s, UPG2, UpgradeState::Done);
-    let r = refused(&s, rollback(UPG, "upg-0000000003", false));
+    let s = walked_on(s, UPG2, UpgradeState::Done);
+    let r = s.when(rollback(UPG, "upg-0000000003", false)).refusal();
     assert_state_conflict(&r, "done");
 }
 
@@ -132,17 +149,17 @@ fn restoring_a_backup_the_upgrade_never_took_is_invalid() {
 
 #[test]
 fn rollback_of_an_unknown_upgrade_is_not_found() {
-    let r = refused(
-        &upgrade_in(UpgradeState::Done),
-        rollback(UNKNOWN, UPG2, false),
-    );
-    assert_eq!(r.code, ErrorCode::NotFound, "{r:?}");
+    upgrade_in(UpgradeState::Done)
+        .when(rollback(UNKNOWN, UPG2, false))
+        .then_refused(ErrorCode::NotFound);
 }
 
 #[test]
 fn rollback_while_another_upgrade_is_active_is_upgrade_already_active() {
-    let mut s = upgrade_in(UpgradeState::Failed);
-    run(&mut s, create(UPG2, "1.1.0"));
+    let s = after(
+        upgrade_in(UpgradeState::Failed),
+        &[(ADMIN, cmd(create(UPG2, "1.1.0")))],
+    );
     s.when(rollback(UPG, "upg-0000000003", false))
         .then_refused(ErrorCode::UpgradeAlreadyActive);
     assert_eq!(upgrade(&s, UPG).rolled_back_by, None);
@@ -164,15 +181,15 @@ fn schema_cluster() -> State {
 
 #[test]
 fn a_target_schema_the_running_release_cannot_run_makes_the_plan_require_a_restore() {
-    let plan = plan_of(&schema_cluster(), "1.1.0");
+    let d = schema_cluster().when(create(UPG, "1.1.0")).decided();
+    let plan = &planned(&d).plan;
     assert!(plan.restore_required, "{plan:?}");
 }
 
 #[test]
 fn a_rollback_without_restore_onto_a_schema_the_old_release_cannot_run_is_restore_required() {
-    let mut s = schema_cluster();
-    run(&mut s, create(UPG, "1.1.0"));
-    drive(&mut s, UPG, UpgradeState::Done);
+    let s = after(schema_cluster(), &[(ADMIN, cmd(create(UPG, "1.1.0")))]);
+    let s = walked_on(s, UPG, UpgradeState::Done);
     s.when(rollback(UPG, UPG2, false))
         .then_refused(ErrorCode::RestoreRequired);
     assert_eq!(upgrade(&s, UPG).rolled_back_by, None);
@@ -183,14 +200,14 @@ fn a_rollback_without_restore_onto_a_schema_the_old_release_cannot_run_is_restor
 #[test]
 fn a_rollback_with_restore_onto_a_schema_the_old_release_cannot_run_starts_every_node_with_restore()
 {
-    let mut s = schema_cluster();
-    run(&mut s, create(UPG, "1.1.0"));
-    drive(&mut s, UPG, UpgradeState::Done);
+    let s = after(schema_cluster(), &[(ADMIN, cmd(create(UPG, "1.1.0")))]);
+    let s = walked_on(s, UPG, UpgradeState::Done);
     assert!(upgrade(&s, UPG).backup.is_some(), "the backup was reported");
-    let d = run(&mut s, rollback(UPG, UPG2, true));
+    let d = s.when(rollback(UPG, UPG2, true)).decided();
     let p = planned(&d);
     assert!(p.restore_backup);
     assert_eq!(p.target_release, "1.0.0");
+    let s = s.and(&d.events);
     let rb = upgrade(&s, UPG2);
     assert_eq!(rb.nodes.len(), NODES.len());
     for n in &rb.nodes {
@@ -207,12 +224,12 @@ fn a_rollback_with_restore_onto_a_schema_the_old_release_cannot_run_starts_every
 
 #[test]
 fn without_schemas_no_restore_is_required_and_a_rollback_without_restore_is_accepted() {
-    let mut s = cluster();
-    run(&mut s, create(UPG, "1.1.0"));
+    let s = after(cluster(), &[(ADMIN, cmd(create(UPG, "1.1.0")))]);
     assert!(!upgrade(&s, UPG).plan.restore_required);
-    drive(&mut s, UPG, UpgradeState::Done);
-    let d = run(&mut s, rollback(UPG, UPG2, false));
+    let s = walked_on(s, UPG, UpgradeState::Done);
+    let d = s.when(rollback(UPG, UPG2, false)).decided();
     assert!(!planned(&d).restore_backup);
+    let s = s.and(&d.events);
     for n in &upgrade(&s, UPG2).nodes {
         assert!(!host_step_names(n).contains(&"restore"), "{n:?}");
     }
@@ -236,7 +253,8 @@ fn os_cluster() -> State {
 
 #[test]
 fn the_previous_os_stays_bootable_in_a_containers_only_upgrade() {
-    let plan = plan_of(&os_cluster(), "1.1.0");
+    let d = os_cluster().when(create(UPG, "1.1.0")).decided();
+    let plan = &planned(&d).plan;
     assert_eq!(plan.kind, NodeKind::Containers);
     assert!(plan.previous_os_bootable, "{plan:?}");
 }
@@ -244,10 +262,12 @@ fn the_previous_os_stays_bootable_in_a_containers_only_upgrade() {
 #[test]
 fn an_os_change_leaves_the_previous_os_bootable_only_with_ab_slots() {
     let s = os_cluster();
-    let plain = plan_of(&s, "1.2.0");
+    let d = s.when(create(UPG, "1.2.0")).decided();
+    let plain = &planned(&d).plan;
     assert_eq!(plain.kind, NodeKind::Os);
     assert!(!plain.previous_os_bootable, "{plain:?}");
-    let ab = plan_of(&s, "1.3.0");
+    let d = s.when(create(UPG, "1.3.0")).decided();
+    let ab = &planned(&d).plan;
     assert_eq!(ab.kind, NodeKind::Os);
     assert!(ab.previous_os_bootable, "{ab:?}");
 }

@@ -9,7 +9,7 @@ use super::support::upgrade::*;
 #[test]
 fn create_plans_every_member_in_ordinal_order() {
     let s = cluster();
-    let d = when(&s, cmd(create(UPG, "1.1.0"))).unwrap();
+    let d = s.when(create(UPG, "1.1.0")).decided();
     assert_eq!(d.subject, Subject::Upgrade(UPG.into()));
     let [DomainEvent::UpgradePlanned(p)] = d.events.as_slice() else {
         panic!("{:?}", d.events)
@@ -48,8 +48,13 @@ fn create_plans_every_member_in_ordinal_order() {
 
 #[test]
 fn a_planned_upgrade_is_active_and_waits_for_the_driver() {
-    let mut s = cluster();
-    run_by(&mut s, ALICE, create(UPG, "1.1.0"));
+    let s = cluster();
+    let d = s.when_by(ALICE, create(UPG, "1.1.0")).decided();
+    assert!(
+        matches!(d.events.as_slice(), [DomainEvent::UpgradePlanned(p)] if p.upgrade_id == UPG),
+        "{d:?}"
+    );
+    let s = s.and_by(ALICE, &d.events);
     let u = upgrade(&s, UPG);
     assert_eq!(u.state, UpgradeState::Planned);
     assert_eq!(u.created_by, ALICE);
@@ -283,8 +288,8 @@ fn advance_without_an_active_upgrade_is_not_found() {
 
 #[test]
 fn a_stage_only_upgrade_stops_in_staged_after_fetching() {
-    let mut s = cluster();
-    let d = run(&mut s, create_with(UPG, "1.1.0", "stage-only"));
+    let s = cluster();
+    let d = s.when(create_with(UPG, "1.1.0", "stage-only")).decided();
     let [DomainEvent::UpgradePlanned(p)] = d.events.as_slice() else {
         panic!("{:?}", d.events)
     };
@@ -293,13 +298,16 @@ fn a_stage_only_upgrade_stops_in_staged_after_fetching() {
         &step_names(&p.plan)[..4],
         ["prechecks", "fetch", "stage", "apply"]
     );
-    drive(&mut s, UPG, UpgradeState::Fetching);
+    let mut s = walked_on(s.and(&d.events), UPG, UpgradeState::Fetching);
     for n in NODES {
-        run(&mut s, report(n, "fetch", "done"));
+        s.when(report(n, "fetch", "done")).then_appended(
+            &mut s,
+            [node_reported(n, Phase::Fetch, NodeStatus::Done, "")],
+        );
     }
-    assert_eq!(
-        advance(&mut s),
-        [moved(UPG, UpgradeState::Fetching, UpgradeState::Staged)]
+    s.when_by(DRIVER, ADVANCE).then_appended(
+        &mut s,
+        [moved(UPG, UpgradeState::Fetching, UpgradeState::Staged)],
     );
     assert_eq!(state_of(&s, UPG), UpgradeState::Staged);
     assert!(s.upgrades.write_freeze().is_none());
@@ -309,25 +317,22 @@ fn a_stage_only_upgrade_stops_in_staged_after_fetching() {
 
 #[test]
 fn advance_does_nothing_in_staged() {
-    let mut s = upgrade_in(UpgradeState::Staged);
-    let before = s.clone();
-    assert!(advance(&mut s).is_empty());
-    assert!(advance(&mut s).is_empty());
-    assert_eq!(s, before);
+    let s = upgrade_in(UpgradeState::Staged);
+    s.when_by(DRIVER, ADVANCE).then_nothing();
+    s.when_by(DRIVER, ADVANCE).then_nothing();
 }
 
 #[test]
 fn apply_moves_a_staged_upgrade_to_backing_up() {
     let mut s = upgrade_in(UpgradeState::Staged);
-    let d = run(&mut s, apply_staged(UPG));
-    assert_eq!(d.subject, Subject::Upgrade(UPG.into()));
-    assert_eq!(
-        d.events,
-        [moved(UPG, UpgradeState::Staged, UpgradeState::BackingUp)]
+    let d = s.when(apply_staged(UPG)).then_appended(
+        &mut s,
+        [moved(UPG, UpgradeState::Staged, UpgradeState::BackingUp)],
     );
+    assert_eq!(d.subject, Subject::Upgrade(UPG.into()));
     assert_eq!(state_of(&s, UPG), UpgradeState::BackingUp);
     assert!(s.upgrades.write_freeze().is_some());
-    drive(&mut s, UPG, UpgradeState::Done);
+    let s = walked_on(s, UPG, UpgradeState::Done);
     assert_eq!(s.upgrades.running.as_ref().unwrap().version, "1.1.0");
 }
 
@@ -340,13 +345,15 @@ fn apply_on_an_upgrade_that_is_not_staged_is_a_state_conflict() {
         UpgradeState::Canceled,
     ] {
         let s = upgrade_in(state);
-        let r = refused(&s, apply_staged(UPG));
+        let r = s.when(apply_staged(UPG)).refusal();
         assert_state_conflict(&r, state.as_str());
     }
-    let mut s = cluster();
-    run(&mut s, create_with(UPG, "1.1.0", "stage-only"));
-    drive(&mut s, UPG, UpgradeState::Fetching);
-    assert_state_conflict(&refused(&s, apply_staged(UPG)), "fetching");
+    let s = after(
+        cluster(),
+        &[(ADMIN, cmd(create_with(UPG, "1.1.0", "stage-only")))],
+    );
+    let s = walked_on(s, UPG, UpgradeState::Fetching);
+    assert_state_conflict(&s.when(apply_staged(UPG)).refusal(), "fetching");
 }
 
 #[test]

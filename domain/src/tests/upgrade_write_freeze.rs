@@ -27,8 +27,9 @@ fn during_the_freeze_a_member_change_is_refused_upgrade_in_progress() {
         UpgradeState::Verifying,
     ] {
         let s = upgrade_in(state);
-        let r = when(&s, admit_member("n-delta", "192.0.2.20")).unwrap_err();
-        assert_eq!(r.code, ErrorCode::UpgradeInProgress, "{state:?}: {r:?}");
+        let r = s
+            .when(admit_member("n-delta", "192.0.2.20"))
+            .then_refused(ErrorCode::UpgradeInProgress);
         let details = r.details.unwrap();
         assert_eq!(details["upgradeId"], UPG);
         assert_eq!(details["state"], state.as_str());
@@ -54,8 +55,7 @@ fn during_the_freeze_other_upgrade_commands_are_refused_upgrade_in_progress() {
             source: ReleaseSource::Manifest,
         },
     ] {
-        let r = refused(&s, c.clone());
-        assert_eq!(r.code, ErrorCode::UpgradeInProgress, "{c:?}: {r:?}");
+        s.when(c.clone()).then_refused(ErrorCode::UpgradeInProgress);
     }
 }
 
@@ -68,8 +68,7 @@ fn before_the_backup_and_after_the_end_member_changes_pass() {
         UpgradeState::Failed,
     ] {
         let s = upgrade_in(state);
-        let d = when(&s, admit_member("n-delta", "192.0.2.20"));
-        assert!(d.is_ok(), "{state:?}: {d:?}");
+        s.when(admit_member("n-delta", "192.0.2.20")).decided();
     }
 }
 
@@ -77,17 +76,15 @@ fn before_the_backup_and_after_the_end_member_changes_pass() {
 fn during_the_freeze_the_upgrades_own_reports_pass() {
     let mut s = upgrade_in(UpgradeState::BackingUp);
     // A repeated fetch report, the backup and an applied generation.
-    let d = when(&s, cmd(report(NODES[0], "fetch", "done"))).unwrap();
+    let d = s.when(report(NODES[0], "fetch", "done")).decided();
     assert_upgrade_unchanged(&d, UPG);
     let generation = s.membership.generation;
-    let d = when(
-        &s,
-        Command::Member(MemberCommand::ReportAppliedGeneration {
+    let d = s
+        .when(Command::Member(MemberCommand::ReportAppliedGeneration {
             node_id: NODES[0].into(),
             generation: Some(generation - 1),
-        }),
-    )
-    .unwrap();
+        }))
+        .decided();
     assert_eq!(d.events.len(), 1);
     let d = run(&mut s, backup_report(UPG));
     assert_eq!(d.events.len(), 1);
@@ -96,31 +93,23 @@ fn during_the_freeze_the_upgrades_own_reports_pass() {
     assert!(s.upgrades.write_freeze().is_some());
     let d = run(&mut s, report(NODES[0], "roll", "running"));
     assert_eq!(d.events.len(), 1);
-    let d = when(
-        &s,
-        Command::Member(MemberCommand::ReportAppliedGeneration {
-            node_id: NODES[1].into(),
-            generation: Some(generation),
-        }),
-    );
-    assert!(d.is_ok(), "{d:?}");
+    s.when(Command::Member(MemberCommand::ReportAppliedGeneration {
+        node_id: NODES[1].into(),
+        generation: Some(generation),
+    }))
+    .decided();
 }
 
 #[test]
 fn node_facts_pass_the_write_freeze() {
-    let mut s = upgrade_in(UpgradeState::BackingUp);
-    let d = run(
-        &mut s,
-        report_facts(
-            NODES[0],
-            NodeFacts {
-                ready: Some(true),
-                ..Default::default()
-            },
-        ),
-    );
-    assert!(matches!(
-        d.events.as_slice(),
-        [DomainEvent::NodeFactsReported(_)]
-    ));
+    let facts = NodeFacts {
+        ready: Some(true),
+        ..Default::default()
+    };
+    upgrade_in(UpgradeState::BackingUp)
+        .when(report_facts(NODES[0], facts.clone()))
+        .then([DomainEvent::NodeFactsReported(NodeFactsReported {
+            node_id: NODES[0].into(),
+            facts,
+        })]);
 }

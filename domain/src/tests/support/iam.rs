@@ -124,7 +124,7 @@ pub fn deny(actions: &[&str]) -> PolicyDocument {
 /// A member resource policy of one statement for `principals`.
 pub fn member_policy(effect: &str, actions: &[&str], principals: &[&str]) -> PolicyDocument {
     accepted(
-        &json!({"statements": [{"effect": effect, "actions": actions, "principals": principals}]}),
+        &json!({"statements": [{"effect": effect, "actions": actions, "principals": principals, "resources": ["*"]}]}),
         Some(ResourceType::Member),
     )
 }
@@ -134,8 +134,8 @@ pub fn member_policy(effect: &str, actions: &[&str], principals: &[&str]) -> Pol
 pub fn three_findings_document() -> Value {
     json!({"statements": [
         {"effect": "Allow", "actions": ["cluster:Nope"], "resources": ["*"], "principals": ["*"]},
-        {"effect": "Maybe", "actions": ["cluster:GetMember"], "principals": ["*"]},
-        {"effect": "Allow", "actions": ["upgrade:CancelUpgrade"], "principals": ["*"]},
+        {"effect": "Maybe", "actions": ["cluster:GetMember"], "principals": ["*"], "resources": ["*"]},
+        {"effect": "Allow", "actions": ["upgrade:CancelUpgrade"], "principals": ["*"], "resources": ["*"]},
     ]})
 }
 
@@ -166,5 +166,48 @@ pub fn resource_for(action: Action, node: &str) -> String {
         "nodeId" => Some(node),
         "id" => Some(UPG),
         _ => None,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Events
+// ---------------------------------------------------------------------------
+
+/// The token [`issue`] issues.
+pub fn issued(
+    token_id: &str,
+    principal: &str,
+    secret: u8,
+    policies: &[&str],
+    expires_at: Option<chrono::DateTime<chrono::Utc>>,
+) -> DomainEvent {
+    DomainEvent::TokenIssued(TokenIssued {
+        token_id: token_id.into(),
+        principal: principal.into(),
+        verifier: crate::iam::SecretVerifier::Sha256([secret; 32]),
+        policies: policies.iter().map(|p| (*p).to_owned()).collect(),
+        expires_at,
+    })
+}
+
+pub fn revoked(token_id: &str) -> DomainEvent {
+    DomainEvent::TokenRevoked(TokenRevoked {
+        token_id: token_id.into(),
+    })
+}
+
+/// The policy [`create_policy`] creates: its document in canonical form.
+pub fn policy_created(name: &str, document: &Value) -> DomainEvent {
+    DomainEvent::PolicyCreated(PolicyCreated {
+        name: name.into(),
+        document: canonical(document),
+    })
+}
+
+/// The policies [`set_principal_policies`] attaches to `principal`.
+pub fn attached(principal: &str, policies: &[&str]) -> DomainEvent {
+    DomainEvent::PrincipalPoliciesSet(PrincipalPoliciesSet {
+        principal: principal.into(),
+        policies: policies.iter().map(|p| (*p).to_owned()).collect(),
     })
 }

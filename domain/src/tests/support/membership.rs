@@ -173,8 +173,8 @@ pub fn founders() -> State {
     )
 }
 
-/// The founders, and n-3 (192.0.2.13, `role`) driven into `target` by
-/// commands:
+/// The founders, and n-3 (192.0.2.13, `role`) in `target`, from the
+/// events its commands decide:
 /// - joining: just admitted;
 /// - active: join completed;
 /// - failed: reached patroni, failed at join/raft-openbao, cleanup pending;
@@ -182,31 +182,40 @@ pub fn founders() -> State {
 ///   (for a voter; a member with no rafts goes straight on);
 /// - decommissioned: removing, and every raft removal recorded.
 pub fn cluster_with_role(target: MemberState, role: Role) -> State {
-    let mut s = founders();
-    apply(&mut s, ADMIN, &[admitted("n-3", role, 3)]);
-    match target {
-        MemberState::Joining => {}
-        MemberState::Active => {
-            run_by(&mut s, ADMIN, complete("n-3"));
-        }
-        MemberState::Failed => {
-            run_by(&mut s, ADMIN, progress("n-3", "join/raft-patroni"));
-            run_by(
-                &mut s,
-                ADMIN,
-                fail("n-3", "join/raft-openbao", "connection refused"),
-            );
-        }
+    let s = founders().and(&[admitted("n-3", role, 3)]);
+    let rafts = if role.is_voter() {
+        Raft::ALL.to_vec()
+    } else {
+        Vec::new()
+    };
+    let s = match target {
+        MemberState::Joining => s,
+        MemberState::Active => s.and(&[completed("n-3")]),
+        MemberState::Failed => s.and(&[
+            progressed("n-3", "join/raft-patroni"),
+            join_failed(
+                "n-3",
+                "join/raft-openbao",
+                "connection refused",
+                &[Raft::Patroni, Raft::Openbao],
+            ),
+        ]),
         MemberState::Removing | MemberState::Decommissioned => {
-            run_by(&mut s, ADMIN, complete("n-3"));
-            run_by(&mut s, ALICE, decommission("n-3", "disk failed"));
-            if target == MemberState::Decommissioned {
-                for raft in member(&s, "n-3").pending_cleanup() {
-                    run_by(&mut s, CLEANER, removal("n-3", raft));
-                }
+            let mut decided = vec![removal_started("n-3", "disk failed", false, &rafts)];
+            if rafts.is_empty() {
+                decided.push(decommissioned("n-3", "disk failed", ALICE));
+            }
+            let s = s.and(&[completed("n-3")]).and_by(ALICE, &decided);
+            if target == MemberState::Decommissioned && !rafts.is_empty() {
+                s.and_by(
+                    CLEANER,
+                    &cleanup_of("n-3", &rafts, Some(("disk failed", ALICE))),
+                )
+            } else {
+                s
             }
         }
-    }
+    };
     assert_eq!(member(&s, "n-3").state, target, "setup of {target:?}");
     s
 }
@@ -217,11 +226,85 @@ pub fn cluster_with(target: MemberState) -> State {
 
 /// The founders and a failed n-3 whose raft cleanup is done.
 pub fn failed_and_cleaned() -> State {
-    let mut s = cluster_with(MemberState::Failed);
-    run_by(&mut s, CLEANER, removal("n-3", Raft::Patroni));
-    run_by(&mut s, CLEANER, removal("n-3", Raft::Openbao));
+    let s = cluster_with(MemberState::Failed).and_by(
+        CLEANER,
+        &cleanup_of("n-3", &[Raft::Patroni, Raft::Openbao], None),
+    );
     assert!(member(&s, "n-3").raft_cleanup_at.is_some());
     s
+}
+
+// ---------------------------------------------------------------------------
+// Events
+// ---------------------------------------------------------------------------
+
+pub fn progressed(node: &str, step: &str) -> DomainEvent {
+    DomainEvent::JoinProgressReported {
+        node_id: node.into(),
+        step: step.into(),
+    }
+}
+
+pub fn join_failed(node: &str, step: &str, error: &str, rafts: &[Raft]) -> DomainEvent {
+    DomainEvent::MemberJoinFailed(MemberJoinFailed {
+        node_id: node.into(),
+        step: step.into(),
+        error: error.into(),
+        rafts: rafts.to_vec(),
+    })
+}
+
+pub fn retried(node: &str) -> DomainEvent {
+    DomainEvent::MemberJoinRetried {
+        node_id: node.into(),
+    }
+}
+
+pub fn removal_started(node: &str, reason: &str, forced: bool, rafts: &[Raft]) -> DomainEvent {
+    DomainEvent::MemberRemovalStarted(MemberRemovalStarted {
+        node_id: node.into(),
+        reason: reason.into(),
+        forced,
+        rafts: rafts.to_vec(),
+    })
+}
+
+pub fn decommissioned(node: &str, reason: &str, by: &str) -> DomainEvent {
+    DomainEvent::MemberDecommissioned {
+        node_id: node.into(),
+        reason: reason.into(),
+        by: by.into(),
+    }
+}
+
+/// The removal of `node` from `raft` as [`removal`] records it.
+pub fn raft_removed(node: &str, raft: Raft) -> DomainEvent {
+    DomainEvent::RaftPeerRemoved {
+        node_id: node.into(),
+        raft,
+        already_gone: false,
+        adapter: ADAPTER.into(),
+        leader_moved: false,
+        settings: None,
+    }
+}
+
+pub fn cleanup_completed(node: &str) -> DomainEvent {
+    DomainEvent::RaftCleanupCompleted {
+        node_id: node.into(),
+    }
+}
+
+/// What recording [`removal`] of `node` from each of `rafts` (all it owes)
+/// decides, in order: each removal, then the cleanup's completion and, for
+/// a removing member (its reason and who asked), its decommission.
+pub fn cleanup_of(node: &str, rafts: &[Raft], removing: Option<(&str, &str)>) -> Vec<DomainEvent> {
+    let mut events: Vec<DomainEvent> = rafts.iter().map(|r| raft_removed(node, *r)).collect();
+    events.push(cleanup_completed(node));
+    if let Some((reason, by)) = removing {
+        events.push(decommissioned(node, reason, by));
+    }
+    events
 }
 
 pub const NOT_JOINING: [MemberState; 4] = [
@@ -251,4 +334,71 @@ pub fn run_checking_generation(s: &mut State, principal: &str, c: MemberCommand)
         d.events
     );
     d
+}
+
+/// A `MemberUpdated` of `node` to `role` at `ip`, no bindings, rack r1,
+/// not forced, no raft to leave: a base for `MemberUpdated { .., ..base }`.
+pub fn update_of(node: &str, role: Role, ip: &str) -> MemberUpdated {
+    MemberUpdated {
+        node_id: node.into(),
+        role,
+        mgmt_ip: ip.into(),
+        bindings: StringMap::new(),
+        labels: rack("r1"),
+        forced: false,
+        rafts: vec![],
+    }
+}
+
+/// n-3 (192.0.2.13, rack r1), a control member, demoted to compute: taken
+/// out of `rafts`.
+pub fn n3_demoted(rafts: &[Raft]) -> DomainEvent {
+    DomainEvent::MemberUpdated(MemberUpdated {
+        rafts: rafts.to_vec(),
+        ..update_of("n-3", Role::Compute, "192.0.2.13")
+    })
+}
+
+/// Asserts the generation after `d` was folded into `before` (giving
+/// `after`): the position of the last topology event it appended, or
+/// unchanged when it appended none.
+#[track_caller]
+pub fn assert_generation(before: &State, d: &Decision, after: &State) {
+    let last_topology = d
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.is_topology_change())
+        .map(|(i, _)| before.position + i as u64 + 1)
+        .next_back();
+    assert_eq!(
+        after.membership.generation,
+        last_topology.unwrap_or(before.membership.generation),
+        "after {:?}",
+        d.events
+    );
+}
+
+/// The `MemberAdmitted` of `node` at `ip`, rack r1, no bindings.
+pub fn admitted_event(node: &str, role: Role, ordinal: u32, ip: &str) -> MemberAdmitted {
+    MemberAdmitted {
+        node_id: node.into(),
+        role,
+        mgmt_ip: ip.into(),
+        bindings: StringMap::new(),
+        labels: rack("r1"),
+        ordinal,
+        join_request: None,
+    }
+}
+
+/// The join request [`request`] records.
+pub fn requested(id: &str, node: &str, ip: &str) -> DomainEvent {
+    DomainEvent::JoinRequested(JoinRequested {
+        request_id: id.into(),
+        node_id: node.into(),
+        mgmt_ip: ip.into(),
+        labels: rack("r2"),
+        facts: r#"{"cpus":8}"#.into(),
+    })
 }

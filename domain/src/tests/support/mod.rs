@@ -30,7 +30,7 @@ pub use crate::event::*;
 pub use crate::iam::IamCommand;
 pub use crate::membership::MemberCommand;
 pub use crate::state::{Command, CommandContext, Decision, State, Subject};
-pub use crate::testing::{self, *};
+pub use crate::testing::*;
 pub use crate::upgrade::UpgradeCommand;
 
 /// The bootstrap administrator: the principal `when` and `run` act as.
@@ -84,18 +84,6 @@ pub fn run(s: &mut State, c: impl IntoCommand) -> Decision {
     run_by(s, ADMIN, c)
 }
 
-/// Decides `c` by the [`ADMIN`] and appends nothing; panics if it is
-/// refused.
-pub fn decide_ok(s: &State, c: impl IntoCommand) -> Decision {
-    let c = c.into_command();
-    when(s, c.clone()).unwrap_or_else(|r| panic!("{c:?} was refused: {r:?}"))
-}
-
-/// The refusal of `c` by the [`ADMIN`]; panics if it is decided.
-pub fn refused(s: &State, c: impl IntoCommand) -> Refusal {
-    testing::refused(s, c.into_command())
-}
-
 /// A decision that appends nothing, and answers with `subject`.
 #[track_caller]
 pub fn assert_unchanged(d: &Decision, subject: Subject) {
@@ -105,6 +93,59 @@ pub fn assert_unchanged(d: &Decision, subject: Subject) {
         d.events
     );
     assert_eq!(d.subject, subject);
+}
+
+/// `given(events).and_by(principal, events)`: more events folded into a
+/// given state, appended by `principal` (the fold records who asked).
+pub trait And: Sized {
+    /// Folds `events`, appended by the [`ADMIN`].
+    fn and(self, events: &[DomainEvent]) -> Self {
+        self.and_by(ADMIN, events)
+    }
+
+    /// Folds `events`, appended by `principal`.
+    fn and_by(self, principal: &str, events: &[DomainEvent]) -> Self;
+
+    /// Folds a history: each append's events, by who appended them.
+    fn and_history(self, history: &[Appended]) -> Self {
+        history
+            .iter()
+            .fold(self, |s, (principal, events)| s.and_by(principal, events))
+    }
+}
+
+/// `s` and the history `steps` make from it ([`history`]), folded: a
+/// given whose setup is easier said as commands, its state still only
+/// from events.
+pub fn after(s: State, steps: &[(&'static str, Command)]) -> State {
+    let h = history(&s, steps);
+    s.and_history(&h)
+}
+
+/// One append of a history: who appended it, and its events.
+pub type Appended = (&'static str, Vec<DomainEvent>);
+
+/// The history `steps` make from `s`: each command decided by its
+/// principal and appended in turn, as the command path does; for a
+/// `given(...).and_history(...)` whose setup is easier said as commands.
+/// Panics if one is refused.
+pub fn history(s: &State, steps: &[(&'static str, Command)]) -> Vec<Appended> {
+    let mut s = s.clone();
+    steps
+        .iter()
+        .map(|(principal, c)| {
+            let d = s.when_by(principal, c.clone()).decided();
+            apply(&mut s, principal, &d.events);
+            (*principal, d.events)
+        })
+        .collect()
+}
+
+impl And for State {
+    fn and_by(mut self, principal: &str, events: &[DomainEvent]) -> Self {
+        apply(&mut self, principal, events);
+        self
+    }
 }
 
 /// `state.when(command)`: decides a command in a state, for a `then`.
@@ -117,18 +158,48 @@ pub trait When {
     }
 
     /// Decides `c` by `principal`.
-    fn when_by(&self, principal: &str, c: impl IntoCommand) -> Then;
+    fn when_by(&self, principal: &str, c: impl IntoCommand) -> Then {
+        self.when_at(t0(), principal, c)
+    }
+
+    /// Decides `c` by `principal` at `now` (the clock is an input of
+    /// `decide`).
+    fn when_at(&self, now: DateTime<Utc>, principal: &str, c: impl IntoCommand) -> Then;
+
+    /// Decides `c` by `principal` holding only the policies `held` (a
+    /// token's).
+    fn when_holding(&self, principal: &str, held: &[&str], c: impl IntoCommand) -> Then;
 }
 
 impl When for State {
-    fn when_by(&self, principal: &str, c: impl IntoCommand) -> Then {
-        let command = c.into_command();
-        let outcome = when_by(self, principal, command.clone());
-        Then {
-            command,
-            principal: principal.to_owned(),
-            outcome,
-        }
+    fn when_at(&self, now: DateTime<Utc>, principal: &str, c: impl IntoCommand) -> Then {
+        decide_in(self, now, principal, None, c)
+    }
+
+    fn when_holding(&self, principal: &str, held: &[&str], c: impl IntoCommand) -> Then {
+        let held = held.iter().map(|p| (*p).to_owned()).collect();
+        decide_in(self, t0(), principal, Some(held), c)
+    }
+}
+
+fn decide_in(
+    state: &State,
+    now: DateTime<Utc>,
+    principal: &str,
+    held_policies: Option<Vec<String>>,
+    c: impl IntoCommand,
+) -> Then {
+    let command = c.into_command();
+    let ctx = CommandContext {
+        now,
+        principal: principal.to_owned(),
+        held_policies,
+    };
+    let outcome = state.decide(&command, &ctx);
+    Then {
+        command,
+        principal: principal.to_owned(),
+        outcome,
     }
 }
 

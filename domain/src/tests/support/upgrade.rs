@@ -3,7 +3,9 @@
 //! decides and appends as the admin, `step` takes the one action that
 //! moves an upgrade on, `drive` steps until a state, `upgrade_in` is the
 //! cluster with [`UPG`] in a state; `report` reports a node of [`UPG`] and
-//! `report_to` one of any upgrade.
+//! `report_to` one of any upgrade. For a given/when/then, `walked` is the
+//! history `drive` would append (`walked_on` folds it into a state) and
+//! `prechecking` the cluster with [`UPG`] waiting for its precheck tick.
 
 pub use super::*;
 pub use crate::membership::{Role, RACK_LABEL};
@@ -224,14 +226,6 @@ pub fn planned(d: &Decision) -> &UpgradePlanned {
             _ => None,
         })
         .unwrap_or_else(|| panic!("no UpgradePlanned in {d:?}"))
-}
-
-/// The plan an upgrade to `target` would get in `s` (nothing appended).
-pub fn plan_of(s: &State, target: &str) -> Plan {
-    // An id no test upgrade takes.
-    let d = when(s, cmd(create("upg-pppppppppp", target)))
-        .unwrap_or_else(|r| panic!("create to {target} was refused: {r:?}"));
-    planned(&d).plan.clone()
 }
 
 pub fn image(name: &str, version: &str, digest: char) -> Component {
@@ -525,4 +519,99 @@ pub fn prechecks_in(mut s: State, target: &str) -> (State, Vec<Precheck>) {
     advance(&mut s);
     let checks = upgrade(&s, UPG).prechecks.clone();
     (s, checks)
+}
+
+/// What [`report_full`] of [`UPG`] records: `node` in `phase`, `state`,
+/// with `message`, and none of a report's optional parts.
+pub fn node_reported(node: &str, phase: Phase, state: NodeStatus, message: &str) -> DomainEvent {
+    DomainEvent::UpgradeNodeReported(UpgradeNodeReported {
+        upgrade_id: UPG.into(),
+        node_id: node.into(),
+        phase,
+        state,
+        message: message.into(),
+        host_steps: None,
+        rebooted_at: None,
+        instances: None,
+        host_state: None,
+        running_instances: None,
+    })
+}
+
+/// The driver's tick.
+pub const ADVANCE: UpgradeCommand = UpgradeCommand::Advance;
+
+/// The history of walking upgrade `id` on from where it is in `s` until it
+/// is in `to`, as [`drive`] walks it: the events each [`step`] appends,
+/// with who appended them, for a `given(...).and_history(...)`.
+pub fn walked(s: &State, id: &str, to: UpgradeState) -> Vec<Appended> {
+    let mut s = s.clone();
+    let mut out = Vec::new();
+    for _ in 0..20 {
+        if state_of(&s, id) == to {
+            return out;
+        }
+        let mut steps: Vec<(&'static str, Command)> = match state_of(&s, id) {
+            UpgradeState::Planned | UpgradeState::Prechecking => vec![],
+            UpgradeState::Fetching => NODES
+                .iter()
+                .map(|n| (ADMIN, cmd(report_full(id, n, "fetch", "done", None))))
+                .collect(),
+            UpgradeState::Staged => vec![(ADMIN, cmd(apply_staged(id)))],
+            UpgradeState::BackingUp => vec![(ADMIN, cmd(backup_report(id)))],
+            UpgradeState::Rolling => {
+                let n = turn(&s, id);
+                vec![(ADMIN, cmd(report_full(id, &n, "roll", "done", None)))]
+            }
+            UpgradeState::Verifying => NODES
+                .iter()
+                .map(|n| (ADMIN, cmd(report_full(id, n, "verify", "done", None))))
+                .collect(),
+            end => panic!("upgrade {id} is {end:?}: it moves no more"),
+        };
+        if state_of(&s, id) != UpgradeState::Staged {
+            steps.push((DRIVER, cmd(ADVANCE)));
+        }
+        let h = history(&s, &steps);
+        s = s.and_history(&h);
+        out.extend(h);
+    }
+    panic!("upgrade {id} never reached {to:?}: {:?}", upgrade(&s, id));
+}
+
+/// `s` and the history of walking upgrade `id` on until it is in `to`
+/// ([`walked`]), folded.
+pub fn walked_on(s: State, id: &str, to: UpgradeState) -> State {
+    let h = walked(&s, id, to);
+    s.and_history(&h)
+}
+
+/// `s` with upgrade [`UPG`] to `target` created and taken by the driver
+/// into prechecking, folded from the events that decides: the given of a
+/// precheck, which the driver's next tick runs.
+pub fn prechecking(s: State, target: &str) -> State {
+    let h = history(
+        &s,
+        &[(ADMIN, cmd(create(UPG, target))), (DRIVER, cmd(ADVANCE))],
+    );
+    s.and_history(&h)
+}
+
+/// The prechecks a decision records (its `UpgradePrechecked`).
+pub fn prechecks_of(d: &Decision) -> &[Precheck] {
+    d.events
+        .iter()
+        .find_map(|e| match e {
+            DomainEvent::UpgradePrechecked(p) => Some(p.prechecks.as_slice()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no UpgradePrechecked in {d:?}"))
+}
+
+/// What [`report_facts`] records.
+pub fn facts_reported(node: &str, facts: NodeFacts) -> DomainEvent {
+    DomainEvent::NodeFactsReported(NodeFactsReported {
+        node_id: node.into(),
+        facts,
+    })
 }
