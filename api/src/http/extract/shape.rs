@@ -142,8 +142,8 @@ pub fn labels(_: RefOr<Schema>) -> RefOr<Schema> {
         .into()
 }
 
-/// A policy document: statements of Allow or Deny over actions and
-/// resources (and, in a resource policy, principals).
+/// A policy document: statements of Allow or Deny over actions and the
+/// resources they name (and, in a resource policy, principals).
 pub fn policy_document(_: RefOr<Schema>) -> RefOr<Schema> {
     let strings = |min: usize| {
         utoipa::openapi::schema::ArrayBuilder::new()
@@ -162,6 +162,7 @@ pub fn policy_document(_: RefOr<Schema>) -> RefOr<Schema> {
         .property("actions", strings(1))
         .required("actions")
         .property("resources", strings(1))
+        .required("resources")
         .property("principals", strings(1))
         .additional_properties(Some(
             utoipa::openapi::schema::AdditionalProperties::<Schema>::FreeForm(false),
@@ -189,7 +190,7 @@ pub fn object(_: RefOr<Schema>) -> RefOr<Schema> {
 
 /// A storage level this build finalizes.
 pub fn storage_level(_: RefOr<Schema>) -> RefOr<Schema> {
-    let levels = stratum_domain::storage::finalizable();
+    let levels = stratum_domain::stored::levels::finalizable();
     ObjectBuilder::new()
         .schema_type(Type::Integer)
         .minimum(Some(f64::from(*levels.start())))

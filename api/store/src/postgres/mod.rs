@@ -14,8 +14,7 @@ use sqlx::{ConnectOptions, Connection, Executor};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 use stratum_domain::log::Recorded;
-use stratum_projections::Changes;
-use tokio::sync::{Mutex, Notify, OwnedMutexGuard};
+use tokio::sync::{Mutex, Notify};
 
 use super::pg_target::{self, Target};
 use super::read::Reads;
@@ -24,13 +23,12 @@ use super::sql::{self, CHUNK};
 /// The reads both backends share, on this one.
 type R = Reads<sqlx::Postgres>;
 type Registry = crate::replicas::Registry<sqlx::Postgres>;
-use super::tree::{tree_of, TreeCache, TreeWrite};
+use super::tree::{TreeCache, TreeWrite};
 use super::{
-    check_follows, head_from_row, Access, EventStore, Head, IdempotencyRecord, Leadership,
-    ReplayChunk, SignedCheckpoint, StoreResult, StoredReadModels, VerifyChunk, WriteTx,
+    head_from_row, Access, EventStore, Head, IdempotencyRecord, Leadership, ReplayChunk,
+    SignedCheckpoint, StoreResult, StoredReadModels, VerifyChunk, WriteTx,
 };
 use crate::replicas::POSTGRES_NOW;
-use stratum_domain::tree::TreeRow;
 
 /// The channel every commit notifies with its last position.
 pub const NOTIFY_CHANNEL: &str = "stratum_events";
@@ -286,45 +284,6 @@ impl PgStore {
     }
 }
 
-struct PgTx {
-    conn: OwnedMutexGuard<Option<PgConnection>>,
-    head: Head,
-    head_moved: bool,
-    cluster: Option<(Option<u64>, u64)>,
-    open: bool,
-    /// The tree's right edge, moved on by each append.
-    tree: Option<TreeWrite>,
-    /// What the write has not sent yet.
-    pending: Pending,
-}
-
-impl PgTx {
-    fn conn(&mut self) -> &mut PgConnection {
-        self.conn.as_mut().expect("a write holds a connection")
-    }
-
-    /// Sends what the write kept, so what follows reads or replaces it.
-    async fn send(&mut self) -> StoreResult<()> {
-        let c = self.conn.as_mut().expect("a write holds a connection");
-        self.pending.send(c).await
-    }
-}
-
-impl Drop for PgTx {
-    fn drop(&mut self) {
-        // A write abandoned mid-way leaves its transaction open: drop the
-        // connection (the server rolls it back) and reconnect next time.
-        if self.open {
-            self.conn.take();
-        }
-    }
-}
-
-fn pg_bytea(b: &[u8]) -> String {
-    // decode() reads the same whatever standard_conforming_strings says.
-    format!("decode('{}', 'hex')", hex::encode(b))
-}
-
 #[async_trait]
 impl EventStore for PgStore {
     fn pool_stats(&self) -> Option<(u32, u32)> {
@@ -565,160 +524,9 @@ impl EventStore for PgStore {
     }
 }
 
-#[async_trait]
-impl WriteTx for PgTx {
-    fn head(&self) -> Head {
-        self.head
-    }
-
-    async fn clear_read_models(&mut self) -> StoreResult<()> {
-        self.send().await?;
-        for stmt in sql::CLEAR_READ_MODELS {
-            sqlx::query(stmt).execute(self.conn()).await?;
-        }
-        Ok(())
-    }
-
-    async fn events_after(&mut self, after: u64) -> StoreResult<Vec<Recorded>> {
-        self.send().await?;
-        R::after(self.conn(), after, i64::MAX).await
-    }
-
-    async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64> {
-        self.send().await?;
-        R::stream_version(self.conn(), stream_id).await
-    }
-
-    async fn idempotency(
-        &mut self,
-        principal: &str,
-        key: &str,
-    ) -> StoreResult<Option<IdempotencyRecord>> {
-        self.send().await?;
-        R::idempotency(self.conn(), principal, key).await
-    }
-
-    async fn append(&mut self, events: &[Recorded]) -> StoreResult<()> {
-        let Some(last) = events.last() else {
-            return Ok(());
-        };
-        check_follows(self.head, events)?;
-        if self.pending.holds_events() {
-            self.send().await?;
-        }
-        let rows = tree_of(&mut self.tree)?.extend(events)?;
-        self.pending.keep_events(events, rows);
-        self.head_moved = true;
-        self.head = Head {
-            position: last.position,
-            hash: last.hash,
-        };
-        Ok(())
-    }
-
-    async fn write_changes(&mut self, changes: &Changes, checkpoint: u64) -> StoreResult<()> {
-        if self.pending.holds_changes() {
-            self.send().await?;
-        }
-        self.pending.keep_changes(changes);
-        self.cluster = Some((changes.generation, checkpoint));
-        Ok(())
-    }
-
-    async fn put_idempotency(&mut self, records: &[IdempotencyRecord]) -> StoreResult<()> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        if self.pending.holds_idempotency() {
-            self.send().await?;
-        }
-        self.pending.keep_idempotency(records);
-        Ok(())
-    }
-
-    async fn commit(mut self: Box<Self>) -> StoreResult<()> {
-        let finish = sql::finish(
-            self.head_moved.then_some(self.head),
-            self.cluster,
-            pg_bytea,
-            Some(NOTIFY_CHANNEL),
-        );
-        // A failed statement or commit leaves `open` set: the connection
-        // is dropped, as it may be broken or hold an aborted transaction.
-        // Until the COMMIT is sent, nothing can have been stored.
-        self.send().await?;
-        self.conn()
-            .execute(finish.as_str())
-            .await
-            .map_err(commit_error)?;
-        self.open = false;
-        if let Some(t) = self.tree.take() {
-            t.committed(self.head);
-        }
-        Ok(())
-    }
-
-    async fn replace_tree(&mut self, rows: &[TreeRow]) -> StoreResult<()> {
-        if let Some(t) = self.tree.as_mut() {
-            t.forget();
-        }
-        self.send().await?;
-        self.conn().execute("DELETE FROM log_tree").await?;
-        for chunk in rows.chunks(CHUNK) {
-            sql::insert_tree_rows(chunk)
-                .build()
-                .execute(self.conn())
-                .await?;
-        }
-        Ok(())
-    }
-
-    async fn rollback(mut self: Box<Self>) -> StoreResult<()> {
-        self.conn().execute("ROLLBACK").await?;
-        self.open = false;
-        Ok(())
-    }
-}
-
 mod batch;
 mod copy_binary;
+mod write;
 
 use self::batch::Pending;
-
-/// What a failed `COMMIT` means. The server's refusal of one of the
-/// batch's statements is definite: nothing was stored. A connection that
-/// broke, or a server that ended the session while the commit was in flight
-/// (`57P01`–`57P03`, `08xxx`: a primary shut down while it waited for its
-/// synchronous standby says the commit "has already committed locally"),
-/// leaves the outcome unknown.
-fn commit_error(e: sqlx::Error) -> super::StoreError {
-    match &e {
-        sqlx::Error::Database(db)
-            if !db
-                .code()
-                .is_some_and(|c| c.starts_with("57P") || c.starts_with("08")) =>
-        {
-            e.into()
-        }
-        _ => super::StoreError::OutcomeUnknown(e.to_string()),
-    }
-}
-
-#[cfg(test)]
-mod commit_tests {
-    use super::*;
-
-    #[test]
-    fn a_commit_whose_connection_broke_has_an_unknown_outcome() {
-        let broke = sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
-        assert!(matches!(
-            commit_error(broke),
-            super::super::StoreError::OutcomeUnknown(_)
-        ));
-        let closed = sqlx::Error::Protocol("the server closed the connection".into());
-        assert!(matches!(
-            commit_error(closed),
-            super::super::StoreError::OutcomeUnknown(_)
-        ));
-    }
-}
+use self::write::PgTx;
