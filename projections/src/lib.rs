@@ -11,6 +11,7 @@
 // by clippy.toml; a use of one is an error, not a warning.
 #![deny(clippy::disallowed_methods)]
 
+pub mod dump;
 pub mod iam;
 pub mod members;
 pub mod storage;
@@ -28,13 +29,59 @@ pub use members::{
     JoinRequestRecord, MemberRecord,
 };
 
+/// A projection: one fold of the log into read models, and the version of
+/// what it makes of the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Projection {
+    pub name: &'static str,
+    /// Bumped whenever the fold makes other read models of the same
+    /// events (another field, another value, another row): the golden
+    /// dumps of the recorded logs (`replay-tests/dumps/`) fail until it
+    /// is, and snapshots of another version are never loaded. See
+    /// `docs/replay-tests.md`, "Changing a projection".
+    pub version: u32,
+    /// What it makes, as [`dump::KINDS`] names the entities.
+    pub makes: &'static str,
+}
+
+/// Every projection of this build.
+pub const PROJECTIONS: &[Projection] = &[
+    Projection {
+        name: "members",
+        version: 1,
+        makes: "members, join requests, the membership generation",
+    },
+    Projection {
+        name: "iam",
+        version: 1,
+        makes: "tokens, policies, attachments, resource policies",
+    },
+    Projection {
+        name: "upgrades",
+        version: 1,
+        makes: "upgrades, releases, the running release, alarms, facts",
+    },
+];
+
+/// The version of projection `name` in this build.
+pub fn projection_version(name: &str) -> Option<u32> {
+    PROJECTIONS
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| p.version)
+}
+
 /// The format of snapshot bytes. Snapshots are a cache: when the state's
 /// shape changes, bump this and old snapshots are ignored (and replaced).
-pub const SNAPSHOT_FORMAT: u32 = 6;
+/// From format 7 on a snapshot names the projection versions that folded
+/// it, and one of other versions is ignored the same way.
+pub const SNAPSHOT_FORMAT: u32 = 7;
 
 #[derive(serde::Deserialize)]
 struct Snapshot {
     format: u32,
+    /// `(name, version)` of every projection, in [`PROJECTIONS`]' order.
+    projections: Vec<(String, u32)>,
     state: State,
     /// The hash of the event at the state's position, when known: what a
     /// reader holds to the log before trusting the snapshot.
@@ -46,6 +93,7 @@ struct Snapshot {
 #[derive(serde::Serialize)]
 struct SnapshotOf<'a> {
     format: u32,
+    projections: Vec<(&'static str, u32)>,
     state: &'a State,
     head_hash: Option<[u8; 32]>,
 }
@@ -421,17 +469,30 @@ impl ReadModels {
     pub fn snapshot(&self) -> Vec<u8> {
         let s = SnapshotOf {
             format: SNAPSHOT_FORMAT,
+            projections: PROJECTIONS.iter().map(|p| (p.name, p.version)).collect(),
             state: &self.state,
             head_hash: self.head_hash,
         };
         postcard::to_allocvec(&s).expect("the state serializes")
     }
 
-    /// Read models from snapshot bytes; `None` for bytes of another format
-    /// (a snapshot is only a cache: the caller replays instead).
+    /// Read models from snapshot bytes; `None` for bytes of another format,
+    /// or folded by projections of other versions than this build's (a
+    /// snapshot is only a cache: the caller replays instead).
     pub fn from_snapshot(bytes: &[u8]) -> Option<Self> {
+        // The format comes first: bytes of another format are not read on.
+        let (format, _): (u32, _) = postcard::take_from_bytes(bytes).ok()?;
+        if format != SNAPSHOT_FORMAT {
+            return None;
+        }
         let s: Snapshot = postcard::from_bytes(bytes).ok()?;
-        (s.format == SNAPSHOT_FORMAT).then(|| {
+        let same_folds = s.format == SNAPSHOT_FORMAT
+            && s.projections.len() == PROJECTIONS.len()
+            && s.projections
+                .iter()
+                .zip(PROJECTIONS)
+                .all(|((name, version), p)| name == p.name && *version == p.version);
+        same_folds.then(|| {
             let mut rm = Self {
                 state: s.state,
                 head_hash: s.head_hash,
@@ -482,6 +543,12 @@ impl ReadModels {
                 .iter()
                 .map(|r| (r.node_id.as_str(), r.doc.as_str())),
         )
+    }
+
+    /// Every read model as entities ([`dump::Dump`]): what `stratum
+    /// replay --dump` writes.
+    pub fn dump(&self) -> dump::Dump {
+        dump::Dump::of_changes(&self.all_rows(), self.state.position)
     }
 
     /// Replays stored events from position 0.
@@ -669,5 +736,46 @@ fn token_row(t: &stratum_domain::iam::Token) -> TokenRow {
         expires_at: t.expires_at.map(|e| e.timestamp_micros()),
         revoked_at: t.revoked_at.map(|e| e.timestamp_micros()),
         doc: json(&token_record(t)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot_with(projections: Vec<(&'static str, u32)>) -> Vec<u8> {
+        let rm = ReadModels::default();
+        postcard::to_allocvec(&SnapshotOf {
+            format: SNAPSHOT_FORMAT,
+            projections,
+            state: &rm.state,
+            head_hash: rm.head_hash,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_snapshot_is_loaded_only_by_the_projection_versions_that_folded_it() {
+        let ours: Vec<_> = PROJECTIONS.iter().map(|p| (p.name, p.version)).collect();
+        assert!(ReadModels::from_snapshot(&snapshot_with(ours.clone())).is_some());
+        assert!(ReadModels::from_snapshot(&ReadModels::default().snapshot()).is_some());
+        for i in 0..ours.len() {
+            let mut other = ours.clone();
+            other[i].1 += 1;
+            assert!(
+                ReadModels::from_snapshot(&snapshot_with(other)).is_none(),
+                "a snapshot of {} v{} was loaded",
+                ours[i].0,
+                ours[i].1 + 1
+            );
+        }
+        assert!(ReadModels::from_snapshot(&snapshot_with(ours[..1].to_vec())).is_none());
+    }
+
+    #[test]
+    fn a_snapshot_of_another_format_is_not_loaded() {
+        let rm = ReadModels::default();
+        let old = postcard::to_allocvec(&(SNAPSHOT_FORMAT - 1, &rm.state, rm.head_hash)).unwrap();
+        assert!(ReadModels::from_snapshot(&old).is_none());
     }
 }

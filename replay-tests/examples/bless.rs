@@ -2,12 +2,22 @@
 //! to `fixtures/events/<Type>.v<N>.bin`, never overwriting one that exists:
 //! bytes once written are what the log holds forever.
 //!
+//! Then writes the golden dump of every recorded log (`dumps/NAME.jsonl`,
+//! what this build's projections make of it) where there is none, or where
+//! the projections whose read models changed have new versions; where one
+//! changed at the version that made the golden dump, it writes nothing and
+//! fails, naming what changed: that projection needs a new version first.
+//!
 //! `cargo run -p stratum-replay-tests --example bless`
 
 use stratum_domain::stored::encode;
+use stratum_projections::dump::Dump;
+use stratum_replay_tests::{
+    against_golden, golden_dump_path, log_names, read_log, replay, root, Golden,
+};
 
 fn main() {
-    let dir = stratum_replay_tests::root().join("fixtures/events");
+    let dir = root().join("fixtures/events");
     std::fs::create_dir_all(&dir).unwrap();
     for event in stratum_domain::testing::one_of_each() {
         let enc = encode(&event);
@@ -18,5 +28,33 @@ fn main() {
             std::fs::write(&path, &enc.payload).unwrap();
             println!("written {}", path.display());
         }
+    }
+    let mut refused = false;
+    for name in log_names() {
+        let events = read_log(&root().join("logs").join(format!("{name}.jsonl"))).unwrap();
+        let now = replay(&events).dump();
+        let path = golden_dump_path(&name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let write = match std::fs::read_to_string(&path) {
+            Err(_) => true,
+            Ok(text) => match against_golden(&name, &Dump::parse(&text).unwrap(), &now) {
+                Golden::Same => false,
+                Golden::Bumped(_) => true,
+                Golden::ChangedWithoutBump(why) => {
+                    eprintln!("not written {}:\n{why}", path.display());
+                    refused = true;
+                    false
+                }
+            },
+        };
+        if write {
+            std::fs::write(&path, now.to_text()).unwrap();
+            println!("written {}", path.display());
+        } else if !refused {
+            println!("kept    {}", path.display());
+        }
+    }
+    if refused {
+        std::process::exit(1);
     }
 }

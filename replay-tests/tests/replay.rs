@@ -4,7 +4,10 @@
 use std::path::Path;
 
 use stratum_domain::stored::decode;
-use stratum_replay_tests::{read_log, render, replay, root, verify};
+use stratum_projections::dump::Dump;
+use stratum_replay_tests::{
+    against_golden, golden_dump_path, log_names, read_log, render, replay, root, verify, Golden,
+};
 
 #[test]
 fn every_recorded_log_replays_to_its_snapshot() {
@@ -91,4 +94,32 @@ fn type_and_version(path: &Path) -> (String, u16) {
     let stem = name.strip_suffix(".bin").unwrap();
     let (t, v) = stem.rsplit_once(".v").unwrap();
     (t.to_owned(), v.parse().unwrap())
+}
+
+/// What this build's projections make of every recorded log is its golden
+/// dump, at the versions that made it: a fold that changes its output
+/// fails here until its projection has a new version (and `bless` has
+/// recorded the new dump).
+#[test]
+fn every_recorded_log_folds_to_its_golden_dump_at_the_same_projection_versions() {
+    let names = log_names();
+    assert!(!names.is_empty());
+    for name in names {
+        let events = read_log(&root().join("logs").join(format!("{name}.jsonl"))).unwrap();
+        let now = replay(&events).dump();
+        let path = golden_dump_path(&name);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}: run `cargo run -p stratum-replay-tests --example bless`",
+                path.display()
+            )
+        });
+        // The golden dump is the text a dump of this fold writes, byte for
+        // byte: the form is canonical.
+        let golden = Dump::parse(&text).unwrap();
+        match against_golden(&name, &golden, &now) {
+            Golden::Same => assert_eq!(text, now.to_text(), "{}", path.display()),
+            Golden::Bumped(why) | Golden::ChangedWithoutBump(why) => panic!("{why}"),
+        }
+    }
 }

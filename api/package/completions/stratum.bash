@@ -3006,12 +3006,20 @@ _stratum() {
             return 0
             ;;
         stratum__subcmd__replay)
-            opts="-o -h --check --rebuild --digest --until --file --database-url --log-level --log-format --server --token-file --ca-cert --client-cert --client-key --output --config --help"
+            opts="-o -h --check --rebuild --digest --dump --diff --against --until --file --database-url --log-level --log-format --server --token-file --ca-cert --client-cert --client-key --output --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --dump)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --against)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --until)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -4,12 +4,9 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use indicatif::{ProgressBar, ProgressStyle};
-
 use super::{Db, EventsCmd, TokenCmd};
 use stratum_store::{
-    self as store, redact_url, verify_chain, Access, EventStore, StoredReadModels, Verification,
-    READ_CHUNK,
+    self as store, redact_url, verify_chain, Access, EventStore, Verification, READ_CHUNK,
 };
 
 /// `events verify|import|export` against the database.
@@ -95,103 +92,6 @@ pub async fn events(command: EventsCmd) -> anyhow::Result<i32> {
             "this command reads a running server: give --server URL (or STRATUM_SERVER)"
         )),
     }
-}
-
-/// `replay --check|--rebuild|--digest`.
-pub async fn replay(
-    check: bool,
-    rebuild: bool,
-    digest: bool,
-    until: Option<u64>,
-    file: Option<std::path::PathBuf>,
-    db: Db,
-) -> anyhow::Result<i32> {
-    if digest {
-        let rm = match file {
-            Some(path) => replay_file(&path, until)?,
-            None => {
-                crate::command::load(open_existing(&db, Access::ReadOnly).await?, until).await?
-            }
-        };
-        if let Some(until) = until.filter(|u| *u > rm.state.position) {
-            // As the API answers 404 for an `asOf` past the head.
-            return Err(anyhow::anyhow!(
-                "--until {until} is past the end of the log, which ends at position {}",
-                rm.state.position
-            ));
-        }
-        println!("{}", rm.membership_digest());
-        return Ok(0);
-    }
-    if !check && !rebuild {
-        return Err(anyhow::anyhow!("say --check, --rebuild or --digest"));
-    }
-    let access = if check {
-        Access::ReadOnly
-    } else {
-        Access::ReadWrite
-    };
-    let store = open_existing(&db, access).await?;
-    // A check compares the rows with a replay to the position they stand
-    // at, read in one snapshot: servers may go on writing meanwhile.
-    let stored = if check {
-        Some(store.read_models().await?)
-    } else {
-        None
-    };
-    let head = match &stored {
-        Some(s) => s.checkpoint,
-        None => store.head().await?.position,
-    };
-    let bar = progress(head, if check { "checking" } else { "rebuilding" });
-    let moved = bar.clone();
-    let until = stored.as_ref().map(|_| head);
-    let rm = crate::command::replay(store.clone(), until, move |p| moved.set_position(p)).await?;
-    bar.finish_and_clear();
-    let rebuilt = rm.all_rows();
-    if let Some(stored) = stored {
-        let expected = StoredReadModels::from_changes(&rebuilt, rm.state.position);
-        let mut drift = drift(&stored, &expected);
-        // The Merkle tree kept beside the log is checked the same way.
-        if let Err((position, why)) = stratum_store::tree::check_rows(&*store, head).await? {
-            drift.push(format!("the log's tree at position {position}: {why}"));
-        }
-        if drift.is_empty() {
-            println!(
-                "read models and the log's tree match a replay of {} events",
-                rm.state.position
-            );
-            if let Some(from) = stratum_store::tree::behind(&*store, head).await? {
-                eprintln!("{}", tree_behind_note(from));
-            }
-            Ok(0)
-        } else {
-            for d in &drift {
-                println!("drift: {d}");
-            }
-            Ok(1)
-        }
-    } else {
-        store
-            .replace_read_models(&rebuilt, rm.state.position)
-            .await?;
-        let rows = stratum_store::tree::rebuild(&*store).await?;
-        println!(
-            "rebuilt the read models from {} events, and the log's tree ({rows} rows)",
-            rm.state.position
-        );
-        Ok(0)
-    }
-}
-
-fn progress(len: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} events ({per_sec}, {eta} left)")
-            .expect("a valid template"),
-    );
-    bar.set_message(what.to_owned());
-    bar
 }
 
 /// Opens a database that must already exist: every command but `serve` and
@@ -361,46 +261,6 @@ async fn execute_on_host(
     let bus =
         crate::command::CommandBus::start(open_existing(db, Access::ReadWrite).await?).await?;
     Ok(bus.execute(req).await?)
-}
-
-/// Where stored read models differ from a rebuild.
-pub fn drift(stored: &StoredReadModels, rebuilt: &StoredReadModels) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rows = |kind: &str, a: &[(String, String)], b: &[(String, String)]| {
-        let a: std::collections::BTreeMap<_, _> = a.iter().cloned().collect();
-        let b: std::collections::BTreeMap<_, _> = b.iter().cloned().collect();
-        for (k, v) in &b {
-            match a.get(k) {
-                None => out.push(format!("{kind} {k} is missing")),
-                Some(s) if s != v => out.push(format!("{kind} {k} differs")),
-                _ => {}
-            }
-        }
-        for k in a.keys().filter(|k| !b.contains_key(*k)) {
-            out.push(format!("{kind} {k} should not exist"));
-        }
-    };
-    rows("member", &stored.members, &rebuilt.members);
-    rows(
-        "join request",
-        &stored.join_requests,
-        &rebuilt.join_requests,
-    );
-    rows("token", &stored.tokens, &rebuilt.tokens);
-    rows("document", &stored.docs, &rebuilt.docs);
-    if stored.generation != rebuilt.generation {
-        out.push(format!(
-            "generation is {}, a replay says {}",
-            stored.generation, rebuilt.generation
-        ));
-    }
-    if stored.checkpoint != rebuilt.checkpoint {
-        out.push(format!(
-            "checkpoint is {}, the log is at {}",
-            stored.checkpoint, rebuilt.checkpoint
-        ));
-    }
-    out
 }
 
 /// Reads an export line by line.
@@ -619,7 +479,7 @@ pub async fn export(
 
 /// What `events verify` and `replay --check` say of a tree behind the log
 /// (`stratum_store::tree::behind`): derived data, not a break.
-fn tree_behind_note(from: u64) -> String {
+pub(super) fn tree_behind_note(from: u64) -> String {
     format!(
         "note: the log's tree kept beside it covers the events before position {from}; \
          those from {from} on were appended by a build that does not keep it, and a \

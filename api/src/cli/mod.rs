@@ -3,7 +3,7 @@
 //! `serve` runs the service. Commands given `--server URL` (or
 //! `STRATUM_SERVER`) talk to a running server over HTTP or HTTPS
 //! ([`remote`]); the host's commands open the database directly
-//! ([`host`]): `events verify|import|export`, `replay`, `token`,
+//! ([`host`]): `events verify|import|export`, [`replay`], `token`,
 //! `releases import`. `completions` and `man` describe the command line
 //! itself.
 
@@ -12,13 +12,15 @@ pub mod host;
 pub mod output;
 pub mod release_keys;
 pub mod remote;
+pub mod replay;
 pub mod serve;
 
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand};
 
-pub use host::{drift, export, import, import_release, replay_file, token, verify_file};
+pub use host::{export, import, import_release, replay_file, token, verify_file};
+pub use replay::drift;
 pub use serve::{ServeArgs, UpgradeArgs, MIN_BOOTSTRAP_TOKEN};
 
 #[derive(Parser, Debug)]
@@ -197,8 +199,11 @@ pub enum Cmd {
         #[command(subcommand)]
         command: EventsCmd,
     },
-    /// Rebuilds the read models from the log, checks them against it, or
-    /// prints the digest of the membership read model at a position.
+    /// Folds the read models again from the log with this build's
+    /// projections: checks them against the stored ones, rebuilds them,
+    /// prints the membership digest at a position, writes them out entity
+    /// by entity, or shows what differs from another build's.
+    #[command(group(ArgGroup::new("fold").args(["digest", "dump", "diff"]).multiple(true)))]
     Replay {
         /// Compares a rebuild with the stored read models; exits 1 on drift.
         #[arg(long, group = "mode")]
@@ -210,12 +215,27 @@ pub enum Cmd {
         /// `GET /v1/admin/cluster/membership?asOf=P` answers).
         #[arg(long, group = "mode")]
         digest: bool,
-        /// With --digest: replay only up to this position.
-        #[arg(long, requires = "digest")]
+        /// Writes every read model, one entity per line (canonical JSON,
+        /// stable order), to FILE (`-`: standard output): what another
+        /// build compares with `--diff --against FILE`.
+        #[arg(long, group = "mode", value_name = "FILE")]
+        dump: Option<PathBuf>,
+        /// Shows what this build's projections make of the log that differs,
+        /// entity by entity and field by field, from the database's read
+        /// models (or from a dump, --against); exits 1 when anything does.
+        #[arg(long, group = "mode")]
+        diff: bool,
+        /// With --diff: compares with a dump written by `replay --dump`
+        /// instead of the database's read models.
+        #[arg(long, requires = "diff", value_name = "FILE")]
+        against: Option<PathBuf>,
+        /// With --digest, --dump or --diff: folds only up to this position.
+        #[arg(long, requires = "fold")]
         until: Option<u64>,
-        /// With --digest: replay an export instead of the database.
-        #[arg(long, requires = "digest")]
-        file: Option<std::path::PathBuf>,
+        /// With --digest, --dump or --diff: folds an export instead of the
+        /// database's log.
+        #[arg(long, requires = "fold")]
+        file: Option<PathBuf>,
         #[command(flatten)]
         db: Db,
     },
@@ -563,11 +583,27 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             check,
             rebuild,
             digest,
+            dump,
+            diff,
+            against,
             until,
             file,
             db,
         } if remote.server.is_none() || file.is_some() => {
-            host::replay(check, rebuild, digest, until, file, db).await
+            let mode = match (check, rebuild, digest, dump, diff) {
+                (true, ..) => replay::Mode::Check,
+                (_, true, ..) => replay::Mode::Rebuild,
+                (_, _, true, ..) => replay::Mode::Digest,
+                (_, _, _, Some(to), _) => replay::Mode::Dump(to),
+                (.., true) => replay::Mode::Diff { against },
+                _ => {
+                    return Err(anyhow::anyhow!(
+                        "say --check, --rebuild, --digest, --dump FILE or --diff"
+                    ))
+                }
+            };
+            let format = output::Format::parse(&remote.output);
+            replay::run(mode, until, file, db, format).await
         }
         command => remote::run(&remote, command).await,
     }

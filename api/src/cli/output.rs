@@ -37,6 +37,8 @@ pub enum Shape {
     Storage,
     Events,
     Peers,
+    /// What `replay --diff` found: an entity or a field a row.
+    Diff,
     /// One record: a field a row.
     Record,
 }
@@ -109,6 +111,15 @@ const EVENTS: &[(&str, &str)] = &[
     ("STREAM", "streamId"),
     ("BY", "by"),
     ("WHY", "why"),
+];
+
+const DIFF: &[(&str, &str)] = &[
+    ("KIND", "kind"),
+    ("ID", "id"),
+    ("CHANGE", "change"),
+    ("FIELD", "field"),
+    ("BEFORE", "before"),
+    ("AFTER", "after"),
 ];
 
 /// A field as a cell: text as it is, `-` for none, lists joined.
@@ -248,6 +259,7 @@ pub fn render(v: &Value, shape: Shape, format: Format) -> String {
                 Shape::Releases => list(items, RELEASES),
                 Shape::Tokens => list(items, TOKENS),
                 Shape::Alarms => list(items, ALARMS),
+                Shape::Diff => list(items, DIFF),
                 Shape::Replicas => {
                     let items = v["items"].as_array().map(Vec::as_slice).unwrap_or_default();
                     let mut out = list(items, REPLICAS);

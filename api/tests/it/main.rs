@@ -32,6 +32,7 @@ mod raft_serve;
 mod real_rafts;
 mod registry;
 mod remote_cli;
+mod replay_diff;
 mod replicas;
 mod security;
 mod sse;

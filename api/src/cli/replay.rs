@@ -1,0 +1,301 @@
+//! `stratum replay`: the read models folded again from the log, by this
+//! build's projections: checked against the stored rows (`--check`),
+//! written over them (`--rebuild`), digested (`--digest`), written out
+//! entity by entity (`--dump`), or compared with what another build made
+//! (`--diff`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use stratum_projections::dump::{self, Dump};
+use stratum_projections::ReadModels;
+use stratum_store::{Access, EventStore, StoredReadModels};
+
+use super::host::{open_existing, replay_file, tree_behind_note};
+use super::output::{self, Format, Shape};
+use super::Db;
+
+/// What `stratum replay` is asked to do.
+#[derive(Debug)]
+pub enum Mode {
+    Check,
+    Rebuild,
+    Digest,
+    /// Write the dump to this file (`-`: standard output).
+    Dump(PathBuf),
+    /// Compare with a dump, or with the database's tables.
+    Diff {
+        against: Option<PathBuf>,
+    },
+}
+
+/// `stratum replay`.
+pub async fn run(
+    mode: Mode,
+    until: Option<u64>,
+    file: Option<PathBuf>,
+    db: Db,
+    format: Format,
+) -> anyhow::Result<i32> {
+    match mode {
+        Mode::Digest => {
+            let rm = fold(file.as_deref(), &db, until).await?;
+            println!("{}", rm.membership_digest());
+            Ok(0)
+        }
+        Mode::Dump(to) => {
+            let rm = fold(file.as_deref(), &db, until).await?;
+            let dump = rm.dump();
+            write_dump(&to, &dump.to_text())?;
+            if to != Path::new("-") {
+                eprintln!(
+                    "wrote {} entities at position {} to {}",
+                    dump.entities.len(),
+                    dump.position,
+                    to.display()
+                );
+            }
+            Ok(0)
+        }
+        Mode::Diff { against } => diff(against, until, file, db, format).await,
+        Mode::Check => check(db).await,
+        Mode::Rebuild => rebuild(db).await,
+    }
+}
+
+/// The read models folded by this build from the database's log or an
+/// export, up to `until`, which must be a position of the log.
+async fn fold(file: Option<&Path>, db: &Db, until: Option<u64>) -> anyhow::Result<ReadModels> {
+    let rm = fold_to(file, db, until).await?;
+    if let Some(until) = until.filter(|u| *u > rm.state.position) {
+        // As the API answers 404 for an `asOf` past the head.
+        return Err(anyhow::anyhow!(
+            "--until {until} is past the end of the log, which ends at position {}",
+            rm.state.position
+        ));
+    }
+    Ok(rm)
+}
+
+/// [`fold`], to `until` or the end of the log, whichever comes first.
+async fn fold_to(file: Option<&Path>, db: &Db, until: Option<u64>) -> anyhow::Result<ReadModels> {
+    Ok(match file {
+        Some(path) => replay_file(path, until)?,
+        None => {
+            let store = open_existing(db, Access::ReadOnly).await?;
+            replay_with_progress(store, until, "folding").await?
+        }
+    })
+}
+
+fn write_dump(to: &Path, text: &str) -> anyhow::Result<()> {
+    if to == Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        return Ok(out.flush()?);
+    }
+    // Written beside, then renamed: a dump is never half there.
+    let tmp = to.with_extension("dump.tmp");
+    std::fs::write(&tmp, text).map_err(|e| anyhow::anyhow!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, to).map_err(|e| anyhow::anyhow!("{}: {e}", to.display()))?;
+    Ok(())
+}
+
+/// The database's read-model tables as a dump.
+pub fn dump_of_tables(stored: &StoredReadModels) -> Dump {
+    let docs = stored.docs.iter().map(|(kind_id, doc)| {
+        let (kind, id) = kind_id.split_once('/').unwrap_or((kind_id, ""));
+        (kind, id, doc.as_str())
+    });
+    let members = stored
+        .members
+        .iter()
+        .map(|(id, doc)| (dump::MEMBER, id.as_str(), doc.as_str()));
+    let requests = stored
+        .join_requests
+        .iter()
+        .map(|(id, doc)| (dump::JOIN_REQUEST, id.as_str(), doc.as_str()));
+    let tokens = stored
+        .tokens
+        .iter()
+        .map(|(id, doc)| (dump::TOKEN, id.as_str(), doc.as_str()));
+    Dump::of_rows(
+        members.chain(requests).chain(tokens).chain(docs),
+        stored.generation,
+        stored.checkpoint,
+        Default::default(),
+    )
+}
+
+/// `replay --diff`: this build's fold against a dump or the tables, at the
+/// position the other side stands at.
+async fn diff(
+    against: Option<PathBuf>,
+    until: Option<u64>,
+    file: Option<PathBuf>,
+    db: Db,
+    format: Format,
+) -> anyhow::Result<i32> {
+    let (before, what) = match &against {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("--against {}: {e}", path.display()))?;
+            let dump = Dump::parse(&text)
+                .map_err(|e| anyhow::anyhow!("--against {}: {e}", path.display()))?;
+            (dump, format!("the read models in {}", path.display()))
+        }
+        None => {
+            // The rows and the position they stand at, read in one
+            // snapshot: servers may go on writing meanwhile.
+            let store = open_existing(&db, Access::ReadOnly).await?;
+            let stored = store.read_models().await?;
+            (dump_of_tables(&stored), "the database's read models".into())
+        }
+    };
+    if let Some(u) = until.filter(|u| *u != before.position) {
+        return Err(anyhow::anyhow!(
+            "--until {u}: {what} stand at position {}, and a diff compares read models at one position (write a dump at {u} with `replay --dump FILE --until {u}` and give it with --against)",
+            before.position
+        ));
+    }
+    let after = fold_to(file.as_deref(), &db, Some(before.position))
+        .await?
+        .dump();
+    if after.position != before.position {
+        return Err(anyhow::anyhow!(
+            "{what} stand at position {}, and the log folded ends at position {}",
+            before.position,
+            after.position
+        ));
+    }
+    let moved: Vec<String> = after
+        .versions
+        .iter()
+        .filter_map(|(name, v)| match before.versions.get(name) {
+            Some(old) if old != v => Some(format!("{name} {old} → {v}")),
+            _ => None,
+        })
+        .collect();
+    if !moved.is_empty() {
+        eprintln!("projection versions: {}", moved.join(", "));
+    }
+    let differences = dump::diff(&before, &after);
+    if differences.is_empty() {
+        return Ok(0);
+    }
+    let rows = serde_json::Value::Array(differences.iter().map(|d| d.to_json()).collect());
+    let shown = output::render(&rows, Shape::Diff, format);
+    println!("{}", output::for_terminal(&shown));
+    Ok(1)
+}
+
+/// `replay --check`: the stored rows and the log's tree against a replay.
+async fn check(db: Db) -> anyhow::Result<i32> {
+    let store = open_existing(&db, Access::ReadOnly).await?;
+    // A check compares the rows with a replay to the position they stand
+    // at, read in one snapshot: servers may go on writing meanwhile.
+    let stored = store.read_models().await?;
+    let head = stored.checkpoint;
+    let rm = replay_with_progress(store.clone(), Some(head), "checking").await?;
+    let expected = StoredReadModels::from_changes(&rm.all_rows(), rm.state.position);
+    let mut drift = drift(&stored, &expected);
+    // The Merkle tree kept beside the log is checked the same way.
+    if let Err((position, why)) = stratum_store::tree::check_rows(&*store, head).await? {
+        drift.push(format!("the log's tree at position {position}: {why}"));
+    }
+    if drift.is_empty() {
+        println!(
+            "read models and the log's tree match a replay of {} events",
+            rm.state.position
+        );
+        if let Some(from) = stratum_store::tree::behind(&*store, head).await? {
+            eprintln!("{}", tree_behind_note(from));
+        }
+        Ok(0)
+    } else {
+        for d in &drift {
+            println!("drift: {d}");
+        }
+        Ok(1)
+    }
+}
+
+/// `replay --rebuild`: every row written again from a replay.
+async fn rebuild(db: Db) -> anyhow::Result<i32> {
+    let store = open_existing(&db, Access::ReadWrite).await?;
+    let rm = replay_with_progress(store.clone(), None, "rebuilding").await?;
+    store
+        .replace_read_models(&rm.all_rows(), rm.state.position)
+        .await?;
+    let rows = stratum_store::tree::rebuild(&*store).await?;
+    println!(
+        "rebuilt the read models from {} events, and the log's tree ({rows} rows)",
+        rm.state.position
+    );
+    Ok(0)
+}
+
+async fn replay_with_progress(
+    store: Arc<dyn EventStore>,
+    until: Option<u64>,
+    what: &str,
+) -> anyhow::Result<ReadModels> {
+    let head = store.head().await?.position;
+    let bar = progress(until.map_or(head, |u| u.min(head)), what);
+    let moved = bar.clone();
+    let rm = crate::command::replay(store, until, move |p| moved.set_position(p)).await?;
+    bar.finish_and_clear();
+    Ok(rm)
+}
+
+fn progress(len: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} events ({per_sec}, {eta} left)")
+            .expect("a valid template"),
+    );
+    bar.set_message(what.to_owned());
+    bar
+}
+
+/// Where stored read models differ from a rebuild.
+pub fn drift(stored: &StoredReadModels, rebuilt: &StoredReadModels) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rows = |kind: &str, a: &[(String, String)], b: &[(String, String)]| {
+        let a: std::collections::BTreeMap<_, _> = a.iter().cloned().collect();
+        let b: std::collections::BTreeMap<_, _> = b.iter().cloned().collect();
+        for (k, v) in &b {
+            match a.get(k) {
+                None => out.push(format!("{kind} {k} is missing")),
+                Some(s) if s != v => out.push(format!("{kind} {k} differs")),
+                _ => {}
+            }
+        }
+        for k in a.keys().filter(|k| !b.contains_key(*k)) {
+            out.push(format!("{kind} {k} should not exist"));
+        }
+    };
+    rows("member", &stored.members, &rebuilt.members);
+    rows(
+        "join request",
+        &stored.join_requests,
+        &rebuilt.join_requests,
+    );
+    rows("token", &stored.tokens, &rebuilt.tokens);
+    rows("document", &stored.docs, &rebuilt.docs);
+    if stored.generation != rebuilt.generation {
+        out.push(format!(
+            "generation is {}, a replay says {}",
+            stored.generation, rebuilt.generation
+        ));
+    }
+    if stored.checkpoint != rebuilt.checkpoint {
+        out.push(format!(
+            "checkpoint is {}, the log is at {}",
+            stored.checkpoint, rebuilt.checkpoint
+        ));
+    }
+    out
+}
