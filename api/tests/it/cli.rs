@@ -480,7 +480,7 @@ async fn a_recorded_head_catches_a_cut_tail_and_an_empty_export_fails() {
 /// run as root, whom file modes do not stop).
 fn stratum_as_reader(args: &[&str], db_url: &str) -> (i32, String, String) {
     let root = euid_is_root();
-    let mut cmd = if root {
+    let cmd = if root {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
             .arg(env!("CARGO_BIN_EXE_stratum"));
@@ -488,6 +488,11 @@ fn stratum_as_reader(args: &[&str], db_url: &str) -> (i32, String, String) {
     } else {
         Command::new(env!("CARGO_BIN_EXE_stratum"))
     };
+    run(cmd, args, db_url)
+}
+
+/// Runs `cmd` with `args` on the database: exit code, stdout, stderr.
+pub(crate) fn run(mut cmd: Command, args: &[&str], db_url: &str) -> (i32, String, String) {
     let out = cmd
         .args(args)
         .env("STRATUM_DATABASE_URL", db_url)

@@ -34,16 +34,14 @@ fn changed_build() -> PathBuf {
 
 /// Runs `bin` with `args` on the database: exit code, stdout, stderr.
 fn run(bin: &Path, args: &[&str], db_url: &str) -> (i32, String, String) {
-    let out = Command::new(bin)
-        .args(args)
-        .env("STRATUM_DATABASE_URL", db_url)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    crate::cli::run(Command::new(bin), args, db_url)
+}
+
+/// A database holding the membership scenario; its head.
+async fn recorded(db: &crate::support::TestDb) -> u64 {
+    let app = spawn_app(db).await;
+    scenario(&app).await;
+    app.head().await
 }
 
 /// What the changed fold changes, computed from this build's dump: the
@@ -73,10 +71,7 @@ async fn a_changed_fold_is_reviewed_on_the_database_entity_by_entity_and_field_b
     let changed = changed_build();
     let this = Path::new(THIS_BUILD);
     for db in each_backend().await {
-        let app = spawn_app(&db).await;
-        scenario(&app).await;
-        let head = app.head().await;
-        drop(app);
+        let head = recorded(&db).await;
         let dir = tempfile::tempdir().unwrap();
         let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
 
@@ -197,10 +192,7 @@ async fn a_changed_fold_is_reviewed_on_the_database_entity_by_entity_and_field_b
 async fn a_diff_compares_read_models_at_one_position_and_names_a_changed_row() {
     let this = Path::new(THIS_BUILD);
     for db in each_backend().await {
-        let app = spawn_app(&db).await;
-        scenario(&app).await;
-        let head = app.head().await;
-        drop(app);
+        let head = recorded(&db).await;
         let dir = tempfile::tempdir().unwrap();
         let at = |p: u64| {
             dir.path()
