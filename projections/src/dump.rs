@@ -45,6 +45,12 @@ pub fn projection_of(kind: &str) -> Option<&'static str> {
     KINDS.iter().find(|(k, _)| *k == kind).map(|(_, p)| *p)
 }
 
+/// A dump's order: by kind as [`KINDS`] lists them (a kind it does not
+/// list after them, by name), then by id.
+fn order(a: &Entity, b: &Entity) -> std::cmp::Ordering {
+    (rank(&a.kind), &a.kind, &a.id).cmp(&(rank(&b.kind), &b.kind, &b.id))
+}
+
 fn rank(kind: &str) -> usize {
     KINDS
         .iter()
@@ -65,8 +71,9 @@ pub struct Entity {
 pub struct Dump {
     /// The position the read models stand at.
     pub position: u64,
-    /// The version of each projection that made them, where known (rows
-    /// in a database record it; an older dump may not).
+    /// The version of each projection that made them: a dump's header
+    /// names them; the database's rows do not record them yet, and are
+    /// read with none.
     pub versions: BTreeMap<String, u32>,
     /// In [`KINDS`]' order, then by id.
     pub entities: Vec<Entity>,
@@ -99,7 +106,7 @@ impl Dump {
                 record: json!(generation),
             }))
             .collect();
-        entities.sort_by(|a, b| (rank(&a.kind), &a.id).cmp(&(rank(&b.kind), &b.id)));
+        entities.sort_by(order);
         Dump {
             position,
             versions,
@@ -186,7 +193,7 @@ impl Dump {
                 record: v.get("record").cloned().unwrap_or(Value::Null),
             });
         }
-        entities.sort_by(|a, b| (rank(&a.kind), &a.id).cmp(&(rank(&b.kind), &b.id)));
+        entities.sort_by(order);
         Ok(Dump {
             position,
             versions,
@@ -242,15 +249,22 @@ pub struct Difference {
 
 impl Difference {
     /// As `replay --diff` prints it in JSON or YAML.
+    /// A side that has no value (an entity or field it lacks) has no
+    /// `before` or `after` key, so it reads apart from a JSON `null`.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "kind": self.kind,
             "id": self.id,
             "change": self.change.as_str(),
             "field": self.field,
-            "before": self.before,
-            "after": self.after,
-        })
+        });
+        if let Some(before) = &self.before {
+            v["before"] = before.clone();
+        }
+        if let Some(after) = &self.after {
+            v["after"] = after.clone();
+        }
+        v
     }
 }
 
@@ -420,24 +434,21 @@ mod tests {
             (rack.before.clone(), rack.after.clone()),
             (Some(json!("r1")), Some(json!("R1")))
         );
+        // A field only one side has shows no value for the other, which
+        // reads apart from a JSON null.
+        let new = diff(&before, &after)
+            .into_iter()
+            .find(|d| d.field == "/new")
+            .unwrap()
+            .to_json();
+        assert_eq!(new.get("before"), None);
+        assert_eq!(new["after"], json!(true));
     }
 
     #[test]
     fn every_kind_a_fold_writes_belongs_to_a_projection() {
-        for kind in [
-            doc_kind::UPGRADE,
-            doc_kind::RELEASE,
-            doc_kind::CLUSTER,
-            doc_kind::POLICY,
-            doc_kind::PRINCIPAL,
-            doc_kind::RESOURCE_POLICY,
-            doc_kind::ALARM,
-            doc_kind::FACTS,
-            MEMBER,
-            JOIN_REQUEST,
-            TOKEN,
-            GENERATION,
-        ] {
+        let rows = [MEMBER, JOIN_REQUEST, TOKEN, GENERATION];
+        for kind in crate::DOC_KINDS.into_iter().chain(rows) {
             let p = projection_of(kind).unwrap_or_else(|| panic!("{kind} has no projection"));
             assert!(PROJECTIONS.iter().any(|q| q.name == p), "{p}");
         }

@@ -40,36 +40,23 @@ pub struct Projection {
     /// is, and snapshots of another version are never loaded. See
     /// `docs/replay-tests.md`, "Changing a projection".
     pub version: u32,
-    /// What it makes, as [`dump::KINDS`] names the entities.
-    pub makes: &'static str,
 }
 
-/// Every projection of this build.
+/// Every projection of this build; [`dump::KINDS`] names what each makes.
 pub const PROJECTIONS: &[Projection] = &[
     Projection {
         name: "members",
         version: 1,
-        makes: "members, join requests, the membership generation",
     },
     Projection {
         name: "iam",
         version: 1,
-        makes: "tokens, policies, attachments, resource policies",
     },
     Projection {
         name: "upgrades",
         version: 1,
-        makes: "upgrades, releases, the running release, alarms, facts",
     },
 ];
-
-/// The version of projection `name` in this build.
-pub fn projection_version(name: &str) -> Option<u32> {
-    PROJECTIONS
-        .iter()
-        .find(|p| p.name == name)
-        .map(|p| p.version)
-}
 
 /// The format of snapshot bytes. Snapshots are a cache: when the state's
 /// shape changes, bump this and old snapshots are ignored (and replaced).
@@ -628,20 +615,23 @@ fn doc_ids<'a>(state: &'a State, kind: &'static str) -> Box<dyn Iterator<Item = 
     }
 }
 
+/// Every kind of `rm_docs` row a fold writes.
+pub(crate) const DOC_KINDS: [&str; 8] = [
+    doc_kind::UPGRADE,
+    doc_kind::RELEASE,
+    doc_kind::ALARM,
+    doc_kind::FACTS,
+    doc_kind::CLUSTER,
+    doc_kind::POLICY,
+    doc_kind::PRINCIPAL,
+    doc_kind::RESOURCE_POLICY,
+];
+
 fn all_docs(state: &State) -> Vec<DocRow> {
-    [
-        doc_kind::UPGRADE,
-        doc_kind::RELEASE,
-        doc_kind::ALARM,
-        doc_kind::FACTS,
-        doc_kind::CLUSTER,
-        doc_kind::POLICY,
-        doc_kind::PRINCIPAL,
-        doc_kind::RESOURCE_POLICY,
-    ]
-    .into_iter()
-    .flat_map(|kind| doc_ids(state, kind).filter_map(move |id| doc_row(state, kind, id)))
-    .collect()
+    DOC_KINDS
+        .into_iter()
+        .flat_map(|kind| doc_ids(state, kind).filter_map(move |id| doc_row(state, kind, id)))
+        .collect()
 }
 
 impl ReadModels {

@@ -7,14 +7,13 @@
 //! the projections whose read models changed have new versions; where one
 //! changed at the version that made the golden dump, it writes nothing and
 //! fails, naming what changed: that projection needs a new version first.
+//! A golden dump of a log of another length (a log recorded again) is
+//! made again only once deleted.
 //!
 //! `cargo run -p stratum-replay-tests --example bless`
 
 use stratum_domain::stored::encode;
-use stratum_projections::dump::Dump;
-use stratum_replay_tests::{
-    against_golden, golden_dump_path, log_names, read_log, replay, root, Golden,
-};
+use stratum_replay_tests::{bless_dump, golden_dump_path, log_names, read_log, replay, root};
 
 fn main() {
     let dir = root().join("fixtures/events");
@@ -35,23 +34,16 @@ fn main() {
         let now = replay(&events).dump();
         let path = golden_dump_path(&name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let write = match std::fs::read_to_string(&path) {
-            Err(_) => true,
-            Ok(text) => match against_golden(&name, &Dump::parse(&text).unwrap(), &now) {
-                Golden::Same => false,
-                Golden::Bumped(_) => true,
-                Golden::ChangedWithoutBump(why) => {
-                    eprintln!("not written {}:\n{why}", path.display());
-                    refused = true;
-                    false
-                }
-            },
-        };
-        if write {
-            std::fs::write(&path, now.to_text()).unwrap();
-            println!("written {}", path.display());
-        } else if !refused {
-            println!("kept    {}", path.display());
+        match bless_dump(&name, std::fs::read_to_string(&path).ok().as_deref(), &now) {
+            Ok(true) => {
+                std::fs::write(&path, now.to_text()).unwrap();
+                println!("written {}", path.display());
+            }
+            Ok(false) => println!("kept    {}", path.display()),
+            Err(why) => {
+                eprintln!("not written {}:\n{why}", path.display());
+                refused = true;
+            }
         }
     }
     if refused {

@@ -123,6 +123,9 @@ pub enum Golden {
     /// A projection makes other read models at the version that made the
     /// golden ones: it needs a new version.
     ChangedWithoutBump(String),
+    /// The golden dump is of a log of another length: the log was recorded
+    /// again, and its golden dump is made again only once deleted.
+    LogChanged(String),
 }
 
 /// Compares this build's dump of recorded log `name` with its golden one.
@@ -130,7 +133,7 @@ pub fn against_golden(name: &str, golden: &Dump, now: &Dump) -> Golden {
     use std::collections::BTreeMap;
     use stratum_projections::dump::{diff, projection_of};
     if golden.position != now.position {
-        return Golden::Bumped(format!(
+        return Golden::LogChanged(format!(
             "the golden dump of `{name}` is of a log of {} events, and the log holds {}: a re-recorded log's \
              golden dump is made again by deleting it and running `cargo run -p stratum-replay-tests --example bless`",
             golden.position, now.position
@@ -194,4 +197,21 @@ pub fn against_golden(name: &str, golden: &Dump, now: &Dump) -> Golden {
         return Golden::Bumped(bumped.join("\n"));
     }
     Golden::Same
+}
+
+/// What `bless` does with the golden dump of log `name` (its text, when
+/// there is one) given this build's dump: `Ok(true)` writes it, `Ok(false)`
+/// keeps it, and an error (a projection changed without a new version, or
+/// a log recorded again) writes nothing and says why.
+pub fn bless_dump(name: &str, golden: Option<&str>, now: &Dump) -> Result<bool, String> {
+    let Some(text) = golden else {
+        return Ok(true);
+    };
+    let golden =
+        Dump::parse(text).map_err(|e| format!("{}: {e}", golden_dump_path(name).display()))?;
+    match against_golden(name, &golden, now) {
+        Golden::Same => Ok(false),
+        Golden::Bumped(_) => Ok(true),
+        Golden::ChangedWithoutBump(why) | Golden::LogChanged(why) => Err(why),
+    }
 }

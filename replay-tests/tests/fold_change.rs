@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::Value;
 use stratum_projections::dump::{Dump, MEMBER};
-use stratum_replay_tests::{against_golden, golden_dump_path, log_names, root, Golden};
+use stratum_replay_tests::{against_golden, bless_dump, golden_dump_path, log_names, root, Golden};
 
 /// The `stratum` binary of this tree with the change applied.
 fn changed_build() -> PathBuf {
@@ -45,6 +45,7 @@ fn affected(golden: &Dump) -> Vec<(String, String, String)> {
 fn a_fold_change_without_a_version_bump_fails_the_golden_dumps_naming_what_changed() {
     let changed = changed_build();
     let mut caught = Vec::new();
+    let mut same = Vec::new();
     for name in log_names() {
         let log = root().join("logs").join(format!("{name}.jsonl"));
         let out = Command::new(&changed)
@@ -62,7 +63,17 @@ fn a_fold_change_without_a_version_bump_fails_the_golden_dumps_naming_what_chang
             Dump::parse(&std::fs::read_to_string(golden_dump_path(&name)).unwrap()).unwrap();
         let affected = affected(&golden);
         match against_golden(&name, &golden, &now) {
-            Golden::Same => assert!(affected.is_empty(), "{name}: {affected:?} were not caught"),
+            Golden::Same => {
+                assert!(affected.is_empty(), "{name}: {affected:?} were not caught");
+                // Where the two builds' folds agree on a log, their dumps
+                // of it are the same bytes.
+                assert_eq!(
+                    std::str::from_utf8(&out.stdout).unwrap(),
+                    std::fs::read_to_string(golden_dump_path(&name)).unwrap(),
+                    "{name}: the changed build's dump is not byte for byte this build's"
+                );
+                same.push(name);
+            }
             Golden::ChangedWithoutBump(why) => {
                 assert!(!affected.is_empty(), "{name}: {why}");
                 assert!(why.contains("projection `members` (version 1)"), "{why}");
@@ -82,10 +93,14 @@ fn a_fold_change_without_a_version_bump_fails_the_golden_dumps_naming_what_chang
                     !why.contains("`iam`") && !why.contains("`upgrades`"),
                     "{why}"
                 );
+                // And `bless` refuses to record it.
+                let text = std::fs::read_to_string(golden_dump_path(&name)).unwrap();
+                assert_eq!(bless_dump(&name, Some(&text), &now), Err(why.clone()));
                 caught.push(name);
             }
-            Golden::Bumped(why) => panic!("{name}: {why}"),
+            Golden::Bumped(why) | Golden::LogChanged(why) => panic!("{name}: {why}"),
         }
     }
     assert!(!caught.is_empty(), "no recorded log has a failed member");
+    assert!(!same.is_empty(), "every recorded log has a failed member");
 }

@@ -119,7 +119,9 @@ fn every_recorded_log_folds_to_its_golden_dump_at_the_same_projection_versions()
         let golden = Dump::parse(&text).unwrap();
         match against_golden(&name, &golden, &now) {
             Golden::Same => assert_eq!(text, now.to_text(), "{}", path.display()),
-            Golden::Bumped(why) | Golden::ChangedWithoutBump(why) => panic!("{why}"),
+            Golden::Bumped(why) | Golden::ChangedWithoutBump(why) | Golden::LogChanged(why) => {
+                panic!("{why}")
+            }
         }
     }
 }

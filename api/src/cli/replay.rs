@@ -92,8 +92,16 @@ async fn fold_to(file: Option<&Path>, db: &Db, until: Option<u64>) -> anyhow::Re
 
 fn write_dump(to: &Path, text: &str) -> anyhow::Result<()> {
     if to == Path::new("-") {
+        use std::io::IsTerminal;
         let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())?;
+        // Canonical JSON keeps format characters as they are; on a
+        // terminal they are shown escaped (as JSON escapes them), never
+        // obeyed. A pipe or a file gets the canonical bytes.
+        if out.is_terminal() {
+            out.write_all(output::for_terminal(text).as_bytes())?;
+        } else {
+            out.write_all(text.as_bytes())?;
+        }
         return Ok(out.flush()?);
     }
     // Written beside, then renamed: a dump is never half there.
