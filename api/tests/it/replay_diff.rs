@@ -141,44 +141,22 @@ async fn a_changed_fold_is_reviewed_on_the_database_entity_by_entity_and_field_b
         let after = row.find("join/raft-openbao: permission denied");
         assert!(after.is_some_and(|a| before < a), "{row:?}");
 
-        // Against this build's dump, from an export: the same rows.
-        let (code, out, err) = run(
-            &changed,
-            &[
-                "replay",
-                "--diff",
-                "--against",
-                &path("this.jsonl"),
-                "--file",
-                &path("log.jsonl"),
-                "-o",
-                "json",
-            ],
-            &db.url,
-        );
-        assert_eq!(code, 1, "{err}");
-        assert_eq!(
-            serde_json::from_str::<Value>(&out).unwrap(),
-            Value::Array(expected.clone())
-        );
-        // An export folded against the database's rows: the same rows.
-        let (code, out, err) = run(
-            &changed,
-            &[
-                "replay",
-                "--diff",
-                "--file",
-                &path("log.jsonl"),
-                "-o",
-                "json",
-            ],
-            &db.url,
-        );
-        assert_eq!(code, 1, "{err}");
-        assert_eq!(
-            serde_json::from_str::<Value>(&out).unwrap(),
-            Value::Array(expected.clone())
-        );
+        // The same rows against this build's dump, from an export, and
+        // an export folded against the database's rows.
+        let (this_json, log) = (path("this.jsonl"), path("log.jsonl"));
+        for args in [
+            &["--against", this_json.as_str(), "--file", log.as_str()][..],
+            &["--file", log.as_str()],
+        ] {
+            let args: Vec<&str> = ["replay", "--diff", "-o", "json"]
+                .into_iter()
+                .chain(args.iter().copied())
+                .collect();
+            let (code, out, err) = run(&changed, &args, &db.url);
+            assert_eq!(code, 1, "{args:?}: {err}");
+            let got: Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(got, Value::Array(expected.clone()), "{args:?}");
+        }
         // And this build against its own dump: nothing.
         let (code, out, err) = run(
             this,
