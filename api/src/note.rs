@@ -13,9 +13,9 @@ pub fn valid_name(name: &str) -> bool {
     signed_note::is_key_name_valid(name) && !name.chars().any(char::is_control)
 }
 
-/// Keeps a note (a signed checkpoint) in a file so that a crash leaves the
-/// old file or the new one: written beside it, synced, renamed over it, and
-/// the directory synced.
+/// Keeps a note (a signed checkpoint), or any text (a read-model dump), in
+/// a file so that a crash leaves the old file or the new one: written
+/// beside it, synced, renamed over it, and the directory synced.
 pub fn keep(path: &Path, note: &str) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".new");

@@ -105,10 +105,7 @@ fn write_dump(to: &Path, text: &str) -> anyhow::Result<()> {
         return Ok(out.flush()?);
     }
     // Written beside, then renamed: a dump is never half there.
-    let tmp = to.with_extension("dump.tmp");
-    std::fs::write(&tmp, text).map_err(|e| anyhow::anyhow!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, to).map_err(|e| anyhow::anyhow!("{}: {e}", to.display()))?;
-    Ok(())
+    crate::note::keep(to, text).map_err(|e| anyhow::anyhow!("{}: {e}", to.display()))
 }
 
 /// The database's read-model tables as a dump.
