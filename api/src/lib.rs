@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod note;
 pub mod raft;
 pub mod reads;
+pub mod rebuild;
 pub mod replicas;
 pub mod service;
 pub mod settings;

@@ -33,6 +33,7 @@ pub struct Metrics {
     pub auth_refused: IntCounterVec,
     pub reports_limited: IntCounterVec,
     pub log_divergences: IntCounter,
+    pub rows_rebuilt: IntCounter,
     pub head: IntGauge,
     pub generation: IntGauge,
     pub members: IntGaugeVec,
@@ -187,6 +188,11 @@ impl Metrics {
                 "stratum_node_reports_limited_total",
                 "Node agents' reports answered 429 for coming faster than an agent needs, by action.",
                 &["action"],
+            ),
+            rows_rebuilt: count(
+                &r,
+                "stratum_read_model_rows_rebuilt_total",
+                "Read-model rows this process wrote again, or deleted, because a fold of another projection version made them (the online rebuild).",
             ),
             log_divergences: count(
                 &r,

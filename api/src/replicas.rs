@@ -89,6 +89,7 @@ pub fn describe(cfg: &Managers<'_>, listen: &str, schema: (i64, i64)) -> Replica
         started_at: 0,
         heartbeat_at: 0,
         stopped_at: None,
+        projections: stratum_projections::versions::this_build(),
     }
 }
 
@@ -448,6 +449,7 @@ mod tests {
             started_at: started * 1_000_000,
             heartbeat_at: beat * 1_000_000,
             stopped_at: stopped.then_some(beat * 1_000_000),
+            projections: String::new(),
         }
     }
 

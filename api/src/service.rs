@@ -102,6 +102,9 @@ pub struct ServiceConfig {
     pub log_public: bool,
     /// The address the API is served on, as the replica registry shows it.
     pub listen: String,
+    /// `--rebuild-rows-per-second`: how fast read-model rows of other
+    /// projection versions are written again (`None`: the default).
+    pub rebuild_rows_per_second: Option<std::num::NonZeroU32>,
 }
 
 /// A started service and its background tasks (aborted on drop).
@@ -194,6 +197,17 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         checkpoints.spawn_witnessing(format!("{}/{}", state.replica.host, state.replica.listen)),
     );
     tasks.push(tokio::spawn(checkpoints.run()));
+    tasks.push(tokio::spawn(
+        crate::rebuild::Rebuild {
+            store: store.clone(),
+            bus: bus.clone(),
+            me: state.replica.id.clone(),
+            rows_per_second: cfg.rebuild_rows_per_second.unwrap_or(
+                std::num::NonZeroU32::new(crate::rebuild::DEFAULT_RATE).expect("not zero"),
+            ),
+        }
+        .run(state.shutdown.clone()),
+    ));
     tasks.push(tokio::spawn(
         RaftCleanup::new(
             store.clone(),

@@ -240,6 +240,10 @@ impl store::EventStore for CountingStore {
         self.count("read_models");
         self.inner.read_models().await
     }
+    async fn other_version_rows(&self, limit: u32) -> store::StoreResult<Vec<(String, String)>> {
+        self.count("other_version_rows");
+        self.inner.other_version_rows(limit).await
+    }
     async fn ping(&self) -> store::StoreResult<()> {
         self.count("ping");
         self.inner.ping().await

@@ -16,6 +16,7 @@ pub mod iam;
 pub mod members;
 pub mod storage;
 pub mod upgrades;
+pub mod versions;
 
 use std::collections::BTreeSet;
 
@@ -162,6 +163,9 @@ pub struct Changes {
     pub docs: Vec<DocRow>,
     /// The membership generation, when it changed.
     pub generation: Option<u64>,
+    /// Rows to delete, by entity kind ([`dump::KINDS`]) and id: rows a
+    /// fold of another projection version made that this one does not.
+    pub removed: Vec<(String, String)>,
 }
 
 impl Changes {
@@ -171,6 +175,7 @@ impl Changes {
             && self.tokens.is_empty()
             && self.docs.is_empty()
             && self.generation.is_none()
+            && self.removed.is_empty()
     }
 }
 
@@ -423,6 +428,7 @@ impl ReadModels {
             tokens,
             docs,
             generation,
+            removed: Vec::new(),
         }
     }
 
@@ -448,6 +454,7 @@ impl ReadModels {
             tokens: self.state.iam.tokens.values().map(token_row).collect(),
             docs: all_docs(&self.state),
             generation: Some(m.generation),
+            removed: Vec::new(),
         }
     }
 

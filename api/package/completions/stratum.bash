@@ -3302,7 +3302,7 @@ _stratum() {
             return 0
             ;;
         stratum__subcmd__serve)
-            opts="-o -h --listen --metrics-listen --bootstrap-token --print-config --database-url --tls-cert --tls-key --client-ca --release-keys --release-keys-file --openbao-addr --openbao-token --openbao-cacert --raft-ovn --raft-ovn-commands --ovs-appctl --ovn-nb-ctl --ovn-sb-ctl --ovn-nb-server --ovn-sb-server --raft-patroni --raft-patroni-commands --patroni-syncobj-admin --patroni-raft-conn --patroni-raft-port --raft-timeout --raft-recheck --raft-retry-min --raft-retry-max --upgrade-settle --backup-target --backup-recipient --listen-backlog --max-connections --header-read-timeout --idle-timeout --request-timeout --max-watchers --shutdown-grace --log-signing-key-file --log-origin --log-state-file --log-public --log-witness-policy --log-level --log-format --server --token-file --ca-cert --client-cert --client-key --output --config --help"
+            opts="-o -h --listen --metrics-listen --bootstrap-token --print-config --rebuild-rows-per-second --database-url --tls-cert --tls-key --client-ca --release-keys --release-keys-file --openbao-addr --openbao-token --openbao-cacert --raft-ovn --raft-ovn-commands --ovs-appctl --ovn-nb-ctl --ovn-sb-ctl --ovn-nb-server --ovn-sb-server --raft-patroni --raft-patroni-commands --patroni-syncobj-admin --patroni-raft-conn --patroni-raft-port --raft-timeout --raft-recheck --raft-retry-min --raft-retry-max --upgrade-settle --backup-target --backup-recipient --listen-backlog --max-connections --header-read-timeout --idle-timeout --request-timeout --max-watchers --shutdown-grace --log-signing-key-file --log-origin --log-state-file --log-public --log-witness-policy --log-level --log-format --server --token-file --ca-cert --client-cert --client-key --output --config --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3317,6 +3317,10 @@ _stratum() {
                     return 0
                     ;;
                 --bootstrap-token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rebuild-rows-per-second)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

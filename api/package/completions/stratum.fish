@@ -58,6 +58,7 @@ complete -c stratum -n "__fish_stratum_needs_command" -f -a "help" -d 'Print thi
 complete -c stratum -n "__fish_stratum_using_subcommand serve" -l listen -r
 complete -c stratum -n "__fish_stratum_using_subcommand serve" -l metrics-listen -d 'Where Prometheus scrapes `GET /metrics` (no token; bind it to the monitoring network). Off unless set' -r
 complete -c stratum -n "__fish_stratum_using_subcommand serve" -l bootstrap-token -d 'The first start\'s token for `user/admin` (32 characters at least); without it a random one is generated and printed once' -r
+complete -c stratum -n "__fish_stratum_using_subcommand serve" -l rebuild-rows-per-second -d 'At most this many read-model rows a second are written again when the database\'s rows were made by projections of other versions than this build\'s (after an upgrade whose release changed a fold)' -r
 complete -c stratum -n "__fish_stratum_using_subcommand serve" -l database-url -d '`sqlite://stratum.db` (created if missing) or `postgres://...`' -r
 complete -c stratum -n "__fish_stratum_using_subcommand serve" -l tls-cert -d 'A PEM file with the server\'s certificate chain: with `--tls-key`, the API is served as HTTPS. Reloaded on SIGHUP' -r -F
 complete -c stratum -n "__fish_stratum_using_subcommand serve" -l tls-key -d 'The PEM file with the private key of `--tls-cert`' -r -F

@@ -29,6 +29,11 @@ pub struct ServeArgs {
     /// file, and exits.
     #[arg(long)]
     pub print_config: bool,
+    /// At most this many read-model rows a second are written again when
+    /// the database's rows were made by projections of other versions
+    /// than this build's (after an upgrade whose release changed a fold).
+    #[arg(long, env = "STRATUM_REBUILD_ROWS_PER_SECOND", default_value_t = std::num::NonZeroU32::new(crate::rebuild::DEFAULT_RATE).expect("not zero"))]
+    pub rebuild_rows_per_second: std::num::NonZeroU32,
     #[command(flatten)]
     pub db: Db,
     #[command(flatten)]
@@ -125,6 +130,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<i32> {
         upgrade: upgrade.config()?,
         log_key: args.log.key()?,
         log_public: args.log.log_public,
+        rebuild_rows_per_second: Some(args.rebuild_rows_per_second),
         ..Default::default()
     };
     // The address is taken before anything is printed or the database is

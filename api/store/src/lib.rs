@@ -167,6 +167,11 @@ pub struct StoredReadModels {
     pub docs: Vec<(String, String)>,
     pub generation: u64,
     pub checkpoint: u64,
+    /// The rows of other projection versions than this build's, as
+    /// (entity kind, id, version): a fold of this build is not compared
+    /// with them (`replay --check`), and a server of this build rewrites
+    /// them.
+    pub other_versions: Vec<(String, String, u32)>,
 }
 
 impl StoredReadModels {
@@ -203,6 +208,7 @@ impl StoredReadModels {
             docs,
             generation: c.generation.unwrap_or(0),
             checkpoint,
+            other_versions: Vec::new(),
         }
     }
 }
@@ -255,6 +261,11 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// Every stored read model row.
     async fn read_models(&self) -> StoreResult<StoredReadModels>;
+
+    /// Up to `limit` read-model rows, as (entity kind, id), of other
+    /// projection versions than this build's: what the online rebuild
+    /// rewrites.
+    async fn other_version_rows(&self, limit: u32) -> StoreResult<Vec<(String, String)>>;
 
     /// Replaces every read model row (a rebuild), under the write lock.
     async fn replace_read_models(&self, rows: &Changes, checkpoint: u64) -> StoreResult<()> {

@@ -140,19 +140,54 @@ where
             .transpose()
     }
 
-    /// Every read model row. Takes the executor once per table, so a pool.
     /// Every read-model row and the position they stand at, on one
     /// connection: in a transaction the backend began with a snapshot of
     /// one moment, so the rows and their position agree while others
-    /// write.
-    pub(crate) async fn read_models(conn: &mut DB::Connection) -> StoreResult<StoredReadModels>
+    /// write. `versioned`: the rows have projection versions (see
+    /// [`sql::HAS_PROJECTION_VERSIONS`]); without, every row is version 1.
+    pub(crate) async fn read_models(
+        conn: &mut DB::Connection,
+        versioned: bool,
+    ) -> StoreResult<StoredReadModels>
     where
         for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     {
-        let members = Self::pairs(&mut *conn, sql::ALL_MEMBERS).await?;
-        let join_requests = Self::pairs(&mut *conn, sql::ALL_JOIN_REQUESTS).await?;
-        let tokens = Self::token_docs(&mut *conn).await?;
-        let docs = Self::pairs(&mut *conn, sql::ALL_DOCS).await?;
+        let mut other_versions = Vec::new();
+        let mut table = [
+            ("member", sql::ALL_MEMBERS, sql::ALL_MEMBERS_PV),
+            (
+                "join-request",
+                sql::ALL_JOIN_REQUESTS,
+                sql::ALL_JOIN_REQUESTS_PV,
+            ),
+            ("token", sql::ALL_TOKENS, sql::ALL_TOKENS_PV),
+            ("doc", sql::ALL_DOCS, sql::ALL_DOCS_PV),
+        ]
+        .into_iter();
+        let mut next = async |conn: &mut DB::Connection| -> StoreResult<Vec<(String, String)>> {
+            let (kind, plain, with_pv) = table.next().expect("four tables");
+            let rows = sqlx::query(if versioned { with_pv } else { plain })
+                .fetch_all(&mut *conn)
+                .await?;
+            let mut out = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let (id, doc): (String, String) = (r.try_get(0)?, r.try_get(1)?);
+                let v: i64 = if versioned { r.try_get(2)? } else { 1 };
+                let (k, i) = match kind {
+                    "doc" => id.split_once('/').unwrap_or((id.as_str(), "")),
+                    _ => (kind, id.as_str()),
+                };
+                if v != i64::from(stratum_projections::versions::version_of_kind(k)) {
+                    other_versions.push((k.to_owned(), i.to_owned(), v as u32));
+                }
+                out.push((id, doc));
+            }
+            Ok(out)
+        };
+        let members = next(&mut *conn).await?;
+        let join_requests = next(&mut *conn).await?;
+        let tokens = next(&mut *conn).await?;
+        let docs = next(&mut *conn).await?;
         let (generation, checkpoint) = Self::cluster_row(&mut *conn).await?;
         Ok(StoredReadModels {
             members,
@@ -161,7 +196,31 @@ where
             docs,
             generation,
             checkpoint,
+            other_versions,
         })
+    }
+
+    /// Whether the read-model rows have projection versions.
+    pub(crate) async fn versioned<'e, E: Executor<'e, Database = DB>>(e: E) -> bool {
+        sqlx::query(sql::HAS_PROJECTION_VERSIONS)
+            .fetch_all(e)
+            .await
+            .is_ok()
+    }
+
+    /// Up to `limit` rows, as (kind, id), of other projection versions
+    /// than this build's.
+    pub(crate) async fn other_version_rows<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+        limit: u32,
+    ) -> StoreResult<Vec<(String, String)>> {
+        sqlx::query(sql::OTHER_VERSION_ROWS.as_str())
+            .bind(i64::from(limit))
+            .fetch_all(e)
+            .await?
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect()
     }
 
     /// Keeps a snapshot and prunes the others (`sql::PRUNE_SNAPSHOTS`), in

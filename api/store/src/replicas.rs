@@ -79,6 +79,10 @@ pub struct ReplicaRow {
     pub started_at: i64,
     pub heartbeat_at: i64,
     pub stopped_at: Option<i64>,
+    /// The projection versions it folds, `members=1,iam=1,upgrades=1`;
+    /// empty for a build from before projections had versions (every one
+    /// of its projections is version 1).
+    pub projections: String,
 }
 
 /// Every registered replica and the database's time when they were read.
@@ -98,7 +102,8 @@ pub(crate) const SQLITE_NOW: &str =
 pub(crate) const POSTGRES_NOW: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT";
 
 const COLUMNS: &str = "id, host, listen, version, build_commit, reads, writes, \
-     schema_min, schema_max, settings, settings_digest, started_at, heartbeat_at, stopped_at";
+     schema_min, schema_max, settings, settings_digest, started_at, heartbeat_at, stopped_at, \
+     projections";
 
 /// The registry's statements, the same on both backends but for how the
 /// database's time is read (`now`).
@@ -122,13 +127,14 @@ where
     ) -> StoreResult<()> {
         let q = format!(
             "INSERT INTO stratum_replicas ({COLUMNS}) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, {now}, {now}, NULL) \
+             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, {now}, {now}, NULL, $12) \
              ON CONFLICT (id) DO UPDATE SET host = excluded.host, listen = excluded.listen, \
              version = excluded.version, build_commit = excluded.build_commit, \
              reads = excluded.reads, writes = excluded.writes, \
              schema_min = excluded.schema_min, schema_max = excluded.schema_max, \
              settings = excluded.settings, settings_digest = excluded.settings_digest, \
-             heartbeat_at = excluded.heartbeat_at, stopped_at = NULL"
+             heartbeat_at = excluded.heartbeat_at, stopped_at = NULL, \
+             projections = excluded.projections"
         );
         sqlx::query(&q)
             .bind(r.id.as_str())
@@ -142,6 +148,7 @@ where
             .bind(r.schema_max)
             .bind(r.settings.as_str())
             .bind(r.settings_digest.as_str())
+            .bind(r.projections.as_str())
             .execute(e)
             .await?;
         Ok(())
@@ -212,6 +219,7 @@ where
                     started_at: row.try_get(11)?,
                     heartbeat_at: row.try_get(12)?,
                     stopped_at: row.try_get(13)?,
+                    projections: row.try_get(14)?,
                 })
             })
             .collect::<StoreResult<Vec<_>>>()?;

@@ -1,6 +1,8 @@
 //! SQL shared by both backends: the statements are the same text (`$n`
 //! placeholders work on SQLite and PostgreSQL alike); only execution differs.
 
+use std::sync::LazyLock;
+
 use sqlx::{Database, Encode, QueryBuilder, Type};
 use stratum_domain::tree::TreeRow;
 
@@ -28,37 +30,116 @@ pub(crate) const INSERT_EVENT: &str = concat!(
 pub(crate) const INSERT_TREE_ROW: &str =
     "INSERT INTO log_tree (level, idx, hash) VALUES (?1, ?2, ?3)";
 pub(crate) const INSERT_IDEMPOTENCY: &str = "INSERT INTO idempotency (principal, idem_key, request_hash, status, body, etag, position) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-/// Shared with PostgreSQL's upsert from arrays.
+/// Shared with PostgreSQL's upsert from arrays. Each ends with the row's
+/// projection version ([`pv`]), which the insert sets.
 macro_rules! members_on_conflict {
     () => {
-        " ON CONFLICT (node_id) DO UPDATE SET state = excluded.state, role = excluded.role, rack = excluded.rack, ordinal = excluded.ordinal, version = excluded.version, doc = excluded.doc"
+        " ON CONFLICT (node_id) DO UPDATE SET state = excluded.state, role = excluded.role, rack = excluded.rack, ordinal = excluded.ordinal, version = excluded.version, doc = excluded.doc, projection_version = excluded.projection_version"
     };
 }
-pub(crate) const UPSERT_MEMBER: &str = concat!("INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", members_on_conflict!());
 macro_rules! join_requests_on_conflict {
     () => {
-        " ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, version = excluded.version, doc = excluded.doc"
+        " ON CONFLICT (request_id) DO UPDATE SET status = excluded.status, version = excluded.version, doc = excluded.doc, projection_version = excluded.projection_version"
     };
 }
-pub(crate) const UPSERT_JOIN_REQUEST: &str = concat!(
-    "INSERT INTO rm_join_requests (request_id, status, version, doc) VALUES (?1, ?2, ?3, ?4)",
-    join_requests_on_conflict!()
-);
 macro_rules! tokens_on_conflict {
     () => {
-        " ON CONFLICT (token_id) DO UPDATE SET principal = excluded.principal, policies = excluded.policies, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at, doc = excluded.doc"
+        " ON CONFLICT (token_id) DO UPDATE SET principal = excluded.principal, policies = excluded.policies, expires_at = excluded.expires_at, revoked_at = excluded.revoked_at, doc = excluded.doc, projection_version = excluded.projection_version"
     };
 }
-pub(crate) const UPSERT_TOKEN: &str = concat!("INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, principal, policies, expires_at, revoked_at, doc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", tokens_on_conflict!());
 macro_rules! docs_on_conflict {
     () => {
-        " ON CONFLICT (kind, id) DO UPDATE SET sort_key = excluded.sort_key, doc = excluded.doc"
+        " ON CONFLICT (kind, id) DO UPDATE SET sort_key = excluded.sort_key, doc = excluded.doc, projection_version = excluded.projection_version"
     };
 }
-pub(crate) const UPSERT_DOC: &str = concat!(
-    "INSERT INTO rm_docs (kind, id, sort_key, doc) VALUES (?1, ?2, ?3, ?4)",
-    docs_on_conflict!()
-);
+
+/// The projection version of the rows of one entity kind, as SQL: this
+/// build's, a number written into the statement (never caller input).
+pub(crate) fn pv(kind: &str) -> String {
+    stratum_projections::versions::version_of_kind(kind).to_string()
+}
+
+/// The projection version of an `rm_docs` row whose kind is `column`: a
+/// `CASE` over every document kind this build writes.
+pub(crate) fn doc_pv(column: &str) -> String {
+    use stratum_projections::dump::KINDS;
+    let mut case = format!("CASE {column}");
+    for (kind, _) in KINDS {
+        if !matches!(*kind, "member" | "join-request" | "token" | "generation") {
+            case.push_str(&format!(" WHEN '{kind}' THEN {}", pv(kind)));
+        }
+    }
+    case.push_str(" ELSE 0 END");
+    case
+}
+
+pub(crate) static UPSERT_MEMBER: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc, projection_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, {}){}",
+        pv("member"),
+        members_on_conflict!()
+    )
+});
+pub(crate) static UPSERT_JOIN_REQUEST: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO rm_join_requests (request_id, status, version, doc, projection_version) VALUES (?1, ?2, ?3, ?4, {}){}",
+        pv("join-request"),
+        join_requests_on_conflict!()
+    )
+});
+pub(crate) static UPSERT_TOKEN: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, principal, policies, expires_at, revoked_at, doc, projection_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, {}){}",
+        pv("token"),
+        tokens_on_conflict!()
+    )
+});
+pub(crate) static UPSERT_DOC: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO rm_docs (kind, id, sort_key, doc, projection_version) VALUES (?1, ?2, ?3, ?4, {}){}",
+        doc_pv("?1"),
+        docs_on_conflict!()
+    )
+});
+
+/// The table and key column of an entity kind's rows.
+pub(crate) fn table_of(kind: &str) -> (&'static str, &'static str) {
+    match kind {
+        "member" => ("rm_members", "node_id"),
+        "join-request" => ("rm_join_requests", "request_id"),
+        "token" => ("rm_tokens", "token_id"),
+        _ => ("rm_docs", "id"),
+    }
+}
+
+/// The statement that deletes the row of one entity: `$1` its id and, for
+/// a document, `$2` its kind.
+pub(crate) fn delete_row(kind: &str) -> String {
+    match table_of(kind) {
+        ("rm_docs", _) => "DELETE FROM rm_docs WHERE id = $1 AND kind = $2".to_owned(),
+        (table, key) => format!("DELETE FROM {table} WHERE {key} = $1"),
+    }
+}
+
+/// Up to `$1` rows, as (kind, id), whose projection version is not this
+/// build's.
+pub(crate) static OTHER_VERSION_ROWS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT * FROM (SELECT 'member' AS kind, node_id AS id FROM rm_members WHERE projection_version <> {m} \
+         UNION ALL SELECT 'join-request', request_id FROM rm_join_requests WHERE projection_version <> {j} \
+         UNION ALL SELECT 'token', token_id FROM rm_tokens WHERE projection_version <> {t} \
+         UNION ALL SELECT kind, id FROM rm_docs WHERE projection_version <> {d}) AS r LIMIT $1",
+        m = pv("member"),
+        j = pv("join-request"),
+        t = pv("token"),
+        d = doc_pv("kind"),
+    )
+});
+/// Whether the rows have projection versions (expand step 0002 applied):
+/// a read-only open of a database no build with them has opened yet finds
+/// none, and its every row is of version 1.
+pub(crate) const HAS_PROJECTION_VERSIONS: &str =
+    "SELECT projection_version FROM rm_docs WHERE 1 = 0";
 
 /// The events at positions `$1 < position <= $2`, every column.
 pub(crate) const SELECT_RANGE: &str = concat!(
@@ -105,6 +186,15 @@ pub(crate) const ALL_JOIN_REQUESTS: &str =
     "SELECT request_id, doc FROM rm_join_requests ORDER BY request_id";
 pub(crate) const ALL_TOKENS: &str = "SELECT token_id, doc FROM rm_tokens ORDER BY token_id";
 pub(crate) const ALL_DOCS: &str = "SELECT kind || '/' || id, doc FROM rm_docs ORDER BY kind, id";
+/// The same rows with their projection versions (see [`HAS_PROJECTION_VERSIONS`]).
+pub(crate) const ALL_MEMBERS_PV: &str =
+    "SELECT node_id, doc, CAST(projection_version AS BIGINT) FROM rm_members ORDER BY node_id";
+pub(crate) const ALL_JOIN_REQUESTS_PV: &str =
+    "SELECT request_id, doc, CAST(projection_version AS BIGINT) FROM rm_join_requests ORDER BY request_id";
+pub(crate) const ALL_TOKENS_PV: &str =
+    "SELECT token_id, doc, CAST(projection_version AS BIGINT) FROM rm_tokens ORDER BY token_id";
+pub(crate) const ALL_DOCS_PV: &str =
+    "SELECT kind || '/' || id, doc, CAST(projection_version AS BIGINT) FROM rm_docs ORDER BY kind, id";
 pub(crate) const CLEAR_READ_MODELS: [&str; 4] = [
     "DELETE FROM rm_members",
     "DELETE FROM rm_join_requests",

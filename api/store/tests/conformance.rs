@@ -83,6 +83,7 @@ fn rows(version: u64, generation: Option<u64>) -> Changes {
             doc: format!(r#"{{"id":"up-1","v":{version}}}"#),
         }],
         generation,
+        removed: vec![],
     }
 }
 
@@ -852,5 +853,80 @@ async fn sqlite_writes_in_memory_and_a_dropped_write_lets_the_lock_go() {
         assert_eq!(s.idempotency("user/a", "k").await.unwrap(), None);
         append(&*s, "member/n-2", 2, 1).await;
         assert_eq!(s.head().await.unwrap().position, 2);
+    }
+}
+
+/// Runs `sql` on the test database, as another build would.
+async fn raw(db: &TestDb, sql: &str) {
+    if db.backend == "postgres" {
+        let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
+        sqlx::query(sql).execute(&mut c).await.unwrap();
+    } else {
+        let mut c = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+        sqlx::query(sql).execute(&mut c).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn rows_name_their_projection_version_and_rows_of_another_are_found_and_rewritten() {
+    for db in each_backend().await {
+        let s = open(&db).await;
+        let b = db.backend;
+        let mut tx = s.begin_write().await.unwrap();
+        let recs = seal(tx.head(), "member/n-1", 0, vec![event(1)]);
+        tx.append(&recs).await.unwrap();
+        tx.write_changes(&rows(1, Some(1)), 1).await.unwrap();
+        tx.commit().await.unwrap();
+        // Written by this build: every row of its versions.
+        assert_eq!(s.other_version_rows(10).await.unwrap(), vec![], "{b}");
+        assert_eq!(s.read_models().await.unwrap().other_versions, vec![], "{b}");
+
+        // Another build (a fold of another version) wrote two rows.
+        raw(
+            &db,
+            "UPDATE rm_members SET projection_version = 7 WHERE node_id = 'n-2'",
+        )
+        .await;
+        raw(
+            &db,
+            "UPDATE rm_docs SET projection_version = 7 WHERE id = 'up-1'",
+        )
+        .await;
+        let mut found = s.other_version_rows(10).await.unwrap();
+        found.sort();
+        assert_eq!(
+            found,
+            vec![
+                ("member".to_owned(), "n-2".to_owned()),
+                ("upgrade".to_owned(), "up-1".to_owned())
+            ],
+            "{b}"
+        );
+        assert_eq!(s.other_version_rows(1).await.unwrap().len(), 1, "{b}");
+        let mut others = s.read_models().await.unwrap().other_versions;
+        others.sort();
+        assert_eq!(
+            others,
+            vec![
+                ("member".to_owned(), "n-2".to_owned(), 7),
+                ("upgrade".to_owned(), "up-1".to_owned(), 7)
+            ],
+            "{b}"
+        );
+
+        // This build writes one again and deletes the other.
+        let mut tx = s.begin_write().await.unwrap();
+        let again = Changes {
+            members: vec![member("n-2", 1)],
+            removed: vec![("upgrade".to_owned(), "up-1".to_owned())],
+            ..Changes::default()
+        };
+        tx.write_changes(&again, 1).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(s.other_version_rows(10).await.unwrap(), vec![], "{b}");
+        let stored = s.read_models().await.unwrap();
+        assert_eq!(stored.other_versions, vec![], "{b}");
+        assert!(stored.docs.is_empty(), "{b}: {:?}", stored.docs);
+        assert_eq!(stored.members.len(), 2, "{b}");
     }
 }

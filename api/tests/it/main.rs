@@ -25,6 +25,7 @@ mod lost_tail;
 mod member_changes;
 mod membership;
 mod metrics;
+mod online_rebuild;
 mod packages;
 mod pipelining;
 mod raft;

@@ -16,6 +16,12 @@ const THIS_BUILD: &str = env!("CARGO_BIN_EXE_stratum");
 
 /// The `stratum` binary of this tree with the changed fold.
 fn changed_build() -> PathBuf {
+    variant("failed-error-after-step")
+}
+
+/// The `stratum` binary of this tree with `replay-tests/changes/NAME.patch`
+/// applied, built by `.ci/variant-build NAME`.
+pub(crate) fn variant(name: &str) -> PathBuf {
     let target = Path::new(THIS_BUILD)
         .parent()
         .and_then(Path::parent)
@@ -23,7 +29,7 @@ fn changed_build() -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/variant-build");
     let out = Command::new("bash")
         .arg(&script)
-        .arg("failed-error-after-step")
+        .arg(name)
         .env("CARGO_TARGET_DIR", target)
         .stderr(Stdio::inherit())
         .output()

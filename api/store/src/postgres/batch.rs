@@ -5,6 +5,8 @@
 //! begins the write and takes the lock, and the one that commits, a batch
 //! is three round trips (it was one per table besides).
 
+use std::sync::LazyLock;
+
 use sqlx::PgConnection;
 use stratum_domain::log::Recorded;
 use stratum_domain::tree::TreeRow;
@@ -13,33 +15,45 @@ use stratum_projections::Changes;
 use crate::{IdempotencyRecord, StoreResult};
 
 /// Every table a write inserts into, each from arrays; an empty array
-/// inserts nothing.
-const WRITE: &str = concat!(
-    "WITH e AS (INSERT INTO events (",
-    event_columns!(),
-    ") SELECT * FROM UNNEST($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], \
-     $6::text[], $7::int8[], $8::text[], $9::text[], $10::int8[], $11::text[], $12::bytea[], \
-     $13::bytea[], $14::bytea[], $15::text[])), \
-     t AS (INSERT INTO log_tree (level, idx, hash) \
-     SELECT * FROM UNNEST($16::int8[], $17::int8[], $18::bytea[])), \
-     m AS (INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc) \
-     SELECT * FROM UNNEST($19::text[], $20::text[], $21::text[], $22::text[], $23::int8[], \
-     $24::int8[], $25::text[])",
-    members_on_conflict!(),
-    "), j AS (INSERT INTO rm_join_requests (request_id, status, version, doc) \
-     SELECT * FROM UNNEST($26::text[], $27::text[], $28::int8[], $29::text[])",
-    join_requests_on_conflict!(),
-    "), k AS (INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, principal, \
-     policies, expires_at, revoked_at, doc) SELECT * FROM UNNEST($30::text[], $31::bytea[], \
-     $32::text[], $33::text[], $34::text[], $35::int8[], $36::int8[], $37::text[])",
-    tokens_on_conflict!(),
-    "), d AS (INSERT INTO rm_docs (kind, id, sort_key, doc) \
-     SELECT * FROM UNNEST($38::text[], $39::text[], $40::int8[], $41::text[])",
-    docs_on_conflict!(),
-    "), i AS (INSERT INTO idempotency (principal, idem_key, request_hash, status, body, etag, \
-     position) SELECT * FROM UNNEST($42::text[], $43::text[], $44::bytea[], $45::int8[], \
-     $46::text[], $47::int8[], $48::int8[])) SELECT 1"
-);
+/// inserts nothing. Each read-model row gets this build's projection
+/// version for its kind, written into the text.
+static WRITE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        concat!(
+            "WITH e AS (INSERT INTO events (",
+            event_columns!(),
+            ") SELECT * FROM UNNEST($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], \
+             $6::text[], $7::int8[], $8::text[], $9::text[], $10::int8[], $11::text[], $12::bytea[], \
+             $13::bytea[], $14::bytea[], $15::text[])), \
+             t AS (INSERT INTO log_tree (level, idx, hash) \
+             SELECT * FROM UNNEST($16::int8[], $17::int8[], $18::bytea[])), \
+             m AS (INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc, \
+             projection_version) SELECT *, {m} FROM UNNEST($19::text[], $20::text[], $21::text[], \
+             $22::text[], $23::int8[], $24::int8[], $25::text[])",
+            members_on_conflict!(),
+            "), j AS (INSERT INTO rm_join_requests (request_id, status, version, doc, \
+             projection_version) SELECT *, {j} FROM UNNEST($26::text[], $27::text[], $28::int8[], \
+             $29::text[])",
+            join_requests_on_conflict!(),
+            "), k AS (INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, principal, \
+             policies, expires_at, revoked_at, doc, projection_version) SELECT *, {k} FROM \
+             UNNEST($30::text[], $31::bytea[], $32::text[], $33::text[], $34::text[], $35::int8[], \
+             $36::int8[], $37::text[])",
+            tokens_on_conflict!(),
+            "), d AS (INSERT INTO rm_docs (kind, id, sort_key, doc, projection_version) \
+             SELECT u.*, {d} FROM UNNEST($38::text[], $39::text[], $40::int8[], $41::text[]) \
+             AS u (kind, id, sort_key, doc)",
+            docs_on_conflict!(),
+            "), i AS (INSERT INTO idempotency (principal, idem_key, request_hash, status, body, \
+             etag, position) SELECT * FROM UNNEST($42::text[], $43::text[], $44::bytea[], \
+             $45::int8[], $46::text[], $47::int8[], $48::int8[])) SELECT 1"
+        ),
+        m = crate::sql::pv("member"),
+        j = crate::sql::pv("join-request"),
+        k = crate::sql::pv("token"),
+        d = crate::sql::doc_pv("u.kind"),
+    )
+});
 
 /// The rows a write has not sent yet. Each kind holds one call's rows: a
 /// second call of a kind sends what is kept first, so no statement
@@ -103,7 +117,7 @@ impl Pending {
             &p.idempotency,
         );
         let tree = &p.tree;
-        sqlx::query(WRITE)
+        sqlx::query(WRITE.as_str())
             .bind(e.iter().map(|e| e.position as i64).collect::<Vec<_>>())
             .bind(e.iter().map(|e| e.stream_id.as_str()).collect::<Vec<_>>())
             .bind(

@@ -410,14 +410,19 @@ impl EventStore for PgStore {
     }
 
     async fn read_models(&self) -> StoreResult<StoredReadModels> {
+        let versioned = R::versioned(&self.pool).await;
         // One snapshot for every table: rows and their position agree.
         let mut tx = self.pool.begin().await?;
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .execute(&mut *tx)
             .await?;
-        let rows = R::read_models(&mut tx).await?;
+        let rows = R::read_models(&mut tx, versioned).await?;
         tx.commit().await?;
         Ok(rows)
+    }
+
+    async fn other_version_rows(&self, limit: u32) -> StoreResult<Vec<(String, String)>> {
+        R::other_version_rows(&self.pool, limit).await
     }
 
     async fn try_lead(&self, key: i64) -> StoreResult<Option<Leadership>> {

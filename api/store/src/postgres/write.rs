@@ -109,6 +109,16 @@ impl WriteTx for PgTx {
         if self.pending.holds_changes() {
             self.send().await?;
         }
+        for (kind, id) in &changes.removed {
+            let stmt = sql::delete_row(kind);
+            let q = sqlx::query(&stmt).bind(id.as_str());
+            let q = if stmt.contains("$2") {
+                q.bind(kind.as_str())
+            } else {
+                q
+            };
+            q.execute(self.conn()).await?;
+        }
         self.pending.keep_changes(changes);
         self.cluster = Some((changes.generation, checkpoint));
         Ok(())

@@ -215,12 +215,17 @@ impl EventStore for SqliteStore {
     }
 
     async fn read_models(&self) -> StoreResult<StoredReadModels> {
+        let versioned = R::versioned(&self.read).await;
         // A read transaction reads one snapshot of the WAL: rows and
         // their position agree.
         let mut tx = self.read.begin().await?;
-        let rows = R::read_models(&mut tx).await?;
+        let rows = R::read_models(&mut tx, versioned).await?;
         tx.commit().await?;
         Ok(rows)
+    }
+
+    async fn other_version_rows(&self, limit: u32) -> StoreResult<Vec<(String, String)>> {
+        R::other_version_rows(&self.read, limit).await
     }
 
     async fn try_lead(&self, _key: i64) -> StoreResult<Option<Leadership>> {

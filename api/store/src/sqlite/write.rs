@@ -226,7 +226,7 @@ fn run(c: &Connection, writes: &[Write]) -> StoreResult<()> {
                 }
             }
             Write::Changes(changes) => {
-                let mut st = c.prepare_cached(sql::UPSERT_MEMBER)?;
+                let mut st = c.prepare_cached(&sql::UPSERT_MEMBER)?;
                 for r in &changes.members {
                     st.execute(params![
                         r.node_id,
@@ -238,7 +238,7 @@ fn run(c: &Connection, writes: &[Write]) -> StoreResult<()> {
                         r.doc
                     ])?;
                 }
-                let mut st = c.prepare_cached(sql::UPSERT_TOKEN)?;
+                let mut st = c.prepare_cached(&sql::UPSERT_TOKEN)?;
                 for r in &changes.tokens {
                     st.execute(params![
                         r.token_id,
@@ -251,13 +251,22 @@ fn run(c: &Connection, writes: &[Write]) -> StoreResult<()> {
                         r.doc
                     ])?;
                 }
-                let mut st = c.prepare_cached(sql::UPSERT_DOC)?;
+                let mut st = c.prepare_cached(&sql::UPSERT_DOC)?;
                 for r in &changes.docs {
                     st.execute(params![r.kind, r.id, r.sort_key, r.doc])?;
                 }
-                let mut st = c.prepare_cached(sql::UPSERT_JOIN_REQUEST)?;
+                let mut st = c.prepare_cached(&sql::UPSERT_JOIN_REQUEST)?;
                 for r in &changes.join_requests {
                     st.execute(params![r.request_id, r.status, r.version as i64, r.doc])?;
+                }
+                for (kind, id) in &changes.removed {
+                    let stmt = sql::delete_row(kind).replace('$', "?");
+                    let mut st = c.prepare_cached(&stmt)?;
+                    if stmt.contains("?2") {
+                        st.execute(params![id, kind])?;
+                    } else {
+                        st.execute(params![id])?;
+                    }
                 }
             }
             Write::Idempotency(records) => {

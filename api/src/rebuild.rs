@@ -1,0 +1,261 @@
+//! The online rebuild of read-model rows: a server whose projections are
+//! of newer (or other) versions than the rows in the database writes them
+//! again, from its own fold, while it serves.
+//!
+//! Every row names the projection version that made it. A server answers
+//! from its fold in memory at once, whatever the rows hold; the rows are
+//! for `replay --check`, `replay --diff` and SQL readers. While replicas of
+//! other projection versions are live (a rolling upgrade), each build
+//! writes the rows its own commits change, in its own version, and each
+//! build's `replay --check` compares only the rows of its versions. Once
+//! every live replica folds this build's versions (at once on a single
+//! replica; in a rolling upgrade when the last replica of the old build
+//! stops, which finalization requires), one replica rewrites every row of
+//! another version: first the whole of each projection whose rows are of
+//! another version, in (kind, id) order, then whatever is left of another
+//! version (rows an older build wrote since, rows this fold has no entity
+//! for, which are deleted). Each chunk is written under the log's lock,
+//! from the fold at the log's head, so no commit is overwritten with
+//! older rows; and at most `--rebuild-rows-per-second` rows are written a
+//! second, so the rebuild takes the write path's lock for a short moment
+//! now and then, never for long.
+
+use std::collections::BTreeSet;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use stratum_projections::versions::{same_as_this_build, Cursor};
+use stratum_projections::{Changes, ReadModels, PROJECTIONS};
+use stratum_store::EventStore;
+use tokio_util::sync::CancellationToken;
+
+use crate::command::CommandBus;
+use crate::replicas::ReplicaState;
+
+/// The advisory lock key of the rebuild (PostgreSQL): one replica at a time.
+pub const REBUILD_LOCK: i64 = 0x5354_5241_0002;
+
+/// How often a server looks for rows of other versions (and once at
+/// start). A look reads the four read-model tables where it finds none:
+/// a scan that costs milliseconds per hundred thousand rows.
+const EVERY: Duration = Duration::from_secs(10);
+
+/// Rows per chunk, at most (fewer when the rate is lower).
+const CHUNK: u32 = 200;
+
+/// The default of `--rebuild-rows-per-second`.
+pub const DEFAULT_RATE: u32 = 2_000;
+
+/// The rebuild task of one server.
+pub struct Rebuild {
+    pub store: Arc<dyn EventStore>,
+    pub bus: CommandBus,
+    /// This replica's registry id: it does not wait for itself.
+    pub me: String,
+    pub rows_per_second: NonZeroU32,
+}
+
+/// What one pass did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Rebuilt {
+    pub projections: Vec<&'static str>,
+    pub written: usize,
+    pub removed: usize,
+}
+
+impl Rebuild {
+    pub async fn run(self, stop: CancellationToken) {
+        let mut waiting_for: Option<String> = None;
+        loop {
+            match self.pass(&mut waiting_for).await {
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not rebuild the read-model rows; trying again")
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep(EVERY) => {}
+                () = stop.cancelled() => return,
+            }
+        }
+    }
+
+    /// Rewrites every row of another projection version, when there is one
+    /// and no live replica folds other versions.
+    async fn pass(&self, waiting_for: &mut Option<String>) -> anyhow::Result<Option<Rebuilt>> {
+        let sample = self.store.other_version_rows(1_000).await?;
+        if sample.is_empty() {
+            return Ok(None);
+        }
+        if let Some(why) = self.held_back().await? {
+            if waiting_for.as_deref() != Some(why.as_str()) {
+                tracing::info!(
+                    "read-model rows of other projection versions are rewritten once no replica folds them: {why}"
+                );
+                *waiting_for = Some(why);
+            }
+            return Ok(None);
+        }
+        *waiting_for = None;
+        let Some(_lead) = self.store.try_lead(REBUILD_LOCK).await? else {
+            return Ok(None);
+        };
+        let began = Instant::now();
+        let projections: Vec<&'static str> = {
+            let kinds: BTreeSet<&str> = sample.iter().map(|(k, _)| k.as_str()).collect();
+            PROJECTIONS
+                .iter()
+                .map(|p| p.name)
+                .filter(|p| {
+                    kinds
+                        .iter()
+                        .any(|k| stratum_projections::dump::projection_of(k) == Some(p))
+                })
+                .collect()
+        };
+        tracing::info!(
+            projections = %projections.join(","),
+            versions = %stratum_projections::versions::this_build(),
+            rows_per_second = self.rows_per_second.get(),
+            "rebuilding the read-model rows of other projection versions; answers come from this build's fold meanwhile"
+        );
+        let mut done = Rebuilt {
+            projections: projections.clone(),
+            ..Rebuilt::default()
+        };
+        for p in &projections {
+            let mut at: Option<Cursor> = None;
+            loop {
+                let chunk = self.chunk();
+                let mut next = None;
+                let n = self
+                    .write_at_head(|rm| {
+                        let (rows, cursor) = rm.rows_after(p, at.as_ref(), chunk);
+                        next = cursor;
+                        rows
+                    })
+                    .await?;
+                done.written += n.0;
+                self.pace(n.0).await;
+                match next {
+                    Some(c) => at = Some(c),
+                    None => break,
+                }
+            }
+        }
+        // What is left: rows of another version written since, and rows
+        // this fold has no entity for.
+        loop {
+            let left = self.store.other_version_rows(self.chunk() as u32).await?;
+            if left.is_empty() {
+                break;
+            }
+            let (written, removed) = self.write_at_head(|rm| rm.rows_of(&left)).await?;
+            done.written += written;
+            done.removed += removed;
+            self.pace(written + removed).await;
+        }
+        tracing::info!(
+            projections = %projections.join(","),
+            written = done.written,
+            removed = done.removed,
+            seconds = format!("{:.3}", began.elapsed().as_secs_f64()),
+            "rebuilt the read-model rows: every row is of this build's projection versions"
+        );
+        Ok(Some(done))
+    }
+
+    /// Why the rebuild waits: a live replica that folds other projection
+    /// versions (or, on PostgreSQL, a build from before the replica
+    /// registry with sessions open), which writes rows of its versions.
+    async fn held_back(&self) -> anyhow::Result<Option<String>> {
+        let all = self.store.replicas().await?;
+        let others: Vec<String> = all
+            .rows
+            .iter()
+            .filter(|r| r.id != self.me && ReplicaState::of(r, all.now) == ReplicaState::Live)
+            .filter(|r| !same_as_this_build(&r.projections))
+            .map(|r| {
+                let folds = if r.projections.is_empty() {
+                    "every projection at version 1"
+                } else {
+                    r.projections.as_str()
+                };
+                format!("replica {} on {} folds {folds}", r.id, r.host)
+            })
+            .collect();
+        if !others.is_empty() {
+            return Ok(Some(others.join("; ")));
+        }
+        let unregistered = self.store.unregistered_clients().await?;
+        if !unregistered.is_empty() {
+            return Ok(Some(format!(
+                "a build from before the replica registry has sessions open: {}",
+                unregistered.join(", ")
+            )));
+        }
+        Ok(None)
+    }
+
+    /// Rows per chunk: [`CHUNK`], or the rate when it is lower.
+    fn chunk(&self) -> usize {
+        CHUNK.min(self.rows_per_second.get()) as usize
+    }
+
+    /// Sleeps as long as `rows` take at the rate.
+    async fn pace(&self, rows: usize) {
+        let secs = rows as f64 / f64::from(self.rows_per_second.get());
+        tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+    }
+
+    /// Writes the rows `make` renders from the fold at the log's head, in
+    /// one write under the log's lock, with nothing appended: the rows and
+    /// the log agree when it commits. Answers the rows written and deleted.
+    async fn write_at_head(
+        &self,
+        mut make: impl FnMut(&ReadModels) -> Changes,
+    ) -> anyhow::Result<(usize, usize)> {
+        const ATTEMPTS: u32 = 50;
+        for _ in 0..ATTEMPTS {
+            let tx = self.store.begin_write().await?;
+            let head = tx.head();
+            // The writer folds what other processes committed without the
+            // lock; it may be waiting for this one, so the wait is short.
+            let rm =
+                tokio::time::timeout(Duration::from_millis(200), self.bus.reached(head.position))
+                    .await;
+            let at_head = match rm {
+                Ok(Ok(rm))
+                    if rm.state.position == head.position
+                        && rm.held_by(head.position, head.hash) =>
+                {
+                    Some(rm)
+                }
+                _ => None,
+            };
+            let Some(rm) = at_head else {
+                tx.rollback().await?;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            let rows = make(&rm);
+            let written =
+                rows.members.len() + rows.join_requests.len() + rows.tokens.len() + rows.docs.len();
+            let removed = rows.removed.len();
+            let mut tx = tx;
+            if let Err(e) = tx.write_changes(&rows, head.position).await {
+                let _ = tx.rollback().await;
+                return Err(e.into());
+            }
+            tx.commit().await?;
+            crate::metrics::global()
+                .rows_rebuilt
+                .inc_by((written + removed) as u64);
+            return Ok((written, removed));
+        }
+        Err(anyhow::anyhow!(
+            "the log moved on under each of {ATTEMPTS} attempts to write a chunk at its head"
+        ))
+    }
+}

@@ -1,0 +1,267 @@
+//! A projection change shipped without downtime: a server of a newer
+//! projection version (`.ci/variant-build failed-error-after-step-v2`: the
+//! members projection shows a failed member's error after its step, at
+//! version 2) started on a database whose rows this build (version 1)
+//! wrote answers from its own fold at once, rebuilds the rows beside the
+//! old ones at the rate it is given while writes go on, and leaves
+//! `replay --check` clean; `replay --check` of either build compares like
+//! with like meanwhile; `replay --rebuild` runs under writes; and this
+//! build, started again on the database (the way back), rebuilds the rows
+//! to its own version. Both backends, through the binaries.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::binary::*;
+use crate::replay_diff::variant;
+
+/// Failed members the first build records, each one row of the members
+/// projection.
+const FAILED: usize = 30;
+/// The rate the newer build rebuilds at, rows a second.
+const RATE: u32 = 10;
+const ERROR: &str = "permission denied";
+const STEP: &str = "join/raft-openbao";
+
+async fn admit_and_fail(http: &reqwest::Client, base: &str, node: &str, ip: &str) -> u16 {
+    let admit = http
+        .post(format!("{base}{MEMBERS}"))
+        .bearer_auth(ADMIN)
+        .json(&json!({"nodeId": node, "role": "hybrid", "mgmtIp": ip}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16();
+    if admit != 201 {
+        return admit;
+    }
+    http.post(format!("{base}{MEMBERS}/{node}/join-failed"))
+        .bearer_auth(ADMIN)
+        .json(&json!({"step": STEP, "error": ERROR}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Writes until `stop`: a member admitted and failed, or a token issued,
+/// by turns. Answers the members whose writes were acknowledged and every
+/// status seen.
+fn writing(
+    server: &Server,
+    stop: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<(Vec<String>, Vec<u16>)> {
+    let http = server.http.clone();
+    let base = server.base.clone();
+    tokio::spawn(async move {
+        let (mut acked, mut statuses) = (Vec::new(), Vec::new());
+        let mut i = 0;
+        while !stop.load(Ordering::Acquire) {
+            i += 1;
+            let node = format!("n-w{i}");
+            let s = admit_and_fail(
+                &http,
+                &base,
+                &node,
+                &format!("198.51.{}.{}", 100 + i / 250, i % 250 + 1),
+            )
+            .await;
+            statuses.push(s);
+            if s == 200 {
+                acked.push(node);
+            }
+            let t = http
+                .post(format!("{base}/v1/admin/iam/tokens"))
+                .bearer_auth(ADMIN)
+                .json(&json!({"principal": format!("user/w{i}"), "policies": ["ReadOnlyAccess"]}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16();
+            statuses.push(t);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        (acked, statuses)
+    })
+}
+
+fn said(out: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `replay --check` by `bin`: exit 0; answers what it said on stderr.
+fn check_clean(bin: &Path, url: &str, who: &str) -> String {
+    let out = on_host_with(bin, url, &["replay", "--check"]);
+    assert_eq!(out.status.code(), Some(0), "{who}: {}", said(&out));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The `written=`, `removed=` and `seconds=` of the rebuild's last line.
+async fn rebuilt(server: &Server) -> (usize, usize, f64) {
+    let line = server
+        .eventually("the rebuild's end", || async {
+            server
+                .log()
+                .lines()
+                .rev()
+                .find(|l| l.contains("rebuilt the read-model rows"))
+                .map(str::to_owned)
+        })
+        .await;
+    let field = |name: &str| -> String {
+        let at = line
+            .find(&format!("{name}="))
+            .unwrap_or_else(|| panic!("{name} in {line}"));
+        line[at + name.len() + 1..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .trim_matches('"')
+            .to_owned()
+    };
+    (
+        field("written").parse().unwrap(),
+        field("removed").parse().unwrap(),
+        field("seconds").parse().unwrap(),
+    )
+}
+
+async fn stop(mut server: Server) {
+    server.terminate();
+    let _ = tokio::time::timeout(Duration::from_secs(20), server.child.wait()).await;
+}
+
+#[tokio::test]
+async fn a_newer_projection_version_serves_its_fold_at_once_and_rebuilds_the_rows_online() {
+    let newer = variant("failed-error-after-step-v2");
+    let this = Path::new(THIS_BUILD);
+    let dir = tempfile::tempdir().unwrap();
+    for (env, _db) in backends(dir.path()).await {
+        let url = env[0].1.clone();
+        let backend = if url.starts_with("sqlite") {
+            "sqlite"
+        } else {
+            "postgres"
+        };
+
+        // This build (members at version 1) records failed members.
+        let old = start(dir.path(), &env).await;
+        for i in 0..FAILED {
+            let s = admit_and_fail(
+                &old.http,
+                &old.base,
+                &format!("n-f{i}"),
+                &format!("192.0.2.{}", i + 10),
+            )
+            .await;
+            assert_eq!(s, 200, "{backend}: n-f{i}");
+        }
+        let before = old.member("n-f0").await;
+        assert_eq!(before["failedError"], ERROR, "{backend}: {before}");
+        stop(old).await;
+        check_clean(this, &url, backend);
+
+        // The newer build, at a rate low enough to watch.
+        let mut flags_env = env.clone();
+        flags_env.push(("STRATUM_REBUILD_ROWS_PER_SECOND", RATE.to_string()));
+        let started = Instant::now();
+        let new = start_program(&newer, dir.path(), None, &[], &flags_env).await;
+        // Its answers come from its own fold at once.
+        let m = new.member("n-f0").await;
+        assert_eq!(
+            m["failedError"],
+            format!("{STEP}: {ERROR}"),
+            "{backend}: {m}"
+        );
+        let stop_writing = Arc::new(AtomicBool::new(false));
+        let writer = writing(&new, stop_writing.clone());
+
+        // Meanwhile each build's check compares the rows of its versions
+        // and sets the others aside, clean.
+        let during = check_clean(&newer, &url, "the newer build's check during the rebuild");
+        assert!(
+            during.contains("not compared")
+                && during.contains("members version 1 (this build folds 2)"),
+            "{backend}: {during}"
+        );
+        check_clean(this, &url, "this build's check during the rebuild");
+
+        let (written, removed, seconds) = rebuilt(&new).await;
+        assert!(written >= FAILED, "{backend}: {written} rows");
+        assert_eq!(removed, 0, "{backend}");
+        // The rate holds: the rows took at least as long as the rate allows
+        // (less the first chunk, written before any wait).
+        let least = (written.saturating_sub(RATE as usize)) as f64 / f64::from(RATE);
+        assert!(
+            seconds >= least,
+            "{backend}: {written} rows in {seconds} s at {RATE}/s"
+        );
+        assert!(started.elapsed().as_secs_f64() >= least);
+
+        // `replay --rebuild` repairs with the server still writing.
+        let out = on_host_with(&newer, &url, &["replay", "--rebuild"]);
+        assert_eq!(out.status.code(), Some(0), "{backend}: {}", said(&out));
+
+        stop_writing.store(true, Ordering::Release);
+        let (acked, statuses) = writer.await.unwrap();
+        assert!(
+            !acked.is_empty(),
+            "{backend}: nothing was written meanwhile"
+        );
+        assert!(
+            statuses.iter().all(|s| *s < 500 || *s == 503),
+            "{backend}: {statuses:?}"
+        );
+        assert!(!statuses.contains(&500), "{backend}: {statuses:?}");
+        // Nothing acknowledged is lost, and the rows are whole and of the
+        // newer version: its check compares them all.
+        for node in &acked {
+            let m = new.member(node).await;
+            assert_eq!(
+                m["failedError"],
+                format!("{STEP}: {ERROR}"),
+                "{backend}: {m}"
+            );
+        }
+        let after = check_clean(&newer, &url, "the newer build's check at the end");
+        assert!(!after.contains("not compared"), "{backend}: {after}");
+        let out = on_host_with(&newer, &url, &["replay", "--diff"]);
+        assert_eq!(
+            (out.status.code(), out.stdout.len()),
+            (Some(0), 0),
+            "{backend}: {}",
+            said(&out)
+        );
+        let verify = on_host_with(this, &url, &["events", "verify"]);
+        assert_eq!(
+            verify.status.code(),
+            Some(0),
+            "{backend}: {}",
+            said(&verify)
+        );
+        stop(new).await;
+
+        // The way back: this build again, alone, rebuilds the rows to its
+        // version, and answers from its fold.
+        let back = start(dir.path(), &env).await;
+        let m = back.member("n-f0").await;
+        assert_eq!(m["failedError"], ERROR, "{backend}: {m}");
+        let (written, _, _) = rebuilt(&back).await;
+        assert!(written >= FAILED, "{backend}");
+        let again = check_clean(this, &url, "this build's check after the way back");
+        assert!(!again.contains("not compared"), "{backend}: {again}");
+        stop(back).await;
+    }
+}

@@ -1,0 +1,272 @@
+//! The projection versions of read-model rows, and the rows of one
+//! projection a chunk at a time: what a server of a newer projection
+//! version writes while it rebuilds the rows another build's folds made.
+//!
+//! Every `rm_*` row carries the version of the projection that made it
+//! (`projection_version`). A build compares, trusts and rewrites rows by
+//! that version: `replay --check` compares its own version's rows with
+//! its fold and counts the others; a server rewrites the others once no
+//! live replica runs other versions (see `docs/operator-guide.md`,
+//! "Upgrading stratum").
+
+use crate::dump::{projection_of, GENERATION, JOIN_REQUEST, KINDS, MEMBER, TOKEN};
+#[cfg(test)]
+use crate::DOC_KINDS;
+use crate::PROJECTIONS;
+use crate::{doc_row, join_request_row, member_row, token_row, Changes, ReadModels};
+
+/// This build's version of `projection`.
+pub fn version_of(projection: &str) -> Option<u32> {
+    PROJECTIONS
+        .iter()
+        .find(|p| p.name == projection)
+        .map(|p| p.version)
+}
+
+/// This build's version of the projection that makes rows of `kind` (an
+/// entity kind of [`KINDS`]: `member`, `join-request`, `token`, or a
+/// document kind). Every kind a fold writes has one; see the test below.
+pub fn version_of_kind(kind: &str) -> u32 {
+    projection_of(kind).and_then(version_of).unwrap_or(0)
+}
+
+/// The kinds of row `projection` makes, in [`KINDS`]' order (the
+/// generation, a number in `rm_cluster`, is not a row).
+pub fn kinds_of(projection: &str) -> impl Iterator<Item = &'static str> + '_ {
+    KINDS
+        .iter()
+        .filter(move |(k, p)| *p == projection && *k != GENERATION)
+        .map(|(k, _)| *k)
+}
+
+/// This build's projection versions as the replica registry keeps them:
+/// `members=1,iam=1,upgrades=1`.
+pub fn this_build() -> String {
+    PROJECTIONS
+        .iter()
+        .map(|p| format!("{}={}", p.name, p.version))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Whether a replica that registered `projections` folds what this build
+/// folds: the same versions; an empty list (a build from before projections
+/// had versions) is every projection at version 1.
+pub fn same_as_this_build(projections: &str) -> bool {
+    if projections.is_empty() {
+        return PROJECTIONS.iter().all(|p| p.version == 1);
+    }
+    projections == this_build()
+}
+
+/// A place in one projection's rows: the last (kind, id) a chunk wrote.
+pub type Cursor = (&'static str, String);
+
+impl ReadModels {
+    /// Up to `limit` rows of `projection`, in (kind, id) order after
+    /// `after`, as this fold renders them, and where the next chunk starts
+    /// (`None` once every row was given).
+    pub fn rows_after(
+        &self,
+        projection: &str,
+        after: Option<&Cursor>,
+        limit: usize,
+    ) -> (Changes, Option<Cursor>) {
+        let mut out = Changes::default();
+        let mut taken = 0;
+        let mut last: Option<Cursor> = None;
+        let kinds: Vec<&'static str> = kinds_of(projection).collect();
+        let from = after.map_or(0, |(k, _)| kinds.iter().position(|x| x == k).unwrap_or(0));
+        for kind in &kinds[from..] {
+            let skip = after.filter(|(k, _)| k == kind).map(|(_, id)| id.as_str());
+            for id in self.ids(kind) {
+                if skip.is_some_and(|s| id.as_str() <= s) {
+                    continue;
+                }
+                if taken == limit {
+                    return (out, last);
+                }
+                self.push_row(&mut out, kind, &id);
+                taken += 1;
+                last = Some((kind, id));
+            }
+        }
+        (out, None)
+    }
+
+    /// The rows of the given entities as this fold renders them; an entity
+    /// this fold does not have is in `removed`, to be deleted.
+    pub fn rows_of<'a>(&self, entities: impl IntoIterator<Item = &'a (String, String)>) -> Changes {
+        let mut out = Changes::default();
+        for (kind, id) in entities {
+            let known = KINDS.iter().find(|(k, _)| k == kind).map(|(k, _)| *k);
+            if !known.is_some_and(|k| self.push_row(&mut out, k, id)) {
+                out.removed.push((kind.clone(), id.clone()));
+            }
+        }
+        out
+    }
+
+    /// The ids of the rows of `kind`, in order.
+    fn ids(&self, kind: &'static str) -> Vec<String> {
+        let m = &self.state.membership;
+        match kind {
+            MEMBER => m.members.keys().cloned().collect(),
+            JOIN_REQUEST => m.join_requests.keys().cloned().collect(),
+            TOKEN => self.state.iam.tokens.keys().cloned().collect(),
+            _ => {
+                let mut ids: Vec<String> = crate::doc_ids(&self.state, kind)
+                    .map(str::to_owned)
+                    .collect();
+                ids.sort();
+                ids
+            }
+        }
+    }
+
+    /// Adds the row of (`kind`, `id`) to `out`; false when the fold has none.
+    fn push_row(&self, out: &mut Changes, kind: &'static str, id: &str) -> bool {
+        let m = &self.state.membership;
+        match kind {
+            MEMBER => m
+                .members
+                .get(id)
+                .map(|x| out.members.push(member_row(x, m.record_only_shown)))
+                .is_some(),
+            JOIN_REQUEST => m
+                .join_requests
+                .get(id)
+                .map(|x| out.join_requests.push(join_request_row(x)))
+                .is_some(),
+            TOKEN => self
+                .state
+                .iam
+                .tokens
+                .get(id)
+                .map(|x| out.tokens.push(token_row(x)))
+                .is_some(),
+            _ => doc_row(&self.state, kind, id)
+                .map(|r| out.docs.push(r))
+                .is_some(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The read models of a recorded log with members, tokens, releases
+    /// and an upgrade.
+    fn sample() -> ReadModels {
+        let text = include_str!("../../replay-tests/logs/upgrade-done.jsonl");
+        let events: Vec<_> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| {
+                !l.trim().is_empty() && stratum_domain::export::checkpoint_of(l).is_none()
+            })
+            .map(|(n, l)| stratum_domain::export::parse_line(n + 1, l).unwrap())
+            .collect();
+        ReadModels::replay(&events).unwrap()
+    }
+
+    #[test]
+    fn a_replica_of_other_projection_versions_is_told_apart() {
+        assert!(same_as_this_build(&this_build()));
+        assert!(
+            same_as_this_build(""),
+            "before versions, every projection was 1"
+        );
+        assert!(!same_as_this_build("members=2,iam=1,upgrades=1"));
+        assert!(!same_as_this_build("members=1"));
+    }
+
+    #[test]
+    fn every_kind_a_fold_writes_has_a_projection_version() {
+        for kind in DOC_KINDS.into_iter().chain([MEMBER, JOIN_REQUEST, TOKEN]) {
+            assert!(version_of_kind(kind) > 0, "{kind}");
+        }
+        assert_eq!(
+            version_of_kind(crate::doc_kind::CLUSTER),
+            version_of("upgrades").unwrap()
+        );
+        assert_eq!(version_of_kind("no-such-kind"), 0);
+    }
+
+    #[test]
+    fn a_projections_rows_come_in_chunks_that_together_are_all_its_rows() {
+        let rm = sample();
+        for p in PROJECTIONS {
+            let mut chunks = Changes::default();
+            let mut at = None;
+            let mut calls = 0;
+            loop {
+                let (c, next) = rm.rows_after(p.name, at.as_ref(), 2);
+                assert!(
+                    c.members.len() + c.join_requests.len() + c.tokens.len() + c.docs.len() <= 2
+                );
+                chunks.members.extend(c.members);
+                chunks.join_requests.extend(c.join_requests);
+                chunks.tokens.extend(c.tokens);
+                chunks.docs.extend(c.docs);
+                calls += 1;
+                match next {
+                    Some(n) => at = Some(n),
+                    None => break,
+                }
+                assert!(calls < 10_000);
+            }
+            let all = rm.all_rows();
+            let of = |kinds: &[&str]| -> Vec<String> {
+                let mut v: Vec<String> = all
+                    .docs
+                    .iter()
+                    .filter(|d| kinds.contains(&d.kind))
+                    .map(|d| format!("{}/{}", d.kind, d.id))
+                    .collect();
+                v.sort();
+                v
+            };
+            let kinds: Vec<&str> = kinds_of(p.name).collect();
+            let mut got: Vec<String> = chunks
+                .docs
+                .iter()
+                .map(|d| format!("{}/{}", d.kind, d.id))
+                .collect();
+            got.sort();
+            assert_eq!(got, of(&kinds), "{}", p.name);
+            if p.name == "members" {
+                assert_eq!(chunks.members, all.members);
+                assert_eq!(chunks.join_requests, all.join_requests);
+                assert!(!chunks.members.is_empty());
+            } else {
+                assert!(chunks.members.is_empty());
+            }
+            if p.name == "iam" {
+                assert_eq!(chunks.tokens, all.tokens);
+                assert!(!chunks.tokens.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn the_rows_of_entities_the_fold_does_not_have_are_removed() {
+        let rm = sample();
+        let id = rm.state.membership.members.keys().next().unwrap().clone();
+        let rows = rm.rows_of(&[
+            (MEMBER.to_owned(), id.clone()),
+            (MEMBER.to_owned(), "n-gone".to_owned()),
+            ("a-kind-no-build-made".to_owned(), "x".to_owned()),
+        ]);
+        assert_eq!(rows.members.len(), 1);
+        assert_eq!(rows.members[0].node_id, id);
+        assert_eq!(
+            rows.removed,
+            vec![
+                (MEMBER.to_owned(), "n-gone".to_owned()),
+                ("a-kind-no-build-made".to_owned(), "x".to_owned())
+            ]
+        );
+    }
+}
