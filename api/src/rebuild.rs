@@ -20,7 +20,6 @@
 //! second, so the rebuild takes the write path's lock for a short moment
 //! now and then, never for long.
 
-use std::collections::BTreeSet;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -84,36 +83,28 @@ impl Rebuild {
     /// Rewrites every row of another projection version, when there is one
     /// and no live replica folds other versions.
     async fn pass(&self, waiting_for: &mut Option<String>) -> anyhow::Result<Option<Rebuilt>> {
-        let sample = self.store.other_version_rows(1_000).await?;
-        if sample.is_empty() {
+        let kinds = self.store.other_version_kinds().await?;
+        if kinds.is_empty() {
             return Ok(None);
         }
-        if let Some(why) = self.held_back().await? {
-            if waiting_for.as_deref() != Some(why.as_str()) {
-                tracing::info!(
-                    "read-model rows of other projection versions are rewritten once no replica folds them: {why}"
-                );
-                *waiting_for = Some(why);
-            }
+        if self.waits(waiting_for).await? {
             return Ok(None);
         }
-        *waiting_for = None;
         let Some(_lead) = self.store.try_lead(REBUILD_LOCK).await? else {
             return Ok(None);
         };
         let began = Instant::now();
-        let projections: Vec<&'static str> = {
-            let kinds: BTreeSet<&str> = sample.iter().map(|(k, _)| k.as_str()).collect();
-            PROJECTIONS
-                .iter()
-                .map(|p| p.name)
-                .filter(|p| {
-                    kinds
-                        .iter()
-                        .any(|k| stratum_projections::dump::projection_of(k) == Some(p))
-                })
-                .collect()
-        };
+        // Every projection with a row of another version is written whole:
+        // a new version may make rows the old one did not.
+        let projections: Vec<&'static str> = PROJECTIONS
+            .iter()
+            .map(|p| p.name)
+            .filter(|p| {
+                kinds
+                    .iter()
+                    .any(|k| stratum_projections::dump::projection_of(k).is_none_or(|of| of == *p))
+            })
+            .collect();
         tracing::info!(
             projections = %projections.join(","),
             versions = %stratum_projections::versions::this_build(),
@@ -127,6 +118,11 @@ impl Rebuild {
         for p in &projections {
             let mut at: Option<Cursor> = None;
             loop {
+                // A replica of other versions that started meanwhile
+                // writes rows of its own: the rebuild waits for it again.
+                if self.waits(waiting_for).await? {
+                    return Ok(None);
+                }
                 let chunk = self.chunk();
                 let mut next = None;
                 let n = self
@@ -147,6 +143,9 @@ impl Rebuild {
         // What is left: rows of another version written since, and rows
         // this fold has no entity for.
         loop {
+            if self.waits(waiting_for).await? {
+                return Ok(None);
+            }
             let left = self.store.other_version_rows(self.chunk() as u32).await?;
             if left.is_empty() {
                 break;
@@ -164,6 +163,25 @@ impl Rebuild {
             "rebuilt the read-model rows: every row is of this build's projection versions"
         );
         Ok(Some(done))
+    }
+
+    /// Whether the rebuild must wait ([`Self::held_back`]); says why once.
+    async fn waits(&self, waiting_for: &mut Option<String>) -> anyhow::Result<bool> {
+        match self.held_back().await? {
+            Some(why) => {
+                if waiting_for.as_deref() != Some(why.as_str()) {
+                    tracing::info!(
+                        "read-model rows of other projection versions are rewritten once no replica folds them: {why}"
+                    );
+                    *waiting_for = Some(why);
+                }
+                Ok(true)
+            }
+            None => {
+                *waiting_for = None;
+                Ok(false)
+            }
+        }
     }
 
     /// Why the rebuild waits: a live replica that folds other projection

@@ -244,6 +244,10 @@ impl store::EventStore for CountingStore {
         self.count("other_version_rows");
         self.inner.other_version_rows(limit).await
     }
+    async fn other_version_kinds(&self) -> store::StoreResult<Vec<String>> {
+        self.count("other_version_kinds");
+        self.inner.other_version_kinds().await
+    }
     async fn ping(&self) -> store::StoreResult<()> {
         self.count("ping");
         self.inner.ping().await

@@ -267,6 +267,10 @@ pub trait EventStore: Send + Sync + 'static {
     /// rewrites.
     async fn other_version_rows(&self, limit: u32) -> StoreResult<Vec<(String, String)>>;
 
+    /// The entity kinds of every read-model row of other projection
+    /// versions than this build's.
+    async fn other_version_kinds(&self) -> StoreResult<Vec<String>>;
+
     /// Replaces every read model row (a rebuild), under the write lock.
     async fn replace_read_models(&self, rows: &Changes, checkpoint: u64) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;

@@ -200,12 +200,29 @@ where
         })
     }
 
-    /// Whether the read-model rows have projection versions.
-    pub(crate) async fn versioned<'e, E: Executor<'e, Database = DB>>(e: E) -> bool {
-        sqlx::query(sql::HAS_PROJECTION_VERSIONS)
+    /// Whether the read-model rows have projection versions: false only
+    /// where the database says the column is not there.
+    pub(crate) async fn versioned<'e, E: Executor<'e, Database = DB>>(e: E) -> StoreResult<bool> {
+        match sqlx::query(sql::HAS_PROJECTION_VERSIONS).fetch_all(e).await {
+            Ok(_) => Ok(true),
+            Err(sqlx::Error::Database(db)) if db.message().contains("projection_version") => {
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The kinds of every row of other projection versions than this
+    /// build's.
+    pub(crate) async fn other_version_kinds<'e, E: Executor<'e, Database = DB>>(
+        e: E,
+    ) -> StoreResult<Vec<String>> {
+        sqlx::query(sql::OTHER_VERSION_KINDS.as_str())
             .fetch_all(e)
-            .await
-            .is_ok()
+            .await?
+            .iter()
+            .map(|r| Ok(r.try_get(0)?))
+            .collect()
     }
 
     /// Up to `limit` rows, as (kind, id), of other projection versions

@@ -121,20 +121,27 @@ pub(crate) fn delete_row(kind: &str) -> String {
     }
 }
 
-/// Up to `$1` rows, as (kind, id), whose projection version is not this
-/// build's.
-pub(crate) static OTHER_VERSION_ROWS: LazyLock<String> = LazyLock::new(|| {
+/// Every row, as (kind, id), whose projection version is not this build's.
+fn other_version_union() -> String {
     format!(
-        "SELECT * FROM (SELECT 'member' AS kind, node_id AS id FROM rm_members WHERE projection_version <> {m} \
+        "SELECT 'member' AS kind, node_id AS id FROM rm_members WHERE projection_version <> {m} \
          UNION ALL SELECT 'join-request', request_id FROM rm_join_requests WHERE projection_version <> {j} \
          UNION ALL SELECT 'token', token_id FROM rm_tokens WHERE projection_version <> {t} \
-         UNION ALL SELECT kind, id FROM rm_docs WHERE projection_version <> {d}) AS r LIMIT $1",
+         UNION ALL SELECT kind, id FROM rm_docs WHERE projection_version <> {d}",
         m = pv("member"),
         j = pv("join-request"),
         t = pv("token"),
         d = doc_pv("kind"),
     )
-});
+}
+
+/// Up to `$1` rows, as (kind, id), whose projection version is not this
+/// build's.
+pub(crate) static OTHER_VERSION_ROWS: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT * FROM ({}) AS r LIMIT $1", other_version_union()));
+/// The kinds of every row whose projection version is not this build's.
+pub(crate) static OTHER_VERSION_KINDS: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT DISTINCT kind FROM ({}) AS r", other_version_union()));
 /// Whether the rows have projection versions (expand step 0002 applied):
 /// a read-only open of a database no build with them has opened yet finds
 /// none, and its every row is of version 1.

@@ -87,6 +87,15 @@ fn rows(version: u64, generation: Option<u64>) -> Changes {
     }
 }
 
+/// The first event and [`rows`] at version 1, in one write.
+async fn write_first(s: &dyn EventStore) {
+    let mut tx = s.begin_write().await.unwrap();
+    let recs = seal(tx.head(), "member/n-1", 0, vec![event(1)]);
+    tx.append(&recs).await.unwrap();
+    tx.write_changes(&rows(1, Some(1)), 1).await.unwrap();
+    tx.commit().await.unwrap();
+}
+
 fn idem(principal: &str, key: &str, position: u64) -> IdempotencyRecord {
     IdempotencyRecord {
         principal: principal.into(),
@@ -486,11 +495,7 @@ async fn read_models_are_written_with_the_events_upserted_cleared_and_replaced()
     for db in each_backend().await {
         let s = open(&db).await;
         let b = db.backend;
-        let mut tx = s.begin_write().await.unwrap();
-        let recs = seal(tx.head(), "member/n-1", 0, vec![event(1)]);
-        tx.append(&recs).await.unwrap();
-        tx.write_changes(&rows(1, Some(1)), 1).await.unwrap();
-        tx.commit().await.unwrap();
+        write_first(&*s).await;
         assert_eq!(
             s.read_models().await.unwrap(),
             StoredReadModels::from_changes(&rows(1, Some(1)), 1),
@@ -872,11 +877,7 @@ async fn rows_name_their_projection_version_and_rows_of_another_are_found_and_re
     for db in each_backend().await {
         let s = open(&db).await;
         let b = db.backend;
-        let mut tx = s.begin_write().await.unwrap();
-        let recs = seal(tx.head(), "member/n-1", 0, vec![event(1)]);
-        tx.append(&recs).await.unwrap();
-        tx.write_changes(&rows(1, Some(1)), 1).await.unwrap();
-        tx.commit().await.unwrap();
+        write_first(&*s).await;
         // Written by this build: every row of its versions.
         assert_eq!(s.other_version_rows(10).await.unwrap(), vec![], "{b}");
         assert_eq!(s.read_models().await.unwrap().other_versions, vec![], "{b}");

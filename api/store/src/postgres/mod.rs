@@ -410,7 +410,7 @@ impl EventStore for PgStore {
     }
 
     async fn read_models(&self) -> StoreResult<StoredReadModels> {
-        let versioned = R::versioned(&self.pool).await;
+        let versioned = R::versioned(&self.pool).await?;
         // One snapshot for every table: rows and their position agree.
         let mut tx = self.pool.begin().await?;
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -423,6 +423,10 @@ impl EventStore for PgStore {
 
     async fn other_version_rows(&self, limit: u32) -> StoreResult<Vec<(String, String)>> {
         R::other_version_rows(&self.pool, limit).await
+    }
+
+    async fn other_version_kinds(&self) -> StoreResult<Vec<String>> {
+        R::other_version_kinds(&self.pool).await
     }
 
     async fn try_lead(&self, key: i64) -> StoreResult<Option<Leadership>> {

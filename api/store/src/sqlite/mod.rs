@@ -215,7 +215,7 @@ impl EventStore for SqliteStore {
     }
 
     async fn read_models(&self) -> StoreResult<StoredReadModels> {
-        let versioned = R::versioned(&self.read).await;
+        let versioned = R::versioned(&self.read).await?;
         // A read transaction reads one snapshot of the WAL: rows and
         // their position agree.
         let mut tx = self.read.begin().await?;
@@ -226,6 +226,10 @@ impl EventStore for SqliteStore {
 
     async fn other_version_rows(&self, limit: u32) -> StoreResult<Vec<(String, String)>> {
         R::other_version_rows(&self.read, limit).await
+    }
+
+    async fn other_version_kinds(&self) -> StoreResult<Vec<String>> {
+        R::other_version_kinds(&self.read).await
     }
 
     async fn try_lead(&self, _key: i64) -> StoreResult<Option<Leadership>> {
