@@ -94,6 +94,39 @@ fn writing(
     })
 }
 
+/// Stops the writer; every write it made was answered 2xx (or, where a
+/// write `may_wait` for a repair's lock, 503; never another 5xx), it made
+/// some, and each member it was told was written reads back with the
+/// newer fold.
+async fn written_meanwhile(
+    server: &Server,
+    stop: &AtomicBool,
+    writer: tokio::task::JoinHandle<(Vec<String>, Vec<u16>)>,
+    may_wait: bool,
+    backend: &str,
+) {
+    stop.store(true, Ordering::Release);
+    let (acked, statuses) = writer.await.unwrap();
+    assert!(
+        !acked.is_empty(),
+        "{backend}: nothing was written meanwhile"
+    );
+    assert!(
+        statuses
+            .iter()
+            .all(|s| (200..300).contains(s) || (may_wait && *s == 503)),
+        "{backend}: {statuses:?}"
+    );
+    for node in &acked {
+        let m = server.member(node).await;
+        assert_eq!(
+            m["failedError"],
+            format!("{STEP}: {ERROR}"),
+            "{backend}: {m}"
+        );
+    }
+}
+
 fn said(out: &std::process::Output) -> String {
     format!(
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -212,27 +245,10 @@ async fn a_newer_projection_version_serves_its_fold_at_once_and_rebuilds_the_row
         );
         assert!(started.elapsed().as_secs_f64() >= least);
 
-        stop_writing.store(true, Ordering::Release);
-        let (acked, statuses) = writer.await.unwrap();
-        assert!(
-            !acked.is_empty(),
-            "{backend}: nothing was written meanwhile"
-        );
-        assert!(
-            statuses.iter().all(|s| (200..300).contains(s)),
-            "{backend}: {statuses:?}"
-        );
-        // Nothing acknowledged is lost, and the rows the rebuild left are
-        // whole and of the newer version: its check compares them all, and
-        // its diff against them finds nothing.
-        for node in &acked {
-            let m = new.member(node).await;
-            assert_eq!(
-                m["failedError"],
-                format!("{STEP}: {ERROR}"),
-                "{backend}: {m}"
-            );
-        }
+        // Every write was answered 2xx, nothing acknowledged is lost, and
+        // the rows the rebuild left are whole and of the newer version: its
+        // check compares them all, and its diff against them finds nothing.
+        written_meanwhile(&new, &stop_writing, writer, false, backend).await;
         let after = check_clean(&newer, &url, "the newer build's check after the rebuild");
         assert!(!after.contains("not compared"), "{backend}: {after}");
         let out = on_host_with(&newer, &url, &["replay", "--diff"]);
@@ -258,19 +274,7 @@ async fn a_newer_projection_version_serves_its_fold_at_once_and_rebuilds_the_row
         let out = on_host_with(&newer, &url, &["replay", "--rebuild"]);
         assert_eq!(out.status.code(), Some(0), "{backend}: {}", said(&out));
         tokio::time::sleep(Duration::from_millis(300)).await;
-        stop_writing.store(true, Ordering::Release);
-        let (acked, statuses) = writer.await.unwrap();
-        assert!(
-            !acked.is_empty(),
-            "{backend}: nothing was written meanwhile"
-        );
-        assert!(
-            statuses.iter().all(|s| (200..300).contains(s) || *s == 503),
-            "{backend}: {statuses:?}"
-        );
-        for node in &acked {
-            new.member(node).await;
-        }
+        written_meanwhile(&new, &stop_writing, writer, true, backend).await;
         let after = check_clean(
             &newer,
             &url,
