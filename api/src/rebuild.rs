@@ -30,7 +30,6 @@ use stratum_store::EventStore;
 use tokio_util::sync::CancellationToken;
 
 use crate::command::CommandBus;
-use crate::replicas::ReplicaState;
 
 /// The advisory lock key of the rebuild (PostgreSQL): one replica at a time.
 pub const REBUILD_LOCK: i64 = 0x5354_5241_0002;
@@ -55,23 +54,12 @@ pub struct Rebuild {
     pub rows_per_second: NonZeroU32,
 }
 
-/// What one pass did.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Rebuilt {
-    pub projections: Vec<&'static str>,
-    pub written: usize,
-    pub removed: usize,
-}
-
 impl Rebuild {
     pub async fn run(self, stop: CancellationToken) {
         let mut waiting_for: Option<String> = None;
         loop {
-            match self.pass(&mut waiting_for).await {
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not rebuild the read-model rows; trying again")
-                }
+            if let Err(e) = self.pass(&mut waiting_for).await {
+                tracing::warn!(error = %e, "could not rebuild the read-model rows; trying again");
             }
             tokio::select! {
                 () = tokio::time::sleep(EVERY) => {}
@@ -82,27 +70,28 @@ impl Rebuild {
 
     /// Rewrites every row of another projection version, when there is one
     /// and no live replica folds other versions.
-    async fn pass(&self, waiting_for: &mut Option<String>) -> anyhow::Result<Option<Rebuilt>> {
+    async fn pass(&self, waiting_for: &mut Option<String>) -> anyhow::Result<()> {
         let kinds = self.store.other_version_kinds().await?;
         if kinds.is_empty() {
-            return Ok(None);
+            return Ok(());
         }
         if self.waits(waiting_for).await? {
-            return Ok(None);
+            return Ok(());
         }
         let Some(_lead) = self.store.try_lead(REBUILD_LOCK).await? else {
-            return Ok(None);
+            return Ok(());
         };
         let began = Instant::now();
         // Every projection with a row of another version is written whole:
-        // a new version may make rows the old one did not.
+        // a new version may make rows the old one did not. Rows of a kind
+        // no projection of this build makes are deleted with the leftovers.
         let projections: Vec<&'static str> = PROJECTIONS
             .iter()
             .map(|p| p.name)
             .filter(|p| {
                 kinds
                     .iter()
-                    .any(|k| stratum_projections::dump::projection_of(k).is_none_or(|of| of == *p))
+                    .any(|k| stratum_projections::dump::projection_of(k) == Some(*p))
             })
             .collect();
         tracing::info!(
@@ -111,17 +100,14 @@ impl Rebuild {
             rows_per_second = self.rows_per_second.get(),
             "rebuilding the read-model rows of other projection versions; answers come from this build's fold meanwhile"
         );
-        let mut done = Rebuilt {
-            projections: projections.clone(),
-            ..Rebuilt::default()
-        };
+        let (mut written, mut removed) = (0, 0);
         for p in &projections {
             let mut at: Option<Cursor> = None;
             loop {
                 // A replica of other versions that started meanwhile
                 // writes rows of its own: the rebuild waits for it again.
                 if self.waits(waiting_for).await? {
-                    return Ok(None);
+                    return Ok(());
                 }
                 let chunk = self.chunk();
                 let mut next = None;
@@ -132,7 +118,7 @@ impl Rebuild {
                         rows
                     })
                     .await?;
-                done.written += n.0;
+                written += n.0;
                 self.pace(n.0).await;
                 match next {
                     Some(c) => at = Some(c),
@@ -144,25 +130,25 @@ impl Rebuild {
         // this fold has no entity for.
         loop {
             if self.waits(waiting_for).await? {
-                return Ok(None);
+                return Ok(());
             }
             let left = self.store.other_version_rows(self.chunk() as u32).await?;
             if left.is_empty() {
                 break;
             }
-            let (written, removed) = self.write_at_head(|rm| rm.rows_of(&left)).await?;
-            done.written += written;
-            done.removed += removed;
-            self.pace(written + removed).await;
+            let (w, r) = self.write_at_head(|rm| rm.rows_of(&left)).await?;
+            written += w;
+            removed += r;
+            self.pace(w + r).await;
         }
         tracing::info!(
             projections = %projections.join(","),
-            written = done.written,
-            removed = done.removed,
+            written,
+            removed,
             seconds = format!("{:.3}", began.elapsed().as_secs_f64()),
             "rebuilt the read-model rows: every row is of this build's projection versions"
         );
-        Ok(Some(done))
+        Ok(())
     }
 
     /// Whether the rebuild must wait ([`Self::held_back`]); says why once.
@@ -189,10 +175,7 @@ impl Rebuild {
     /// registry with sessions open), which writes rows of its versions.
     async fn held_back(&self) -> anyhow::Result<Option<String>> {
         let all = self.store.replicas().await?;
-        let others: Vec<String> = all
-            .rows
-            .iter()
-            .filter(|r| r.id != self.me && ReplicaState::of(r, all.now) == ReplicaState::Live)
+        let others: Vec<String> = crate::replicas::live_others(&all, &self.me)
             .filter(|r| !same_as_this_build(&r.projections))
             .map(|r| {
                 let folds = if r.projections.is_empty() {

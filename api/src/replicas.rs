@@ -213,16 +213,18 @@ pub async fn register(store: &dyn EventStore, row: &ReplicaRow) -> Result<(), St
     Ok(())
 }
 
-/// The live replicas other than `me` whose process-manager settings are
-/// not `me`'s.
-pub fn others_differing<'a>(all: &'a Replicas, me: &ReplicaRow) -> Vec<&'a ReplicaRow> {
+/// The live replicas other than the one whose id is `me`.
+pub fn live_others<'a>(all: &'a Replicas, me: &'a str) -> impl Iterator<Item = &'a ReplicaRow> {
     all.rows
         .iter()
-        .filter(|r| {
-            r.id != me.id
-                && ReplicaState::of(r, all.now) == ReplicaState::Live
-                && r.settings_digest != me.settings_digest
-        })
+        .filter(move |r| r.id != me && ReplicaState::of(r, all.now) == ReplicaState::Live)
+}
+
+/// The live replicas other than `me` whose process-manager settings are
+/// not `me`'s.
+pub fn others_differing<'a>(all: &'a Replicas, me: &'a ReplicaRow) -> Vec<&'a ReplicaRow> {
+    live_others(all, &me.id)
+        .filter(|r| r.settings_digest != me.settings_digest)
         .collect()
 }
 

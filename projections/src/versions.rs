@@ -79,10 +79,8 @@ impl ReadModels {
         let from = after.map_or(0, |(k, _)| kinds.iter().position(|x| x == k).unwrap_or(0));
         for kind in &kinds[from..] {
             let skip = after.filter(|(k, _)| k == kind).map(|(_, id)| id.as_str());
-            for id in self.ids(kind) {
-                if skip.is_some_and(|s| id.as_str() <= s) {
-                    continue;
-                }
+            // One more than the chunk takes: whether another chunk follows.
+            for id in self.ids_after(kind, skip, limit + 1 - taken) {
                 if taken == limit {
                     return (out, last);
                 }
@@ -107,19 +105,36 @@ impl ReadModels {
         out
     }
 
-    /// The ids of the rows of `kind`, in order.
-    fn ids(&self, kind: &'static str) -> Vec<String> {
+    /// Up to `n` ids of the rows of `kind` after `after`, in order: a
+    /// range of the fold's ordered maps, so a chunk costs what it takes.
+    fn ids_after(&self, kind: &'static str, after: Option<&str>, n: usize) -> Vec<String> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let from = after.map_or(Unbounded, Excluded);
         let m = &self.state.membership;
+        let ranged = |keys: &mut dyn Iterator<Item = &String>| keys.take(n).cloned().collect();
         match kind {
-            MEMBER => m.members.keys().cloned().collect(),
-            JOIN_REQUEST => m.join_requests.keys().cloned().collect(),
-            TOKEN => self.state.iam.tokens.keys().cloned().collect(),
+            MEMBER => ranged(&mut m.members.range::<_, str>((from, Unbounded)).map(|(k, _)| k)),
+            JOIN_REQUEST => ranged(
+                &mut m
+                    .join_requests
+                    .range::<_, str>((from, Unbounded))
+                    .map(|(k, _)| k),
+            ),
+            TOKEN => ranged(
+                &mut self
+                    .state
+                    .iam
+                    .tokens
+                    .range::<_, str>((from, Unbounded))
+                    .map(|(k, _)| k),
+            ),
+            // Documents are few (upgrades, releases, policies, alarms).
             _ => {
-                let mut ids: Vec<String> = crate::doc_ids(&self.state, kind)
-                    .map(str::to_owned)
+                let mut ids: Vec<&str> = crate::doc_ids(&self.state, kind)
+                    .filter(|id| after.is_none_or(|a| *id > a))
                     .collect();
-                ids.sort();
-                ids
+                ids.sort_unstable();
+                ids.into_iter().take(n).map(str::to_owned).collect()
             }
         }
     }

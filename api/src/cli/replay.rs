@@ -265,7 +265,10 @@ async fn check(db: Db) -> anyhow::Result<i32> {
 }
 
 /// Takes the rows of other projection versions out of both sides of a
-/// check, and says how many there were, by projection and version.
+/// check, and says how many there were, by projection and version. So are
+/// the rows this fold makes that no stored row stands for yet, of a
+/// projection whose rows are of another version: rows that version did
+/// not make (a new kind, say).
 fn set_aside_other_versions(
     stored: &mut StoredReadModels,
     expected: &mut StoredReadModels,
@@ -274,53 +277,27 @@ fn set_aside_other_versions(
     if stored.other_versions.is_empty() {
         return None;
     }
+    let others = std::mem::take(&mut stored.other_versions);
     let mut by: BTreeMap<(&str, u32), usize> = BTreeMap::new();
-    let mut set: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    for (kind, id, version) in &stored.other_versions {
+    let mut aside: BTreeSet<(&str, String)> = BTreeSet::new();
+    for (kind, id, version) in &others {
         let p = dump::projection_of(kind).unwrap_or("an unknown projection");
         *by.entry((p, *version)).or_default() += 1;
-        let (table, key) = match kind.as_str() {
-            dump::MEMBER => ("member", id.clone()),
-            dump::JOIN_REQUEST => ("join-request", id.clone()),
-            dump::TOKEN => ("token", id.clone()),
-            _ => ("doc", format!("{kind}/{id}")),
+        let key = match kind.as_str() {
+            dump::MEMBER | dump::JOIN_REQUEST | dump::TOKEN => id.clone(),
+            _ => format!("{kind}/{id}"),
         };
-        set.entry(table).or_default().insert(key);
+        aside.insert((kind.as_str(), key));
     }
-    for (table, ids) in &set {
-        let keep = |rows: &mut Vec<(String, String)>| rows.retain(|(k, _)| !ids.contains(k));
-        for side in [&mut *stored, &mut *expected] {
-            match *table {
-                "member" => keep(&mut side.members),
-                "join-request" => keep(&mut side.join_requests),
-                "token" => keep(&mut side.tokens),
-                _ => keep(&mut side.docs),
-            }
-        }
-    }
-    // A row this fold makes that no row stands for yet, of a projection
-    // whose rows are of another version, is one that version did not
-    // make (a new kind, say): not compared either.
     let behind: BTreeSet<&str> = by.keys().map(|(p, _)| *p).collect();
-    let of_behind = |kind: &str| dump::projection_of(kind).is_some_and(|p| behind.contains(p));
-    let unstored = |rows: &mut Vec<(String, String)>,
-                    stored: &[(String, String)],
-                    kind: &dyn Fn(&str) -> String| {
-        let there: BTreeSet<&String> = stored.iter().map(|(k, _)| k).collect();
-        rows.retain(|(k, _)| there.contains(k) || !of_behind(&kind(k)));
-    };
-    unstored(&mut expected.members, &stored.members, &|_| {
-        dump::MEMBER.to_owned()
-    });
-    unstored(&mut expected.join_requests, &stored.join_requests, &|_| {
-        dump::JOIN_REQUEST.to_owned()
-    });
-    unstored(&mut expected.tokens, &stored.tokens, &|_| {
-        dump::TOKEN.to_owned()
-    });
-    unstored(&mut expected.docs, &stored.docs, &|k| {
-        k.split_once('/').map_or(k, |(kind, _)| kind).to_owned()
-    });
+    for ((rows, kind_of), (made, _)) in tables(stored).into_iter().zip(tables(expected)) {
+        let set_aside = |k: &String| aside.contains(&(kind_of(k), k.clone()));
+        let there: BTreeSet<String> = rows.iter().map(|(k, _)| k.clone()).collect();
+        let of_behind =
+            |k: &String| dump::projection_of(kind_of(k)).is_some_and(|p| behind.contains(p));
+        made.retain(|(k, _)| !set_aside(k) && (there.contains(k) || !of_behind(k)));
+        rows.retain(|(k, _)| !set_aside(k));
+    }
     let listed: Vec<String> = by
         .iter()
         .map(|((p, v), n)| {
@@ -332,6 +309,31 @@ fn set_aside_other_versions(
         "not compared: rows of other projection versions, {}; a server of this build writes them again once no replica of those versions is live",
         listed.join(", ")
     ))
+}
+
+/// The four tables of read-model rows, each with the entity kind of a row
+/// by its key (a document's key is `kind/id`).
+type Table<'a> = (&'a mut Vec<(String, String)>, fn(&str) -> &str);
+
+fn tables(s: &mut StoredReadModels) -> [Table<'_>; 4] {
+    fn member(_: &str) -> &str {
+        dump::MEMBER
+    }
+    fn join_request(_: &str) -> &str {
+        dump::JOIN_REQUEST
+    }
+    fn token(_: &str) -> &str {
+        dump::TOKEN
+    }
+    fn doc(key: &str) -> &str {
+        key.split_once('/').map_or(key, |(kind, _)| kind)
+    }
+    [
+        (&mut s.members, member),
+        (&mut s.join_requests, join_request),
+        (&mut s.tokens, token),
+        (&mut s.docs, doc),
+    ]
 }
 
 /// `replay --rebuild`: every row written again from a replay, while
