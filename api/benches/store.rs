@@ -18,6 +18,11 @@
 //! `STRATUM_BENCH_EVENTS` (default 1,000,000) events.
 
 use std::sync::Arc;
+
+/// The allocator the `stratum` binary runs with (`api/src/main.rs`), so
+/// the write path is measured as it is shipped.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::{Duration, Instant};
 
 use sqlx::Connection;

@@ -2,6 +2,14 @@
 
 use clap::Parser;
 
+/// mimalloc, not the C library's allocator: a server's requests allocate
+/// and free small buffers on every worker thread, where glibc's arenas
+/// spent a third of the server's time (`_int_malloc`, `unlink_chunk`,
+/// `malloc_consolidate`) under 5,000 long-polling agents
+/// (`docs/benchmarks.md`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     // The config file becomes environment variables before the command
     // line is parsed and before any thread starts.

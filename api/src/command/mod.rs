@@ -244,6 +244,8 @@ pub struct CommandBus {
     head: watch::Sender<u64>,
     upgrade_due: watch::Sender<UpgradeDue>,
     published: watch::Receiver<Arc<ReadModels>>,
+    /// The publications that can change a long-poll's answer.
+    wakes: watch::Receiver<Arc<ReadModels>>,
     /// Asks the writer to fold in what other processes committed.
     follow: Arc<Notify>,
     /// The newest position a reader waits for or another process
@@ -269,6 +271,7 @@ impl CommandBus {
         let (jobs, rx) = mpsc::channel(4096);
         let rm_position = rm.state.position;
         let (publish, published) = watch::channel(Arc::new(rm.clone()));
+        let (wakes_tx, wakes) = watch::channel(published.borrow().clone());
         let follow = Arc::new(Notify::new());
         let wanted = Arc::new(AtomicU64::new(rm_position));
         let recheck = Arc::new(AtomicBool::new(false));
@@ -283,6 +286,7 @@ impl CommandBus {
             head: head.clone(),
             upgrade_due: upgrade_due.clone(),
             publish,
+            wakes: wakes_tx,
             follow: follow.clone(),
             wanted: wanted.clone(),
             snapshot_at: rm_position,
@@ -297,6 +301,7 @@ impl CommandBus {
             head,
             upgrade_due,
             published,
+            wakes,
             follow,
             wanted,
             recheck,
@@ -341,9 +346,17 @@ impl CommandBus {
         }
     }
 
-    /// Every publication of the read models, for watchers.
+    /// Every publication of the read models.
     pub fn publications(&self) -> watch::Receiver<Arc<ReadModels>> {
         self.published.clone()
+    }
+
+    /// The publications a long-poll of the peer lists waits for: those
+    /// that move the membership generation or change the tokens, not
+    /// every commit. Each holds the read models of that publication; the
+    /// newest are [`Self::published`], which a woken watcher reads.
+    pub fn wakes(&self) -> watch::Receiver<Arc<ReadModels>> {
+        self.wakes.clone()
     }
 
     /// Decides and commits one command. A command whose request had

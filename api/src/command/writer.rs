@@ -52,6 +52,9 @@ pub(super) struct Writer {
     pub(super) head: watch::Sender<u64>,
     pub(super) upgrade_due: watch::Sender<UpgradeDue>,
     pub(super) publish: watch::Sender<Arc<ReadModels>>,
+    /// Raised only by a publication that can change what a long-poll
+    /// answers or whether its caller may still wait (see [`wakes`]).
+    pub(super) wakes: watch::Sender<Arc<ReadModels>>,
     pub(super) follow: Arc<Notify>,
     pub(super) wanted: Arc<AtomicU64>,
     /// The position of the newest snapshot this writer kept (or started
@@ -66,6 +69,19 @@ pub(super) struct Writer {
     pub(super) recent: Recent,
     /// Where a loss of acknowledged events goes to be recorded.
     pub(super) losses: mpsc::UnboundedSender<EventsLost>,
+}
+
+/// Whether publishing `now` after `before` wakes the long-polls: the
+/// membership generation moved (either way: a log reloaded after a
+/// failover may be shorter), or the tokens changed (a revoked token ends a
+/// wait; a decommission, which ends its node's, moves the generation). Not
+/// the rest: 5,000 agents reporting their applied generation are 5,000
+/// commits that must not each wake 5,000 waiting agents to find nothing
+/// new. The tokens are compared by their persistent map's root, so a
+/// commit that leaves them alone is never a change.
+fn wakes(before: &ReadModels, now: &ReadModels) -> bool {
+    before.state.membership.generation != now.state.membership.generation
+        || !before.state.iam.tokens.ptr_eq(&now.state.iam.tokens)
 }
 
 /// How many of the newest events' hashes a writer keeps (40 bytes each),
@@ -214,6 +230,13 @@ impl Writer {
             });
         }
         raise(&self.head, at);
+        self.wakes.send_if_modified(|w| {
+            let wake = wakes(w, rm);
+            if wake {
+                *w = rm.clone();
+            }
+            wake
+        });
         let due = UpgradeDue::of(rm, self.clock.now());
         self.upgrade_due.send_if_modified(|d| {
             let changed = *d != due;

@@ -606,8 +606,9 @@ pub async fn get_peers(
 
 /// Waits until the generation is above `after`, or `wait` passes, and
 /// answers the read models then. Holds no database connection while it
-/// waits: it sleeps on the writer's publications, which every commit of
-/// this process and every fold of another's raise.
+/// waits: it sleeps on the writer's publications that move the generation
+/// or change the tokens (a commit of this process or a fold of another's),
+/// and reads the newest published read models when woken.
 async fn wait_for_generation(
     state: &AppState,
     caller: &crate::auth::Caller,
@@ -616,9 +617,11 @@ async fn wait_for_generation(
 ) -> ApiResult<std::sync::Arc<stratum_projections::ReadModels>> {
     let deadline = tokio::time::Instant::now() + wait;
     let _watcher = state.watcher()?;
-    let mut published = state.bus.publications();
+    let mut wakes = state.bus.wakes();
     loop {
-        let rm = published.borrow_and_update().clone();
+        // Seen before reading, so a publication in between wakes it again.
+        wakes.borrow_and_update();
+        let rm = state.bus.published();
         // A credential that ends while it waits ends the wait: 401.
         if let Some(why) = crate::auth::credential_ended(&rm, caller, chrono::Utc::now()) {
             tracing::info!(reason = why, "a long-poll's credential ended");
@@ -632,7 +635,7 @@ async fn wait_for_generation(
             .and_then(|t| (t - chrono::Utc::now()).to_std().ok())
             .map_or(deadline, |d| deadline.min(tokio::time::Instant::now() + d));
         tokio::select! {
-            changed = tokio::time::timeout_at(expires, published.changed()) => match changed {
+            changed = tokio::time::timeout_at(expires, wakes.changed()) => match changed {
                 Err(_) if expires < deadline => continue,
                 Ok(Ok(())) => continue,
                 _ => return Ok(rm),

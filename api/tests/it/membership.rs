@@ -552,6 +552,81 @@ async fn the_peer_long_poll_answers_within_100ms_of_a_generation_change() {
     }
 }
 
+/// A peer long-poll wakes only for what can change its answer or end its
+/// caller's credential: commits that leave the generation and the tokens
+/// alone (5,000 agents' applied generations, say) let every waiting agent
+/// sleep; a token's issue wakes them, and revoking the caller's token ends
+/// its wait at once with 401.
+#[tokio::test]
+async fn a_peer_long_poll_sleeps_through_applied_generations_and_ends_when_its_token_is_revoked() {
+    for db in each_backend().await {
+        let app = Arc::new(spawn_app(&db).await);
+        app.admit("n-1", "hybrid", "192.0.2.11").await;
+        app.admit("n-2", "hybrid", "192.0.2.12").await;
+        let g = generation(&app).await;
+        let bus = &app.svc.state.bus;
+        let mut wakes = bus.wakes();
+        wakes.borrow_and_update();
+        let before = bus.published().state.position;
+        for node in ["n-1", "n-2"] {
+            let r = app
+                .post(
+                    &format!("{MEMBERS}/{node}/applied-generation"),
+                    json!({ "generation": g }),
+                )
+                .await;
+            assert_eq!(r.status, 200, "{}: {}", db.backend, r.body);
+        }
+        assert!(
+            bus.published().state.position > before,
+            "{}: the reports were committed and published",
+            db.backend
+        );
+        assert!(
+            !wakes.has_changed().unwrap(),
+            "{}: applied generations woke the long-polls",
+            db.backend
+        );
+        let t = app
+            .post(
+                "/v1/admin/iam/tokens",
+                json!({"principal": "node/n-1", "policies": ["NodeAgent"]}),
+            )
+            .await;
+        assert_eq!(t.status, StatusCode::CREATED, "{}", t.body);
+        assert!(
+            wakes.has_changed().unwrap(),
+            "{}: a token's issue wakes the long-polls",
+            db.backend
+        );
+        let secret = t.body["token"].as_str().unwrap().to_owned();
+        let id = t.body["id"].as_str().unwrap().to_owned();
+        let poll = {
+            let app = app.clone();
+            tokio::spawn(async move {
+                app.call_as(
+                    Some(&secret),
+                    Method::GET,
+                    &format!("/v1/admin/cluster/peers?after={g}&waitSeconds=30"),
+                    None,
+                )
+                .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!poll.is_finished(), "{}: it waits", db.backend);
+        let r = app
+            .post(&format!("/v1/admin/iam/tokens/{id}/revoke"), json!({}))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let r = tokio::time::timeout(Duration::from_secs(2), poll)
+            .await
+            .expect("revoking the token ended the wait")
+            .unwrap();
+        assert_error_shape(&r, StatusCode::UNAUTHORIZED, "UNAUTHENTICATED");
+    }
+}
+
 #[tokio::test]
 async fn peer_lists_follow_roles_and_ordinals() {
     let db = crate::support::sqlite();
