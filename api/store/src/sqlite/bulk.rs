@@ -16,7 +16,7 @@ use rusqlite::{Connection, OpenFlags, Row};
 use sqlx::sqlite::SqliteConnectOptions;
 
 use super::super::{
-    ChunkBuilder, Numbers, ReplayChunk, StoreError, StoreResult, VerifyBuilder, VerifyChunk,
+    ChunkBuilder, Head, Numbers, ReplayChunk, StoreError, StoreResult, VerifyBuilder, VerifyChunk,
     VerifyNumbers,
 };
 use crate::sql;
@@ -27,6 +27,9 @@ pub(super) struct Bulk {
     /// The SQLite URI of the file, read-only, with sqlx's options.
     uri: String,
     idle: Mutex<Vec<Connection>>,
+    /// The connection [`Bulk::head_now`] reads the head on, opened on
+    /// first use.
+    head: Mutex<Option<Connection>>,
 }
 
 fn corrupt(position: i64, what: &'static str) -> StoreError {
@@ -111,7 +114,41 @@ impl Bulk {
         Some(Arc::new(Bulk {
             uri: file_uri(&opts.get_filename().to_string_lossy(), &query),
             idle: Mutex::new(Vec::new()),
+            head: Mutex::new(None),
         }))
+    }
+
+    fn open(&self) -> StoreResult<Connection> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        Ok(Connection::open_with_flags(&self.uri, flags)?)
+    }
+
+    /// The log's head, read on the calling thread when that costs no wait;
+    /// `None` when it would, and the caller reads it through sqlx. Every
+    /// request's freshness check reads the head (`api/src/reads.rs`), and
+    /// through sqlx each read is two hand-offs between threads, which led
+    /// the write path's profile (`finish_task_switch`); here it is one
+    /// indexed row on the calling thread, a few microseconds. Its
+    /// connection has no busy handler, so a lock held elsewhere answers at
+    /// once; `None` too while another call holds the connection, and on
+    /// any error, which the read through sqlx then reports as before. The
+    /// statement ends with the row: no read transaction outlives the call.
+    pub(super) fn head_now(&self) -> Option<Head> {
+        let mut slot = self.head.try_lock().ok()?;
+        if slot.is_none() {
+            *slot = Some(self.open().ok()?);
+        }
+        let conn = slot.as_ref()?;
+        let mut stmt = conn.prepare_cached(sql::SELECT_HEAD).ok()?;
+        let (position, hash) = stmt
+            .query_row([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))
+            .ok()?;
+        Some(Head {
+            position: u64::try_from(position).ok()?,
+            hash: hash.try_into().ok()?,
+        })
     }
 
     /// Runs `f` on an idle connection (opened if none is), then keeps it.
@@ -120,10 +157,7 @@ impl Bulk {
         let conn = match idle {
             Some(c) => c,
             None => {
-                let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                    | OpenFlags::SQLITE_OPEN_URI;
-                let conn = Connection::open_with_flags(&self.uri, flags)?;
+                let conn = self.open()?;
                 conn.busy_timeout(std::time::Duration::from_secs(10))?;
                 conn
             }

@@ -157,6 +157,9 @@ impl EventStore for SqliteStore {
     }
 
     async fn head(&self) -> StoreResult<Head> {
+        if let Some(head) = self.bulk.as_ref().and_then(|b| b.head_now()) {
+            return Ok(head);
+        }
         R::head(&self.read).await
     }
 
