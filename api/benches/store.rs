@@ -18,11 +18,6 @@
 //! `STRATUM_BENCH_EVENTS` (default 1,000,000) events.
 
 use std::sync::Arc;
-
-/// The allocator the `stratum` binary runs with (`api/src/main.rs`), so
-/// the write path is measured as it is shipped.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::{Duration, Instant};
 
 use sqlx::Connection;
@@ -33,6 +28,11 @@ use stratum_domain::state::stream_of;
 use stratum_domain::stored::encode;
 use stratum_domain::Command;
 use stratum_store::{self as store, EventStore, Head};
+
+/// The allocator the `stratum` binary runs with (`api/src/main.rs`), so
+/// the write path is measured as it is shipped.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const RUN: Duration = Duration::from_secs(10);
 

@@ -236,6 +236,39 @@ impl std::fmt::Debug for Clock {
     }
 }
 
+/// What a peer long-poll's answer and its caller's credential depend on:
+/// the membership generation and the tokens (a persistent map, so keeping
+/// it costs a reference, and comparing it is one pointer). Not the read
+/// models themselves, which would keep every member map of the
+/// applied-generation commits since the last change alive.
+#[derive(Clone)]
+pub struct Watched {
+    generation: u64,
+    tokens: stratum_domain::Map<String, stratum_domain::iam::Token>,
+}
+
+impl Watched {
+    fn of(rm: &ReadModels) -> Self {
+        Self {
+            generation: rm.state.membership.generation,
+            tokens: rm.state.iam.tokens.clone(),
+        }
+    }
+
+    /// Whether `rm` wakes the long-polls that saw `self`: the generation
+    /// moved (either way: a log reloaded after a failover may be shorter),
+    /// or the tokens changed (a revoked token ends a wait; a decommission,
+    /// which ends its node's, moves the generation). Not the rest: 5,000
+    /// agents reporting their applied generation are 5,000 commits that
+    /// must not each wake 5,000 waiting agents to find nothing new. The
+    /// tokens are compared by their map's root, so a commit that leaves
+    /// them alone is never a change.
+    fn woken_by(&self, rm: &ReadModels) -> bool {
+        self.generation != rm.state.membership.generation
+            || !self.tokens.ptr_eq(&rm.state.iam.tokens)
+    }
+}
+
 /// The handle every part of the service submits commands through, and
 /// where it reads the read models the writer published.
 #[derive(Clone)]
@@ -245,7 +278,7 @@ pub struct CommandBus {
     upgrade_due: watch::Sender<UpgradeDue>,
     published: watch::Receiver<Arc<ReadModels>>,
     /// The publications that can change a long-poll's answer.
-    wakes: watch::Receiver<Arc<ReadModels>>,
+    wakes: watch::Receiver<Watched>,
     /// Asks the writer to fold in what other processes committed.
     follow: Arc<Notify>,
     /// The newest position a reader waits for or another process
@@ -271,7 +304,7 @@ impl CommandBus {
         let (jobs, rx) = mpsc::channel(4096);
         let rm_position = rm.state.position;
         let (publish, published) = watch::channel(Arc::new(rm.clone()));
-        let (wakes_tx, wakes) = watch::channel(published.borrow().clone());
+        let (wakes_tx, wakes) = watch::channel(Watched::of(&rm));
         let follow = Arc::new(Notify::new());
         let wanted = Arc::new(AtomicU64::new(rm_position));
         let recheck = Arc::new(AtomicBool::new(false));
@@ -353,9 +386,8 @@ impl CommandBus {
 
     /// The publications a long-poll of the peer lists waits for: those
     /// that move the membership generation or change the tokens, not
-    /// every commit. Each holds the read models of that publication; the
-    /// newest are [`Self::published`], which a woken watcher reads.
-    pub fn wakes(&self) -> watch::Receiver<Arc<ReadModels>> {
+    /// every commit. A woken watcher reads [`Self::published`].
+    pub fn wakes(&self) -> watch::Receiver<Watched> {
         self.wakes.clone()
     }
 

@@ -38,7 +38,8 @@ use stratum_store::{EventStore, Head, StoreError, StoreResult, WriteTx};
 use super::pipeline;
 use super::replay::SNAPSHOT_DISTANCE;
 use super::{
-    raise, Clock, CommandError, CommandRequest, Job, Outcome, UpgradeDue, MAX_ATTEMPTS, MAX_BATCH,
+    raise, Clock, CommandError, CommandRequest, Job, Outcome, UpgradeDue, Watched, MAX_ATTEMPTS,
+    MAX_BATCH,
 };
 
 mod batch;
@@ -53,8 +54,8 @@ pub(super) struct Writer {
     pub(super) upgrade_due: watch::Sender<UpgradeDue>,
     pub(super) publish: watch::Sender<Arc<ReadModels>>,
     /// Raised only by a publication that can change what a long-poll
-    /// answers or whether its caller may still wait (see [`wakes`]).
-    pub(super) wakes: watch::Sender<Arc<ReadModels>>,
+    /// answers or whether its caller may still wait.
+    pub(super) wakes: watch::Sender<Watched>,
     pub(super) follow: Arc<Notify>,
     pub(super) wanted: Arc<AtomicU64>,
     /// The position of the newest snapshot this writer kept (or started
@@ -69,19 +70,6 @@ pub(super) struct Writer {
     pub(super) recent: Recent,
     /// Where a loss of acknowledged events goes to be recorded.
     pub(super) losses: mpsc::UnboundedSender<EventsLost>,
-}
-
-/// Whether publishing `now` after `before` wakes the long-polls: the
-/// membership generation moved (either way: a log reloaded after a
-/// failover may be shorter), or the tokens changed (a revoked token ends a
-/// wait; a decommission, which ends its node's, moves the generation). Not
-/// the rest: 5,000 agents reporting their applied generation are 5,000
-/// commits that must not each wake 5,000 waiting agents to find nothing
-/// new. The tokens are compared by their persistent map's root, so a
-/// commit that leaves them alone is never a change.
-fn wakes(before: &ReadModels, now: &ReadModels) -> bool {
-    before.state.membership.generation != now.state.membership.generation
-        || !before.state.iam.tokens.ptr_eq(&now.state.iam.tokens)
 }
 
 /// How many of the newest events' hashes a writer keeps (40 bytes each),
@@ -231,9 +219,9 @@ impl Writer {
         }
         raise(&self.head, at);
         self.wakes.send_if_modified(|w| {
-            let wake = wakes(w, rm);
+            let wake = w.woken_by(rm);
             if wake {
-                *w = rm.clone();
+                *w = Watched::of(rm);
             }
             wake
         });
