@@ -202,6 +202,18 @@ impl UpgradeDue {
 struct Job {
     req: CommandRequest,
     reply: oneshot::Sender<Result<Outcome, CommandError>>,
+    /// How many of its commits lost a race on the log (nothing stored).
+    lost_races: usize,
+}
+
+impl Job {
+    fn new(req: CommandRequest, reply: oneshot::Sender<Result<Outcome, CommandError>>) -> Self {
+        Self {
+            req,
+            reply,
+            lost_races: 0,
+        }
+    }
 }
 
 /// Where the write path reads the time from: the wall clock, or a clock a
@@ -327,6 +339,7 @@ impl CommandBus {
             recheck: recheck.clone(),
             recent: Default::default(),
             losses,
+            again: Vec::new(),
         };
         tokio::spawn(writer.run(rx).instrument(tracing::info_span!("writer")));
         Ok(Self {
@@ -412,7 +425,7 @@ impl CommandBus {
             req.trace = tracing::Span::current();
         }
         self.jobs
-            .send(Job { req, reply })
+            .send(Job::new(req, reply))
             .await
             .map_err(|_| CommandError::Stopped)?;
         rx.await.map_err(|_| CommandError::Stopped)?
@@ -482,7 +495,7 @@ async fn record_losses(
                 stratum_domain::iam::SERVICE_PRINCIPAL,
             );
             let (reply, rx) = oneshot::channel();
-            if jobs.send(Job { req, reply }).await.is_err() {
+            if jobs.send(Job::new(req, reply)).await.is_err() {
                 return;
             }
             drop(jobs);

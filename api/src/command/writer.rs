@@ -70,6 +70,9 @@ pub(super) struct Writer {
     pub(super) recent: Recent,
     /// Where a loss of acknowledged events goes to be recorded.
     pub(super) losses: mpsc::UnboundedSender<EventsLost>,
+    /// Jobs whose commit lost a race on the log (another process wrote
+    /// first, nothing was stored): decided again before what is queued.
+    pub(super) again: Vec<Job>,
 }
 
 /// How many of the newest events' hashes a writer keeps (40 bytes each),
@@ -142,7 +145,7 @@ impl Writer {
                     let then = self.landed(&mut state, landed);
                     debug_assert!(matches!(then, Then::Nothing));
                 }
-                first = rx.recv() => {
+                first = rx.recv(), if self.again.is_empty() => {
                     let Some(first) = first else { break };
                     let mut jobs = vec![first];
                     while jobs.len() < MAX_BATCH {
@@ -156,11 +159,18 @@ impl Writer {
                 () = self.follow.notified(), if state.in_flight().is_none() => {
                     self.follow_log(&mut state).await;
                 }
+                () = std::future::ready(()), if !self.again.is_empty() => {
+                    let jobs = std::mem::take(&mut self.again);
+                    self.process(jobs, &mut state).await;
+                }
             }
         }
         if let Some(f) = state.in_flight_mut() {
             let landed = (&mut f.commit).await;
             self.landed(&mut state, landed);
+        }
+        for job in std::mem::take(&mut self.again) {
+            let _ = job.reply.send(Err(CommandError::Stopped));
         }
     }
 
@@ -411,6 +421,17 @@ impl Writer {
                     let _ = job.reply.send(reply);
                 }
             }
+            // Nothing was stored: another process wrote first. The jobs are
+            // decided again, on the log as it then stands.
+            Err(StoreError::Conflict(why))
+                if f.jobs.iter().all(|j| j.lost_races + 1 < MAX_ATTEMPTS) =>
+            {
+                tracing::info!(%why, "a commit lost a race on the log; deciding its batch again");
+                for mut job in f.jobs {
+                    job.lost_races += 1;
+                    self.again.push(job);
+                }
+            }
             Err(e) => {
                 let err = CommandError::from(e);
                 for job in f.jobs {
@@ -446,15 +467,8 @@ impl Writer {
     /// falls back to the state the stored one left).
     async fn commit_ahead(&mut self, batch: Batch, replies: Replies) -> StoreResult<Decided> {
         let began = Instant::now();
-        let tx = self.store.begin_write().await?;
-        let head = tx.head();
-        if head != batch.follows {
-            let _ = tx.rollback().await;
-            return Err(StoreError::Conflict(format!(
-                "the log's head is position {}, not {} where this writer's last commit left it",
-                head.position, batch.follows.position
-            )));
-        }
+        // The store may defer the head check to the commit's one statement.
+        let tx = self.store.begin_write_at(batch.follows).await?;
         self.start_commit(tx, batch, replies, began).await
     }
 

@@ -91,6 +91,15 @@ impl From<sqlx::migrate::MigrateError> for StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Why a write that expected the log's head at `expected` found it at
+/// `found`.
+pub(crate) fn head_moved(found: Head, expected: Head) -> StoreError {
+    StoreError::Conflict(format!(
+        "the log's head is position {}, not {} where this writer's last commit left it",
+        found.position, expected.position
+    ))
+}
+
 /// How many events one read of the log asks for: a replay, a catch-up, a
 /// verification or an export reads the log in chunks of this size.
 pub const READ_CHUNK: u32 = 10_000;
@@ -217,6 +226,22 @@ impl StoredReadModels {
 pub trait EventStore: Send + Sync + 'static {
     /// Begins a write: takes the log's write lock and reads its head.
     async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>>;
+
+    /// Begins a write that must find the log's head at `expected` (where
+    /// this writer's last commit left it), or else fails with
+    /// [`StoreError::Conflict`] and nothing written: another process wrote
+    /// in between. A backend may defer the lock to the commit, which then
+    /// checks the head and writes in one statement; its commit's
+    /// `Conflict` likewise means nothing was stored.
+    async fn begin_write_at(&self, expected: Head) -> StoreResult<Box<dyn WriteTx>> {
+        let tx = self.begin_write().await?;
+        let head = tx.head();
+        if head != expected {
+            let _ = tx.rollback().await;
+            return Err(head_moved(head, expected));
+        }
+        Ok(tx)
+    }
 
     /// The head as last committed.
     async fn head(&self) -> StoreResult<Head>;

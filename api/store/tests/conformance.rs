@@ -425,6 +425,104 @@ async fn a_write_appends_only_what_follows_the_head_it_locked() {
     }
 }
 
+/// A write begun at the head its writer last left (the write path's batch
+/// decided ahead) writes everything it holds while the head is still there,
+/// and nothing once another writer moved it: its begin, a read in it, or
+/// its commit says `Conflict`. (PostgreSQL checks at the commit, in the
+/// statement that writes; SQLite under the lock at the begin.)
+#[tokio::test]
+async fn a_write_begun_at_a_head_writes_only_while_the_head_is_still_there() {
+    for db in each_backend().await {
+        let s = open(&db).await;
+        let other = open(&db).await;
+        let b = db.backend;
+        write_first(&*s).await;
+        let watch = other.subscribe().await.unwrap();
+
+        // The head is where `s` left it: everything is written, at once.
+        let at = s.head().await.unwrap();
+        let mut tx = s.begin_write_at(at).await.unwrap();
+        assert_eq!(tx.head(), at, "{b}");
+        let recs = seal(at, "member/n-2", 0, vec![event(2), event(3)]);
+        tx.append(&recs).await.unwrap();
+        tx.write_changes(&rows(2, Some(2)), 3).await.unwrap();
+        tx.put_idempotency(&[idem("user/a", "k", 3)]).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(s.head().await.unwrap(), tx_head(&recs), "{b}");
+        assert_eq!(
+            s.read_models().await.unwrap(),
+            StoredReadModels::from_changes(&rows(2, Some(2)), 3),
+            "{b}"
+        );
+        assert_eq!(s.cluster_row().await.unwrap(), (2, 3), "{b}");
+        assert!(s.idempotency("user/a", "k").await.unwrap().is_some(), "{b}");
+        assert_eq!(s.read_stream("member/n-2").await.unwrap().len(), 2, "{b}");
+        if let Some(mut rx) = watch {
+            let got = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                .await
+                .expect("the commit is announced")
+                .unwrap();
+            assert_eq!(got, 3, "{b}");
+        }
+        // The chain and the tree's rows written with it hold.
+        assert!(
+            matches!(
+                verify_chain(&*s, None).await.unwrap(),
+                Verification::Intact { position: 3, .. }
+            ),
+            "{b}"
+        );
+
+        // Another writer moves the head: a write that expected the old one,
+        // whether it reads first or only writes, writes nothing.
+        for (i, reads_first) in [false, true].into_iter().enumerate() {
+            // `s` wrote last: the tree's edge it keeps is the head's.
+            append(&*s, "member/n-5", 10 + i as u8, 1).await;
+            let stale = s.head().await.unwrap();
+            let moved = append(&*other, "member/n-7", 20 + i as u8, 1).await;
+            let before = s.read_models().await.unwrap();
+            let tried = async {
+                let mut tx = s.begin_write_at(stale).await?;
+                if reads_first {
+                    tx.idempotency("user/a", "k2").await?;
+                }
+                tx.append(&seal(stale, "member/n-3", 0, vec![event(4)]))
+                    .await?;
+                tx.write_changes(&rows(9, Some(9)), 9).await?;
+                tx.put_idempotency(&[idem("user/a", "k2", 9)]).await?;
+                tx.commit().await
+            }
+            .await;
+            assert!(
+                matches!(tried, Err(StoreError::Conflict(_))),
+                "{b}, reads first {reads_first}: {tried:?}"
+            );
+            assert_eq!(s.head().await.unwrap(), tx_head(&moved), "{b}");
+            assert!(s.read_stream("member/n-3").await.unwrap().is_empty(), "{b}");
+            assert_eq!(s.read_models().await.unwrap(), before, "{b}");
+            assert_eq!(s.idempotency("user/a", "k2").await.unwrap(), None, "{b}");
+        }
+        // The writer is free again, and its next write follows the head.
+        append(&*s, "member/n-3", 8, 1).await;
+        assert_eq!(s.head().await.unwrap().position, 8, "{b}");
+        assert!(
+            matches!(
+                verify_chain(&*s, None).await.unwrap(),
+                Verification::Intact { position: 8, .. }
+            ),
+            "{b}"
+        );
+    }
+}
+
+fn tx_head(recs: &[Recorded]) -> Head {
+    let last = recs.last().expect("events");
+    Head {
+        position: last.position,
+        hash: last.hash,
+    }
+}
+
 #[tokio::test]
 async fn two_appends_with_the_same_expected_version_one_wins() {
     for db in each_backend().await {

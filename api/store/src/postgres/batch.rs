@@ -7,53 +7,86 @@
 
 use std::sync::LazyLock;
 
-use sqlx::PgConnection;
+use sqlx::postgres::PgArguments;
+use sqlx::{PgConnection, Postgres};
 use stratum_domain::log::Recorded;
 use stratum_domain::tree::TreeRow;
 use stratum_projections::Changes;
 
-use crate::{IdempotencyRecord, StoreResult};
+use super::NOTIFY_CHANNEL;
+use crate::{Head, IdempotencyRecord, StoreResult};
+
+type PgQuery<'q> = sqlx::query::Query<'q, Postgres, PgArguments>;
 
 /// Every table a write inserts into, each from arrays; an empty array
 /// inserts nothing. Each read-model row gets this build's projection
-/// version for its kind, written into the text.
-static WRITE: LazyLock<String> = LazyLock::new(|| {
+/// version for its kind, written into the text. Sent inside a transaction
+/// that holds the log's lock.
+static WRITE: LazyLock<String> = LazyLock::new(|| write_text(false));
+
+/// [`WRITE`] as a statement of its own (its own transaction), for a write
+/// begun without the lock: `h` moves the head only where it still is where
+/// the writer expects ($49, $50), to $51 and $52, locking its row; every
+/// insert and the cluster row ($53 whether to set it, $54, $55) wait on
+/// `h` and write nothing when it moved nothing. It returns one row, with
+/// the commit announced, only when it wrote.
+static WRITE_AT: LazyLock<String> = LazyLock::new(|| write_text(true));
+
+fn write_text(at: bool) -> String {
+    let (head, gate, tail) = if at {
+        (
+            "h AS (UPDATE log_head SET position = $51, hash = $52 WHERE id = 1 AND position = $49 \
+             AND hash = $50 RETURNING position), "
+                .to_owned(),
+            " WHERE EXISTS (SELECT 1 FROM h)",
+            format!(
+                "), c AS (UPDATE rm_cluster SET generation = COALESCE($54, generation), \
+                 checkpoint = $55 WHERE id = 1 AND $53 AND EXISTS (SELECT 1 FROM h)) \
+                 SELECT pg_notify('{NOTIFY_CHANNEL}', position::text) FROM h"
+            ),
+        )
+    } else {
+        (String::new(), "", ") SELECT 1".to_owned())
+    };
     format!(
         concat!(
-            "WITH e AS (INSERT INTO events (",
+            "WITH {head}e AS (INSERT INTO events (",
             event_columns!(),
             ") SELECT * FROM UNNEST($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], \
              $6::text[], $7::int8[], $8::text[], $9::text[], $10::int8[], $11::text[], $12::bytea[], \
-             $13::bytea[], $14::bytea[], $15::text[])), \
+             $13::bytea[], $14::bytea[], $15::text[]){gate}), \
              t AS (INSERT INTO log_tree (level, idx, hash) \
-             SELECT * FROM UNNEST($16::int8[], $17::int8[], $18::bytea[])), \
+             SELECT * FROM UNNEST($16::int8[], $17::int8[], $18::bytea[]){gate}), \
              m AS (INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc, \
              projection_version) SELECT *, {m} FROM UNNEST($19::text[], $20::text[], $21::text[], \
-             $22::text[], $23::int8[], $24::int8[], $25::text[])",
+             $22::text[], $23::int8[], $24::int8[], $25::text[]){gate}",
             members_on_conflict!(),
             "), j AS (INSERT INTO rm_join_requests (request_id, status, version, doc, \
              projection_version) SELECT *, {j} FROM UNNEST($26::text[], $27::text[], $28::int8[], \
-             $29::text[])",
+             $29::text[]){gate}",
             join_requests_on_conflict!(),
             "), k AS (INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, principal, \
              policies, expires_at, revoked_at, doc, projection_version) SELECT *, {k} FROM \
              UNNEST($30::text[], $31::bytea[], $32::text[], $33::text[], $34::text[], $35::int8[], \
-             $36::int8[], $37::text[])",
+             $36::int8[], $37::text[]){gate}",
             tokens_on_conflict!(),
             "), d AS (INSERT INTO rm_docs (kind, id, sort_key, doc, projection_version) \
              SELECT u.*, {d} FROM UNNEST($38::text[], $39::text[], $40::int8[], $41::text[]) \
-             AS u (kind, id, sort_key, doc)",
+             AS u (kind, id, sort_key, doc){gate}",
             docs_on_conflict!(),
             "), i AS (INSERT INTO idempotency (principal, idem_key, request_hash, status, body, \
              etag, position) SELECT * FROM UNNEST($42::text[], $43::text[], $44::bytea[], \
-             $45::int8[], $46::text[], $47::int8[], $48::int8[])) SELECT 1"
+             $45::int8[], $46::text[], $47::int8[], $48::int8[]){gate}{tail}"
         ),
+        head = head,
+        gate = gate,
+        tail = tail,
         m = crate::sql::pv("member"),
         j = crate::sql::pv("join-request"),
         k = crate::sql::pv("token"),
         d = crate::sql::doc_pv("u.kind"),
     )
-});
+}
 
 /// The rows a write has not sent yet. Each kind holds one call's rows: a
 /// second call of a kind sends what is kept first, so no statement
@@ -62,7 +95,9 @@ static WRITE: LazyLock<String> = LazyLock::new(|| {
 pub(super) struct Pending {
     events: Vec<Recorded>,
     tree: Vec<TreeRow>,
-    changes: Option<Changes>,
+    changes: Changes,
+    /// Whether `changes` holds a call's changes (they may be empty).
+    changed: bool,
     idempotency: Vec<IdempotencyRecord>,
 }
 
@@ -70,7 +105,7 @@ impl Pending {
     pub(super) fn is_empty(&self) -> bool {
         self.events.is_empty()
             && self.tree.is_empty()
-            && self.changes.is_none()
+            && !self.changed
             && self.idempotency.is_empty()
     }
 
@@ -81,7 +116,7 @@ impl Pending {
     }
 
     pub(super) fn holds_changes(&self) -> bool {
-        self.changes.is_some()
+        self.changed
     }
 
     pub(super) fn holds_idempotency(&self) -> bool {
@@ -94,31 +129,63 @@ impl Pending {
     }
 
     pub(super) fn keep_changes(&mut self, changes: &Changes) {
-        self.changes = Some(changes.clone());
+        self.changes = changes.clone();
+        self.changed = true;
     }
 
     pub(super) fn keep_idempotency(&mut self, records: &[IdempotencyRecord]) {
         self.idempotency = records.to_vec();
     }
 
-    /// Sends what is kept, as one statement, and forgets it.
+    /// Sends what is kept, as one statement inside the write's
+    /// transaction, and forgets it.
     pub(super) async fn send(&mut self, c: &mut PgConnection) -> StoreResult<()> {
         if self.is_empty() {
             return Ok(());
         }
         let p = std::mem::take(self);
-        let e = &p.events;
-        let changes = p.changes.unwrap_or_default();
+        p.bind(sqlx::query(WRITE.as_str())).execute(c).await?;
+        Ok(())
+    }
+
+    /// Sends what is kept as one statement in its own transaction, which
+    /// moves the head from `expected` to `head` (and the cluster row to
+    /// `cluster`) and writes the rows only where the head was still
+    /// `expected`: whether it wrote.
+    pub(super) async fn send_at(
+        self,
+        c: &mut PgConnection,
+        expected: Head,
+        head: Head,
+        cluster: Option<(Option<u64>, u64)>,
+    ) -> Result<bool, sqlx::Error> {
+        let (generation, checkpoint) = cluster.unwrap_or_default();
+        let written = self
+            .bind(sqlx::query(WRITE_AT.as_str()))
+            .bind(expected.position as i64)
+            .bind(expected.hash.as_slice())
+            .bind(head.position as i64)
+            .bind(head.hash.as_slice())
+            .bind(cluster.is_some())
+            .bind(generation.map(|g| g as i64))
+            .bind(checkpoint as i64)
+            .fetch_optional(c)
+            .await?;
+        Ok(written.is_some())
+    }
+
+    /// Binds the kept rows: `$1` to `$48` of both statements.
+    fn bind<'q>(&'q self, q: PgQuery<'q>) -> PgQuery<'q> {
+        let e = &self.events;
         let (m, j, k, d, i) = (
-            &changes.members,
-            &changes.join_requests,
-            &changes.tokens,
-            &changes.docs,
-            &p.idempotency,
+            &self.changes.members,
+            &self.changes.join_requests,
+            &self.changes.tokens,
+            &self.changes.docs,
+            &self.idempotency,
         );
-        let tree = &p.tree;
-        sqlx::query(WRITE.as_str())
-            .bind(e.iter().map(|e| e.position as i64).collect::<Vec<_>>())
+        let tree = &self.tree;
+        q.bind(e.iter().map(|e| e.position as i64).collect::<Vec<_>>())
             .bind(e.iter().map(|e| e.stream_id.as_str()).collect::<Vec<_>>())
             .bind(
                 e.iter()
@@ -214,8 +281,5 @@ impl Pending {
                     .collect::<Vec<_>>(),
             )
             .bind(i.iter().map(|r| r.position as i64).collect::<Vec<_>>())
-            .execute(c)
-            .await?;
-        Ok(())
     }
 }

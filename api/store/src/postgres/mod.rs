@@ -10,11 +10,11 @@ use async_trait::async_trait;
 use std::sync::Arc;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
-use sqlx::{ConnectOptions, Connection, Executor};
+use sqlx::{ConnectOptions, Connection};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 use stratum_domain::log::Recorded;
-use tokio::sync::{Mutex, Notify};
+use tokio::sync::{Mutex, Notify, OwnedMutexGuard};
 
 use super::pg_target::{self, Target};
 use super::read::Reads;
@@ -179,6 +179,56 @@ impl PgStore {
         Ok(data.freeze())
     }
 
+    /// The writer's one connection, opened when it is not.
+    async fn writer_connection(&self) -> StoreResult<OwnedMutexGuard<Option<PgConnection>>> {
+        let mut conn = self.writer.clone().lock_owned().await;
+        if conn.is_none() {
+            // A writer that stalls holding the log's lock must not freeze
+            // every replica: the server ends such a session.
+            let opts = (*self.pool.connect_options())
+                .clone()
+                .options([("idle_in_transaction_session_timeout", "30s")]);
+            // A host that went away without a word (a crash, no TCP
+            // reset) must not hold every write of this replica.
+            *conn = Some(
+                tokio::time::timeout(FIRST_CONNECT * 5, opts.connect())
+                    .await
+                    .map_err(|_| {
+                        super::StoreError::Unavailable(format!(
+                            "the writer's connection to PostgreSQL did not open within {}s",
+                            (FIRST_CONNECT * 5).as_secs()
+                        ))
+                    })??,
+            );
+        }
+        Ok(conn)
+    }
+
+    /// Begins a write under the log's lock: one round trip.
+    async fn begin_locked(&self, conn: OwnedMutexGuard<Option<PgConnection>>) -> StoreResult<PgTx> {
+        let mut tx = PgTx::begin(conn).await?;
+        let mut tree = TreeWrite::begin(&self.tree, tx.head);
+        if tree.needs_load() {
+            // Under the write lock, through the pool: what it reads is
+            // committed and no other write can move it. Rows of events
+            // another build appended are built here and kept in this write.
+            match super::tree::frontier_repairing(self, tx.head.position).await {
+                Ok((f, repaired)) => {
+                    for chunk in repaired.chunks(CHUNK) {
+                        sql::insert_tree_rows(chunk)
+                            .build()
+                            .execute(tx.conn())
+                            .await?;
+                    }
+                    tree.load(Ok(f));
+                }
+                Err(e) => tree.load(Err(e)),
+            }
+        }
+        tx.tree = Some(tree);
+        Ok(tx)
+    }
+
     pub async fn open(url: &str) -> StoreResult<Self> {
         Self::open_as(url, Access::ReadWrite).await
     }
@@ -291,66 +341,27 @@ impl EventStore for PgStore {
     }
 
     async fn begin_write(&self) -> StoreResult<Box<dyn WriteTx>> {
-        let mut conn = self.writer.clone().lock_owned().await;
-        if conn.is_none() {
-            // A writer that stalls holding the log's lock must not freeze
-            // every replica: the server ends such a session.
-            let opts = (*self.pool.connect_options())
-                .clone()
-                .options([("idle_in_transaction_session_timeout", "30s")]);
-            // A host that went away without a word (a crash, no TCP
-            // reset) must not hold every write of this replica.
-            *conn = Some(
-                tokio::time::timeout(FIRST_CONNECT * 5, opts.connect())
-                    .await
-                    .map_err(|_| {
-                        super::StoreError::Unavailable(format!(
-                            "the writer's connection to PostgreSQL did not open within {}s",
-                            (FIRST_CONNECT * 5).as_secs()
-                        ))
-                    })??,
-            );
-        }
-        let c = conn.as_mut().expect("connected above");
-        // One round trip: begin, and take the log's write lock.
-        // Text without arguments goes as one simple query: several statements,
-        // one round trip.
-        let row = c
-            .fetch_one("BEGIN; SELECT position, hash FROM log_head WHERE id = 1 FOR UPDATE")
-            .await;
-        let mut tx = PgTx {
-            conn,
-            head: Head {
-                position: 0,
-                hash: [0; 32],
-            },
-            head_moved: false,
-            cluster: None,
-            open: true,
-            tree: None,
-            pending: Pending::default(),
-        };
-        tx.head = head_from_row(&row?)?;
-        let mut tree = TreeWrite::begin(&self.tree, tx.head);
+        let conn = self.writer_connection().await?;
+        Ok(Box::new(self.begin_locked(conn).await?))
+    }
+
+    /// No round trip: the write is kept until its commit, which checks the
+    /// head and writes the batch in one statement (`PgTx::commit`). Where
+    /// the tree's edge is not the one `expected` leaves, the write begins
+    /// under the lock as [`EventStore::begin_write`] does.
+    async fn begin_write_at(&self, expected: Head) -> StoreResult<Box<dyn WriteTx>> {
+        let conn = self.writer_connection().await?;
+        let tree = TreeWrite::begin(&self.tree, expected);
         if tree.needs_load() {
-            // Under the write lock, through the pool: what it reads is
-            // committed and no other write can move it. Rows of events
-            // another build appended are built here and kept in this write.
-            match super::tree::frontier_repairing(self, tx.head.position).await {
-                Ok((f, repaired)) => {
-                    for chunk in repaired.chunks(CHUNK) {
-                        sql::insert_tree_rows(chunk)
-                            .build()
-                            .execute(tx.conn())
-                            .await?;
-                    }
-                    tree.load(Ok(f));
-                }
-                Err(e) => tree.load(Err(e)),
+            let tx = self.begin_locked(conn).await?;
+            let head = tx.head;
+            if head != expected {
+                let _ = Box::new(tx).rollback().await;
+                return Err(crate::head_moved(head, expected));
             }
+            return Ok(Box::new(tx));
         }
-        tx.tree = Some(tree);
-        Ok(Box::new(tx))
+        Ok(Box::new(PgTx::deferred(conn, expected, tree)))
     }
 
     async fn head(&self) -> StoreResult<Head> {
@@ -537,5 +548,4 @@ mod batch;
 mod copy_binary;
 mod write;
 
-use self::batch::Pending;
 use self::write::PgTx;

@@ -10,7 +10,7 @@ use stratum_projections::Changes;
 use tokio::sync::OwnedMutexGuard;
 
 use super::batch::Pending;
-use super::{NOTIFY_CHANNEL, R};
+use super::{head_from_row, NOTIFY_CHANNEL, R};
 use crate::sql::{self, CHUNK};
 use crate::tree::{tree_of, TreeWrite};
 use crate::{check_follows, Head, IdempotencyRecord, StoreResult, WriteTx};
@@ -18,22 +18,96 @@ use crate::{check_follows, Head, IdempotencyRecord, StoreResult, WriteTx};
 pub(super) struct PgTx {
     pub(super) conn: OwnedMutexGuard<Option<PgConnection>>,
     pub(super) head: Head,
-    pub(super) head_moved: bool,
-    pub(super) cluster: Option<(Option<u64>, u64)>,
-    pub(super) open: bool,
+    head_moved: bool,
+    cluster: Option<(Option<u64>, u64)>,
+    /// Whether a transaction (or the commit's one statement) is open on the
+    /// server: a write dropped then drops its connection.
+    open: bool,
     /// The tree's right edge, moved on by each append.
     pub(super) tree: Option<TreeWrite>,
     /// What the write has not sent yet.
-    pub(super) pending: Pending,
+    pending: Pending,
+    /// The head a write begun without a round trip expects: nothing is on
+    /// the server yet. Its commit checks the head and writes in one
+    /// statement; anything else the write does first begins it under the
+    /// lock ([`PgTx::begun`]).
+    deferred: Option<Head>,
 }
 
+/// Begins a transaction and takes the log's write lock, reading the head:
+/// one simple query (several statements, one round trip).
+const BEGIN_LOCKED: &str = "BEGIN; SELECT position, hash FROM log_head WHERE id = 1 FOR UPDATE";
+
 impl PgTx {
+    /// Begins a write under the log's lock; its tree is the caller's to set.
+    pub(super) async fn begin(
+        mut conn: OwnedMutexGuard<Option<PgConnection>>,
+    ) -> StoreResult<Self> {
+        let c = conn.as_mut().expect("a write holds a connection");
+        let row = c.fetch_one(BEGIN_LOCKED).await;
+        let mut tx = Self::deferred_tx(conn, Head::default(), None);
+        // A failed begin may leave a transaction open: dropped with it.
+        tx.open = true;
+        tx.head = head_from_row(&row?)?;
+        Ok(tx)
+    }
+
+    /// A write begun without a round trip, expecting the head at
+    /// `expected` with the tree's edge there.
+    pub(super) fn deferred(
+        conn: OwnedMutexGuard<Option<PgConnection>>,
+        expected: Head,
+        tree: TreeWrite,
+    ) -> Self {
+        let mut tx = Self::deferred_tx(conn, expected, Some(tree));
+        tx.deferred = Some(expected);
+        tx
+    }
+
+    fn deferred_tx(
+        conn: OwnedMutexGuard<Option<PgConnection>>,
+        head: Head,
+        tree: Option<TreeWrite>,
+    ) -> Self {
+        Self {
+            conn,
+            head,
+            head_moved: false,
+            cluster: None,
+            open: false,
+            tree,
+            pending: Pending::default(),
+            deferred: None,
+        }
+    }
+
     pub(super) fn conn(&mut self) -> &mut PgConnection {
         self.conn.as_mut().expect("a write holds a connection")
     }
 
+    /// A deferred write begins here, under the lock, before it reads or
+    /// sends anything: the head must be the one it expected.
+    async fn begun(&mut self) -> StoreResult<()> {
+        let Some(expected) = self.deferred.take() else {
+            return Ok(());
+        };
+        self.open = true;
+        let row = self.conn().fetch_one(BEGIN_LOCKED).await?;
+        let head = head_from_row(&row)?;
+        if head != expected {
+            self.conn().execute("ROLLBACK").await?;
+            self.open = false;
+            return Err(crate::head_moved(head, expected));
+        }
+        Ok(())
+    }
+
     /// Sends what the write kept, so what follows reads or replaces it.
     async fn send(&mut self) -> StoreResult<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        self.begun().await?;
         let c = self.conn.as_mut().expect("a write holds a connection");
         self.pending.send(c).await
     }
@@ -61,6 +135,7 @@ impl WriteTx for PgTx {
     }
 
     async fn clear_read_models(&mut self) -> StoreResult<()> {
+        self.begun().await?;
         self.send().await?;
         for stmt in sql::CLEAR_READ_MODELS {
             sqlx::query(stmt).execute(self.conn()).await?;
@@ -69,11 +144,13 @@ impl WriteTx for PgTx {
     }
 
     async fn events_after(&mut self, after: u64) -> StoreResult<Vec<Recorded>> {
+        self.begun().await?;
         self.send().await?;
         R::after(self.conn(), after, i64::MAX).await
     }
 
     async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64> {
+        self.begun().await?;
         self.send().await?;
         R::stream_version(self.conn(), stream_id).await
     }
@@ -83,6 +160,7 @@ impl WriteTx for PgTx {
         principal: &str,
         key: &str,
     ) -> StoreResult<Option<IdempotencyRecord>> {
+        self.begun().await?;
         self.send().await?;
         R::idempotency(self.conn(), principal, key).await
     }
@@ -108,6 +186,9 @@ impl WriteTx for PgTx {
     async fn write_changes(&mut self, changes: &Changes, checkpoint: u64) -> StoreResult<()> {
         if self.pending.holds_changes() {
             self.send().await?;
+        }
+        if !changes.removed.is_empty() {
+            self.begun().await?;
         }
         for (kind, id) in &changes.removed {
             let stmt = sql::delete_row(kind);
@@ -136,6 +217,31 @@ impl WriteTx for PgTx {
     }
 
     async fn commit(mut self: Box<Self>) -> StoreResult<()> {
+        if let (Some(expected), true) = (self.deferred, self.head_moved) {
+            // One statement, its own transaction: it writes only where the
+            // head is still `expected`, and says so.
+            self.open = true;
+            let head = self.head;
+            let cluster = self.cluster;
+            let pending = std::mem::take(&mut self.pending);
+            let c = self.conn.as_mut().expect("a write holds a connection");
+            let written = pending
+                .send_at(c, expected, head, cluster)
+                .await
+                .map_err(commit_error)?;
+            self.open = false;
+            if !written {
+                return Err(crate::StoreError::Conflict(format!(
+                    "the log's head moved from position {} before this writer's commit",
+                    expected.position
+                )));
+            }
+            if let Some(t) = self.tree.take() {
+                t.committed(head);
+            }
+            return Ok(());
+        }
+        self.begun().await?;
         let finish = sql::finish(
             self.head_moved.then_some(self.head),
             self.cluster,
@@ -161,6 +267,7 @@ impl WriteTx for PgTx {
         if let Some(t) = self.tree.as_mut() {
             t.forget();
         }
+        self.begun().await?;
         self.send().await?;
         self.conn().execute("DELETE FROM log_tree").await?;
         for chunk in rows.chunks(CHUNK) {
@@ -173,6 +280,10 @@ impl WriteTx for PgTx {
     }
 
     async fn rollback(mut self: Box<Self>) -> StoreResult<()> {
+        if self.deferred.is_some() {
+            // Nothing reached the server.
+            return Ok(());
+        }
         self.conn().execute("ROLLBACK").await?;
         self.open = false;
         Ok(())
