@@ -32,7 +32,9 @@
 //! instead of its NORMAL. PostgreSQL runs with the server's own settings
 //! (synchronous_commit is on by default). Connections to the benchmark databases do not
 //! use TLS unless the URL sets `sslmode`: the peers compile TLS into sqlx,
-//! which stratum's own build (and `api/benches/store.rs`) does not.
+//! which stratum's own build (and `api/benches/store.rs`) does not. The
+//! whole process runs on mimalloc, the allocator the `stratum` binary ships
+//! with: stratum is measured as shipped, and the peers on the same one.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -44,6 +46,9 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::SqlitePool;
 use sqlx::Connection;
 use tokio::task::JoinSet;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const USAGE: &str = "usage: cargo run --release --manifest-path bench/peers/Cargo.toml -- \
 [--pg URL] [--seconds N] [--writers N] [--pg-pool N] [--sqlite-pool N]";
