@@ -145,6 +145,17 @@ impl CountingStore {
         self
     }
 
+    /// `tx`, its commit through the hook if there is one.
+    fn hooked(&self, tx: Box<dyn store::WriteTx>) -> Box<dyn store::WriteTx> {
+        match &self.commits {
+            Some(hook) => Box::new(HookedTx {
+                inner: tx,
+                hook: hook.clone(),
+            }),
+            None => tx,
+        }
+    }
+
     fn count(&self, method: &'static str) {
         if let Some(observer) = &self.observer {
             observer(method);
@@ -168,13 +179,15 @@ impl store::EventStore for CountingStore {
     async fn begin_write(&self) -> store::StoreResult<Box<dyn store::WriteTx>> {
         self.count("begin_write");
         let tx = self.inner.begin_write().await?;
-        Ok(match &self.commits {
-            Some(hook) => Box::new(HookedTx {
-                inner: tx,
-                hook: hook.clone(),
-            }),
-            None => tx,
-        })
+        Ok(self.hooked(tx))
+    }
+    async fn begin_write_at(
+        &self,
+        expected: store::Head,
+    ) -> store::StoreResult<Box<dyn store::WriteTx>> {
+        self.count("begin_write_at");
+        let tx = self.inner.begin_write_at(expected).await?;
+        Ok(self.hooked(tx))
     }
     async fn head(&self) -> store::StoreResult<store::Head> {
         self.count("head");

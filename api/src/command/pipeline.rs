@@ -14,9 +14,11 @@
 //!   the decision state is what that batch leaves, and the one the commit
 //!   in flight leaves is kept to fall back to.
 //! - [`State::AheadOfStored`]: the commit before the batch decided ahead
-//!   was stored; the batch begins its own transaction, which must find the
-//!   log's head where that commit left it (or else another process wrote
-//!   in between, and the writer falls back).
+//!   was stored; the batch begins its own write, which must find the log's
+//!   head where that commit left it, as it begins (SQLite, under the lock)
+//!   or in its commit's one statement (PostgreSQL). Else another process
+//!   wrote in between, nothing of the batch is stored, and the writer falls
+//!   back to what that commit left and decides the batch again.
 //! - [`State::MustReload`]: the decision state may be ahead of the log (a
 //!   commit that failed, or a decision under the lock that has not ended);
 //!   the log is loaded again before the next decision or fold.
@@ -31,8 +33,14 @@ pub(super) enum State<F, B, D> {
     /// The decision state is the log as stored; no commit in flight.
     InStep,
     /// A batch's commit is in flight; the decision state is `leaves`,
-    /// published once the commit is stored.
-    Committing { in_flight: F, leaves: B },
+    /// published once the commit is stored. `began_at` is what the log
+    /// held when a batch decided ahead began its write at the head (see
+    /// [`Event::LostRace`]); `None` for a batch decided under the lock.
+    Committing {
+        in_flight: F,
+        leaves: B,
+        began_at: Option<B>,
+    },
     /// A batch was decided ahead of the commit in flight: the decision
     /// state is what it leaves (`None` when its decision failed part-way,
     /// and what was decided of it is to be dropped); `base` is what the
@@ -41,9 +49,10 @@ pub(super) enum State<F, B, D> {
         in_flight: F,
         base: B,
         batch: Option<D>,
+        began_at: Option<B>,
     },
     /// The commit before the batch decided ahead was stored (`base` is what
-    /// it left); the batch's own transaction is beginning.
+    /// it left); the batch's own write is beginning.
     AheadOfStored { base: B },
     /// The decision state may be ahead of the log: it is loaded again
     /// before the next decision or fold.
@@ -64,6 +73,9 @@ pub(super) enum Event<F, B, D, E> {
     /// The commit in flight ended: stored, or not (an outcome not known
     /// counts as not stored).
     Landed(Result<(), E>),
+    /// The commit in flight stored nothing because another process moved
+    /// the log's head first: a write begun at the head found it moved.
+    LostRace(E),
     /// The log as the database holds it was loaded.
     Reloaded,
     /// A transaction began under the log's lock: from here, the decision
@@ -96,7 +108,8 @@ pub(super) enum Action<F, B, D, E> {
     Follow { reload: bool },
     /// Answer the commit that ended: when stored, publish what it leaves
     /// and then send its answers; when not, answer every command of it the
-    /// error. Then do `then`.
+    /// error, or, when `then` is [`Then::DecideAgain`], decide them again.
+    /// Then do `then`.
     Land {
         in_flight: F,
         landed: Result<B, E>,
@@ -114,6 +127,10 @@ pub(super) enum Then<B, D> {
     Nothing,
     /// Go back to `B`, then decide the batch under the lock.
     FallBack(B),
+    /// The commit lost a race on the log: go back to `B` (what the log held
+    /// when it began), then decide its commands again under the lock, and
+    /// the batch being decided.
+    DecideAgain(B),
     /// Commit the batch decided ahead.
     CommitAhead(D),
 }
@@ -133,20 +150,90 @@ impl<F, B: Clone, D> State<F, B, D> {
         match (self, event) {
             (S::InStep, E::Decide) => (S::InStep, A::Decide { reload: false }),
             (S::MustReload, E::Decide) => (S::MustReload, A::Decide { reload: true }),
-            (S::Committing { in_flight, leaves }, E::Decide) => {
-                (S::Committing { in_flight, leaves }, A::DecideAhead)
-            }
+            (
+                S::Committing {
+                    in_flight,
+                    leaves,
+                    began_at,
+                },
+                E::Decide,
+            ) => (
+                S::Committing {
+                    in_flight,
+                    leaves,
+                    began_at,
+                },
+                A::DecideAhead,
+            ),
             (S::InStep, E::Follow) => (S::InStep, A::Follow { reload: false }),
             (S::MustReload, E::Follow) => (S::MustReload, A::Follow { reload: true }),
-            (S::Committing { in_flight, leaves }, E::DecidedAhead(batch)) => (
+            (
+                S::Committing {
+                    in_flight,
+                    leaves,
+                    began_at,
+                },
+                E::DecidedAhead(batch),
+            ) => (
                 S::Ahead {
                     in_flight,
                     base: leaves,
                     batch,
+                    began_at,
                 },
                 A::None,
             ),
-            (S::Committing { in_flight, leaves }, E::Landed(landed)) => match landed {
+            // Nothing was stored, and what the log held when the commit
+            // began is known: the commands are decided again from there,
+            // under the lock (folding in what the other process wrote).
+            (
+                S::Committing {
+                    in_flight,
+                    began_at: Some(began_at),
+                    ..
+                }
+                | S::Ahead {
+                    in_flight,
+                    began_at: Some(began_at),
+                    ..
+                },
+                E::LostRace(e),
+            ) => (
+                S::InStep,
+                A::Land {
+                    in_flight,
+                    landed: Err(e),
+                    then: Then::DecideAgain(began_at),
+                },
+            ),
+            // A commit begun under the lock cannot lose a race: whatever
+            // its error says, the state is loaded again.
+            (
+                S::Committing {
+                    in_flight,
+                    began_at: None,
+                    ..
+                }
+                | S::Ahead {
+                    in_flight,
+                    began_at: None,
+                    ..
+                },
+                E::LostRace(e),
+            ) => (
+                S::MustReload,
+                A::Land {
+                    in_flight,
+                    landed: Err(e),
+                    then: Then::Nothing,
+                },
+            ),
+            (
+                S::Committing {
+                    in_flight, leaves, ..
+                },
+                E::Landed(landed),
+            ) => match landed {
                 Ok(()) => (
                     S::InStep,
                     A::Land {
@@ -169,6 +256,7 @@ impl<F, B: Clone, D> State<F, B, D> {
                     in_flight,
                     base,
                     batch,
+                    ..
                 },
                 E::Landed(landed),
             ) => match (landed, batch) {
@@ -201,14 +289,27 @@ impl<F, B: Clone, D> State<F, B, D> {
             },
             (S::InStep | S::MustReload, E::Reloaded) => (S::InStep, A::None),
             (S::InStep, E::Locked) => (S::MustReload, A::None),
-            (S::MustReload | S::AheadOfStored { .. }, E::Began { in_flight, leaves }) => {
-                (S::Committing { in_flight, leaves }, A::None)
-            }
+            (S::MustReload, E::Began { in_flight, leaves }) => (
+                S::Committing {
+                    in_flight,
+                    leaves,
+                    began_at: None,
+                },
+                A::None,
+            ),
+            (S::AheadOfStored { base }, E::Began { in_flight, leaves }) => (
+                S::Committing {
+                    in_flight,
+                    leaves,
+                    began_at: Some(base),
+                },
+                A::None,
+            ),
             (S::MustReload | S::AheadOfStored { .. }, E::Answered) => (S::InStep, A::None),
             (S::InStep, E::Failed) => (S::InStep, A::None),
             (S::MustReload, E::Failed) => (S::MustReload, A::None),
-            // The commit failed to begin, or found another process's events
-            // where the stored commit left the log's head.
+            // The write failed to begin, or found another process's events
+            // where the stored commit left the log's head as it began.
             (S::AheadOfStored { base }, E::Failed) => (S::InStep, A::FallBack(base)),
             (S::InStep, E::Broken) => (S::MustReload, A::None),
             (
@@ -230,7 +331,10 @@ impl<F, B: Clone, D> State<F, B, D> {
                 s @ (S::InStep | S::MustReload | S::Ahead { .. } | S::AheadOfStored { .. }),
                 e @ E::DecidedAhead(_),
             )
-            | (s @ (S::InStep | S::MustReload | S::AheadOfStored { .. }), e @ E::Landed(_))
+            | (
+                s @ (S::InStep | S::MustReload | S::AheadOfStored { .. }),
+                e @ (E::Landed(_) | E::LostRace(_)),
+            )
             | (s @ S::MustReload, e @ (E::Locked | E::Broken))
             | (s @ S::InStep, e @ (E::Began { .. } | E::Answered)) => {
                 panic!("the writer reported {} in state {}", e.name(), s.name())
@@ -289,6 +393,7 @@ impl<F, B, D, E> Event<F, B, D, E> {
             Event::Follow => "Follow",
             Event::DecidedAhead(_) => "DecidedAhead",
             Event::Landed(_) => "Landed",
+            Event::LostRace(_) => "LostRace",
             Event::Reloaded => "Reloaded",
             Event::Locked => "Locked",
             Event::Began { .. } => "Began",
@@ -313,7 +418,11 @@ mod tests {
     type Act = Action<&'static str, u64, &'static str, &'static str>;
 
     fn committing(in_flight: &'static str, leaves: u64) -> S {
-        State::Committing { in_flight, leaves }
+        State::Committing {
+            in_flight,
+            leaves,
+            began_at: None,
+        }
     }
 
     fn ahead(batch: Option<&'static str>) -> S {
@@ -321,6 +430,7 @@ mod tests {
             in_flight: "commit 1",
             base: 10,
             batch,
+            began_at: None,
         }
     }
 
@@ -517,12 +627,82 @@ mod tests {
                     leaves: 12
                 }
             ),
-            (committing("commit 2", 12), Action::None)
+            (
+                State::Committing {
+                    in_flight: "commit 2",
+                    leaves: 12,
+                    began_at: Some(10)
+                },
+                Action::None
+            )
         );
         assert_eq!(
             next(State::AheadOfStored { base: 10 }, Event::Answered),
             (State::InStep, Action::None)
         );
+    }
+
+    #[test]
+    fn a_commit_begun_at_the_head_that_lost_the_race_is_decided_again_from_where_it_began() {
+        let began = State::Committing {
+            in_flight: "commit 2",
+            leaves: 12,
+            began_at: Some(10),
+        };
+        let (s, a) = next(began, Event::LostRace("moved"));
+        assert_eq!(
+            (&s, a),
+            (
+                &State::InStep,
+                Action::Land {
+                    in_flight: "commit 2",
+                    landed: Err("moved"),
+                    then: Then::DecideAgain(10)
+                }
+            )
+        );
+        assert_eq!(
+            next(s, Event::Decide),
+            (State::InStep, Action::Decide { reload: false })
+        );
+        // A batch decided ahead of it followed a state that was not
+        // stored: it goes back to the same place.
+        for batch in [Some("batch 3"), None] {
+            let ahead_of_it = State::Ahead {
+                in_flight: "commit 2",
+                base: 12,
+                batch,
+                began_at: Some(10),
+            };
+            assert_eq!(
+                next(ahead_of_it, Event::LostRace("moved")),
+                (
+                    State::InStep,
+                    Action::Land {
+                        in_flight: "commit 2",
+                        landed: Err("moved"),
+                        then: Then::DecideAgain(10)
+                    }
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn a_commit_begun_under_the_lock_that_says_it_lost_a_race_has_the_log_loaded_again() {
+        for s in [committing("commit 1", 10), ahead(Some("batch 2"))] {
+            assert_eq!(
+                next(s, Event::LostRace("moved")),
+                (
+                    State::MustReload,
+                    Action::Land {
+                        in_flight: "commit 1",
+                        landed: Err("moved"),
+                        then: Then::Nothing
+                    }
+                )
+            );
+        }
     }
 
     #[test]

@@ -5,12 +5,14 @@
 //!
 //! Commits are pipelined. While one batch's commit (its fsync) is in
 //! flight, the next batch is decided and rendered against the state the
-//! first leaves; its transaction begins once the first has committed and
-//! finds the log's head where the first left it, and its answers are sent
+//! first leaves; its write begins once the first has committed and must
+//! find the log's head where the first left it (checked as it begins, or
+//! by its commit's one statement on PostgreSQL), and its answers are sent
 //! only after its own commit. When the commit in flight fails, or another
 //! process wrote in between, what was decided after it is thrown away and
 //! decided again from the log as the database holds it: no answer comes
-//! from a state that was not stored.
+//! from a state that was not stored. A commit that lost that race stored
+//! nothing, and its commands are decided again too, under the lock.
 //!
 //! Where the decision state stands against the log is one
 //! [`pipeline::State`](super::pipeline::State), moved only by its pure
@@ -18,7 +20,7 @@
 //! `Committing` (a commit in flight; the state is what it leaves), `Ahead`
 //! (a batch decided ahead of the commit in flight, with the state that
 //! commit leaves to fall back to), `AheadOfStored` (that commit was stored;
-//! the batch begins its own transaction, and falls back if the log's head
+//! the batch begins its own write, and falls back if the log's head
 //! moved) and `MustReload` (the state may be ahead of the log: a commit
 //! failed, or a decision under the lock has not ended). This task carries
 //! out the actions the transitions answer, and reports what came of them.
@@ -142,8 +144,13 @@ impl Writer {
                     (&mut state.in_flight_mut().expect("only when a commit is in flight").commit).await
                 }, if state.in_flight().is_some() => {
                     // Nothing was decided after it.
-                    let then = self.landed(&mut state, landed);
-                    debug_assert!(matches!(then, Then::Nothing));
+                    match self.landed(&mut state, landed) {
+                        Then::Nothing => {}
+                        Then::FallBack(base) | Then::DecideAgain(base) => {
+                            self.rm = ReadModels::clone(&base);
+                        }
+                        Then::CommitAhead(_) => unreachable!("nothing was decided ahead"),
+                    }
                 }
                 first = rx.recv(), if self.again.is_empty() => {
                     let Some(first) = first else { break };
@@ -159,7 +166,9 @@ impl Writer {
                 () = self.follow.notified(), if state.in_flight().is_none() => {
                     self.follow_log(&mut state).await;
                 }
-                () = std::future::ready(()), if !self.again.is_empty() => {
+                // Under the lock: with no commit in flight, they are not
+                // decided ahead, and cannot lose a race again.
+                () = std::future::ready(()), if !self.again.is_empty() && state.in_flight().is_none() => {
                     let jobs = std::mem::take(&mut self.again);
                     self.process(jobs, &mut state).await;
                 }
@@ -278,8 +287,10 @@ impl Writer {
                             self.commit_ahead(batch, replies).await
                         }
                         // What was decided ahead could not be decided whole:
-                        // it is decided again on what the commit stored.
-                        Then::FallBack(base) => {
+                        // it is decided again on what the commit stored. Or
+                        // the commit lost a race: this batch and its are
+                        // decided again from what the log held before it.
+                        Then::FallBack(base) | Then::DecideAgain(base) => {
                             self.rm = ReadModels::clone(&base);
                             action = state.step(Event::Decide);
                             continue;
@@ -376,7 +387,9 @@ impl Writer {
     /// The commit in flight has ended: when it was stored, its read models
     /// are published and then its answers sent (whoever saw an answer reads
     /// what it committed); when not, every command of it is answered the
-    /// error and the state is reloaded before the next decision. Answers
+    /// error and the state is reloaded before the next decision, except
+    /// after a lost race (nothing stored, another process wrote first):
+    /// then its commands wait in `again` to be decided once more. Answers
     /// what follows.
     fn landed(
         &mut self,
@@ -390,11 +403,17 @@ impl Writer {
             (Err(unknown), Instant::now())
         });
         let stored = landed.is_ok();
+        // A write begun at the head reports a head another process moved
+        // as a conflict; the state says whether the commit was one.
+        let event = match landed {
+            Err(e @ StoreError::Conflict(_)) => Event::LostRace(e),
+            landed => Event::Landed(landed),
+        };
         let Action::Land {
             in_flight: f,
             landed,
             then,
-        } = state.step(Event::Landed(landed))
+        } = state.step(event)
         else {
             unreachable!("a commit that ended is answered")
         };
@@ -422,9 +441,11 @@ impl Writer {
                 }
             }
             // Nothing was stored: another process wrote first. The jobs are
-            // decided again, on the log as it then stands.
-            Err(StoreError::Conflict(why))
-                if f.jobs.iter().all(|j| j.lost_races + 1 < MAX_ATTEMPTS) =>
+            // decided again, under the lock, on the log as it then stands
+            // (bounded, should a store keep saying so).
+            Err(why)
+                if matches!(then, Then::DecideAgain(_))
+                    && f.jobs.iter().all(|j| j.lost_races + 1 < MAX_ATTEMPTS) =>
             {
                 tracing::info!(%why, "a commit lost a race on the log; deciding its batch again");
                 for mut job in f.jobs {
@@ -462,9 +483,10 @@ impl Writer {
     }
 
     /// Writes a batch decided ahead, once the one before it is stored: its
-    /// transaction must find the head that one left, or else another
-    /// process wrote in between and the batch is decided again (the writer
-    /// falls back to the state the stored one left).
+    /// write must find the head that one left, or else another process
+    /// wrote in between and the batch is decided again (the writer falls
+    /// back to the state the stored one left), whether the store finds out
+    /// as the write begins or in its commit.
     async fn commit_ahead(&mut self, batch: Batch, replies: Replies) -> StoreResult<Decided> {
         let began = Instant::now();
         // The store may defer the head check to the commit's one statement.

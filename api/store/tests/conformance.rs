@@ -505,11 +505,61 @@ async fn a_write_begun_at_a_head_writes_only_while_the_head_is_still_there() {
         // The writer is free again, and its next write follows the head.
         append(&*s, "member/n-3", 8, 1).await;
         assert_eq!(s.head().await.unwrap().position, 8, "{b}");
-        assert!(
-            matches!(
-                verify_chain(&*s, None).await.unwrap(),
-                Verification::Intact { position: 8, .. }
-            ),
+
+        // A write with no new generation keeps the stored one.
+        let at = s.head().await.unwrap();
+        let mut tx = s.begin_write_at(at).await.unwrap();
+        let recs = seal(at, "member/n-4", 0, vec![event(30)]);
+        tx.append(&recs).await.unwrap();
+        tx.write_changes(&rows(3, None), 9).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(s.cluster_row().await.unwrap(), (2, 9), "{b}");
+
+        if b == "postgres" {
+            // PostgreSQL defers the lock to the commit: a write begun at
+            // the head does not wait for another that holds the lock, and
+            // its commit waits for that one to end. When it committed a
+            // new head, nothing is written; when it rolled back, all is.
+            for other_commits in [true, false] {
+                // `s` wrote last: the tree's edge it keeps is the head's.
+                let n = 40 + u8::from(other_commits) * 3;
+                append(&*s, "member/n-9", n + 2, 1).await;
+                let at = s.head().await.unwrap();
+                let mut holder = other.begin_write().await.unwrap();
+                let mut tx = tokio::time::timeout(Duration::from_secs(2), s.begin_write_at(at))
+                    .await
+                    .expect("a write begun at the head takes no lock")
+                    .unwrap();
+                let mine = seal(at, "member/n-6", 0, vec![event(n)]);
+                tx.append(&mine).await.unwrap();
+                tx.write_changes(&rows(4, Some(4)), 10).await.unwrap();
+                let commit = tokio::spawn(async move { tx.commit().await });
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                assert!(!commit.is_finished(), "the commit waits for the lock");
+                if other_commits {
+                    let theirs = seal(at, "member/n-8", 0, vec![event(n + 1)]);
+                    holder.append(&theirs).await.unwrap();
+                    holder.commit().await.unwrap();
+                    let r = commit.await.unwrap();
+                    assert!(matches!(r, Err(StoreError::Conflict(_))), "{r:?}");
+                    assert_eq!(s.head().await.unwrap(), tx_head(&theirs));
+                    assert!(s.read_stream("member/n-6").await.unwrap().is_empty());
+                } else {
+                    holder.rollback().await.unwrap();
+                    commit.await.unwrap().unwrap();
+                    assert_eq!(s.head().await.unwrap(), tx_head(&mine));
+                    assert_eq!(s.read_stream("member/n-6").await.unwrap().len(), 1);
+                }
+            }
+            assert_eq!(s.head().await.unwrap().position, 13);
+        }
+        let head = s.head().await.unwrap();
+        assert_eq!(
+            verify_chain(&*s, None).await.unwrap(),
+            Verification::Intact {
+                position: head.position,
+                hash: head.hash
+            },
             "{b}"
         );
     }

@@ -284,3 +284,153 @@ async fn a_failed_commit_undoes_the_batch_decided_after_it() {
 async fn a_commit_of_unknown_outcome_has_the_next_batch_decided_on_the_stored_log() {
     commit_fails_while_the_next_batch_is_decided(Failure::StoredUnknown).await;
 }
+
+/// Holds the next commit (once armed) until released, then commits it.
+struct Hold {
+    armed: AtomicBool,
+    holding: Notify,
+    release: Notify,
+}
+
+#[async_trait]
+impl CommitHook for Hold {
+    async fn commit(&self, tx: Box<dyn WriteTx>) -> StoreResult<()> {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            self.holding.notify_one();
+            self.release.notified().await;
+        }
+        tx.commit().await
+    }
+}
+
+/// Batch 1 (admit `n-b`) commits while batch 2 (progress on `n-a` and on
+/// `n-b`) is decided ahead of it. As batch 2's write begins, another
+/// process's write path admits `n-x`. Batch 2 began at the head batch 1
+/// left, which is no longer the log's: on SQLite its write finds that as
+/// it begins, on PostgreSQL its commit's one statement writes nothing.
+/// Either way it is decided again under the lock, on the log holding
+/// `n-x`, and both its commands are answered once, committed after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_whose_head_another_process_moved_is_decided_again_and_answered_once() {
+    for db in each_backend().await {
+        let backend = db.backend;
+        let inner = store::connect(&db.url).await.unwrap();
+        let other = CommandBus::start(store::connect(&db.url).await.unwrap())
+            .await
+            .unwrap();
+        let hold = Arc::new(Hold {
+            armed: AtomicBool::new(false),
+            holding: Notify::new(),
+            release: Notify::new(),
+        });
+        let race = Arc::new(AtomicBool::new(false));
+        let deciding_ahead = Arc::new(Notify::new());
+        let store: Arc<dyn EventStore> = Arc::new(
+            CountingStore::new(inner.clone())
+                .observed({
+                    let (race, deciding_ahead, other) =
+                        (race.clone(), deciding_ahead.clone(), other.clone());
+                    move |method| {
+                        if method == "idempotency" {
+                            deciding_ahead.notify_one();
+                        }
+                        // The other process commits just before batch 2's
+                        // write begins (this runs on the writer's task).
+                        if method == "begin_write_at" && race.swap(false, Ordering::SeqCst) {
+                            let other = other.clone();
+                            tokio::task::block_in_place(|| {
+                                tokio::runtime::Handle::current().block_on(async move {
+                                    let r = other.execute(admit("n-x", "10.0.0.9")).await;
+                                    assert_eq!(r.unwrap().committed().unwrap().position, Some(3));
+                                })
+                            });
+                        }
+                    }
+                })
+                .committing_through(hold.clone()),
+        );
+        let bus = CommandBus::start(store.clone()).await.unwrap();
+        let a = bus.execute(admit("n-a", "10.0.0.1")).await.unwrap();
+        assert_eq!(a.committed().unwrap().position, Some(1));
+
+        hold.armed.store(true, Ordering::SeqCst);
+        let first = tokio::spawn({
+            let bus = bus.clone();
+            async move { bus.execute(admit("n-b", "10.0.0.2")).await }
+        });
+        tokio::time::timeout(Duration::from_secs(10), hold.holding.notified())
+            .await
+            .expect("batch 1's commit is in flight");
+        let keyed = |mut req: CommandRequest, node: &str| {
+            req.idempotency = Some(IdempotencyKey::new(
+                format!("key-{node}"),
+                "POST",
+                &format!("/v1/admin/cluster/members/{node}/join-progress"),
+                b"{\"step\":\"join/raced\"}",
+            ));
+            req
+        };
+        let second: Vec<_> = ["n-a", "n-b"]
+            .into_iter()
+            .map(|node| {
+                let bus = bus.clone();
+                let req = keyed(progress(node, "join/raced"), node);
+                tokio::spawn(async move { bus.execute(req).await })
+            })
+            .collect();
+        tokio::time::timeout(Duration::from_secs(10), deciding_ahead.notified())
+            .await
+            .unwrap_or_else(|_| panic!("{backend}: batch 2 is decided ahead"));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        race.store(true, Ordering::SeqCst);
+        hold.release.notify_one();
+
+        let first = first.await.unwrap().unwrap().committed().unwrap();
+        assert_eq!(first.position, Some(2), "{backend}");
+        let mut positions = Vec::new();
+        for (t, node) in second.into_iter().zip(["n-a", "n-b"]) {
+            let c = t
+                .await
+                .unwrap()
+                .unwrap_or_else(|e| panic!("{backend}: {node} is not refused a lost race: {e:?}"))
+                .committed()
+                .unwrap_or_else(|r| panic!("{backend}: {node}: {r:?}"));
+            assert_eq!(c.json()["joinStep"], "join/raced", "{backend}: {}", c.body);
+            positions.push(c.position.unwrap());
+        }
+        assert!(!race.load(Ordering::SeqCst), "{backend}: the race was run");
+        positions.sort();
+        // After the other process's event, never at or before it.
+        assert!(positions.iter().all(|p| *p > 3), "{backend}: {positions:?}");
+
+        // The log holds each command once, gap-free and chained.
+        let log = inner.read_after(0, 100).await.unwrap();
+        let mut chain = ChainVerifier::default();
+        for (i, e) in log.iter().enumerate() {
+            assert_eq!(e.position, i as u64 + 1, "{backend}: no gap");
+            chain.check(e).expect("the chain holds");
+        }
+        let mut streams: Vec<&str> = log.iter().map(|e| e.stream_id.as_str()).collect();
+        streams.sort();
+        assert_eq!(
+            streams,
+            [
+                "member/n-a",
+                "member/n-a",
+                "member/n-b",
+                "member/n-b",
+                "member/n-x"
+            ],
+            "{backend}"
+        );
+        let published = bus.published();
+        assert_eq!(published.state.position, 5, "{backend}");
+        assert!(published.state.membership.members.contains_key("n-x"));
+        let fresh = CommandBus::start(inner.clone()).await.unwrap();
+        assert_eq!(
+            serde_json::to_value(&fresh.published().state.membership.members).unwrap(),
+            serde_json::to_value(&published.state.membership.members).unwrap(),
+            "{backend}: a restart folds the same members"
+        );
+    }
+}

@@ -1,9 +1,11 @@
 //! What a PostgreSQL write appends and changes, kept until it runs as one
 //! statement: one data-modifying CTE per table, each inserting from
 //! arrays (`UNNEST`), so a batch is one round trip whatever it holds, one
-//! statement text prepared once per connection. With the round trip that
-//! begins the write and takes the lock, and the one that commits, a batch
-//! is three round trips (it was one per table besides).
+//! statement text prepared once per connection. Inside a transaction
+//! begun under the lock ([`WRITE`]), a batch is three round trips with
+//! the begin and the commit; a write begun at a head sends it as a
+//! statement of its own ([`WRITE_AT`]), which checks the head, writes and
+//! commits in one round trip.
 
 use std::sync::LazyLock;
 

@@ -1,6 +1,8 @@
 //! PostgreSQL's write transaction: the log's lock taken (`log_head` row
-//! locked), what it appends and changes kept and sent in batches, and its
-//! commit, whose failure says whether anything may have been stored.
+//! locked) as it begins, or, for a write begun at a head, by its commit's
+//! one statement; what it appends and changes kept and sent in batches;
+//! and its commit, whose failure says whether anything may have been
+//! stored.
 
 use async_trait::async_trait;
 use sqlx::{Executor, PgConnection};
@@ -45,7 +47,7 @@ impl PgTx {
     ) -> StoreResult<Self> {
         let c = conn.as_mut().expect("a write holds a connection");
         let row = c.fetch_one(BEGIN_LOCKED).await;
-        let mut tx = Self::deferred_tx(conn, Head::default(), None);
+        let mut tx = Self::new(conn, Head::default(), None);
         // A failed begin may leave a transaction open: dropped with it.
         tx.open = true;
         tx.head = head_from_row(&row?)?;
@@ -59,12 +61,12 @@ impl PgTx {
         expected: Head,
         tree: TreeWrite,
     ) -> Self {
-        let mut tx = Self::deferred_tx(conn, expected, Some(tree));
+        let mut tx = Self::new(conn, expected, Some(tree));
         tx.deferred = Some(expected);
         tx
     }
 
-    fn deferred_tx(
+    fn new(
         conn: OwnedMutexGuard<Option<PgConnection>>,
         head: Head,
         tree: Option<TreeWrite>,
@@ -86,9 +88,11 @@ impl PgTx {
     }
 
     /// A deferred write begins here, under the lock, before it reads or
-    /// sends anything: the head must be the one it expected.
+    /// sends anything: the head must be the one it expected. One that
+    /// found it moved stays deferred, so nothing after it writes outside
+    /// the lock (its commit's statement would write nothing either).
     async fn begun(&mut self) -> StoreResult<()> {
-        let Some(expected) = self.deferred.take() else {
+        let Some(expected) = self.deferred else {
             return Ok(());
         };
         self.open = true;
@@ -99,6 +103,7 @@ impl PgTx {
             self.open = false;
             return Err(crate::head_moved(head, expected));
         }
+        self.deferred = None;
         Ok(())
     }
 
@@ -280,8 +285,8 @@ impl WriteTx for PgTx {
     }
 
     async fn rollback(mut self: Box<Self>) -> StoreResult<()> {
-        if self.deferred.is_some() {
-            // Nothing reached the server.
+        if !self.open {
+            // Nothing is open on the server (a deferred write).
             return Ok(());
         }
         self.conn().execute("ROLLBACK").await?;
