@@ -11,6 +11,36 @@ use stratum_store::{self as store, EventStore};
 
 use crate::support::each_backend;
 
+/// Admits `node_id`, then reports `each - 1` join steps on it, each
+/// answered committed (a lost race is never answered an error).
+async fn admit_then_report(bus: &CommandBus, node_id: &str, ip: String, each: usize) {
+    let admit = Command::Member(MemberCommand::Admit {
+        node_id: Some(node_id.to_owned()),
+        role: Some("compute".into()),
+        mgmt_ip: Some(ip),
+        bindings: Default::default(),
+        labels: Default::default(),
+    });
+    bus.execute(CommandRequest::new(admit, "user/admin"))
+        .await
+        .unwrap()
+        .committed()
+        .unwrap();
+    for k in 1..each {
+        let step = Command::Member(MemberCommand::ReportJoinProgress {
+            node_id: node_id.to_owned(),
+            step: Some(format!("join/step-{k}")),
+        });
+        let r = bus
+            .execute(CommandRequest::new(step, "user/admin"))
+            .await
+            .unwrap_or_else(|e| panic!("{node_id}, step {k}: {e:?}"))
+            .committed()
+            .unwrap();
+        assert!(r.position.is_some());
+    }
+}
+
 /// 64 writers × 1,000 commands (one event each) through the one write path,
 /// while a reader tails the log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -46,35 +76,8 @@ async fn concurrent_writers_make_one_gap_free_log_that_a_tailing_reader_sees_in_
             .map(|w| {
                 let bus = bus.clone();
                 tokio::spawn(async move {
-                    let node_id = format!("n-w{w}");
-                    let admit = Command::Member(MemberCommand::Admit {
-                        node_id: Some(node_id.clone()),
-                        role: Some("compute".into()),
-                        mgmt_ip: Some(format!("10.{}.{}.1", w / 250, w % 250)),
-                        bindings: Default::default(),
-                        labels: Default::default(),
-                    });
-                    let r = bus
-                        .execute(CommandRequest::new(admit, "user/admin"))
-                        .await
-                        .unwrap();
-                    assert!(
-                        matches!(r, stratum_api::command::Outcome::Committed(_)),
-                        "{r:?}"
-                    );
-                    for k in 1..EACH {
-                        let step = Command::Member(MemberCommand::ReportJoinProgress {
-                            node_id: node_id.clone(),
-                            step: Some(format!("join/step-{k}")),
-                        });
-                        let r = bus
-                            .execute(CommandRequest::new(step, "user/admin"))
-                            .await
-                            .unwrap()
-                            .committed()
-                            .unwrap();
-                        assert!(r.position.is_some());
-                    }
+                    let ip = format!("10.{}.{}.1", w / 250, w % 250);
+                    admit_then_report(&bus, &format!("n-w{w}"), ip, EACH).await;
                 })
             })
             .collect();
@@ -146,32 +149,8 @@ async fn two_processes_writing_one_log_race_and_every_command_lands_once() {
             .map(|w| {
                 let bus = buses[w % 2].clone();
                 tokio::spawn(async move {
-                    let node_id = format!("n-w{w}");
-                    let admit = Command::Member(MemberCommand::Admit {
-                        node_id: Some(node_id.clone()),
-                        role: Some("compute".into()),
-                        mgmt_ip: Some(format!("10.9.{w}.1")),
-                        bindings: Default::default(),
-                        labels: Default::default(),
-                    });
-                    bus.execute(CommandRequest::new(admit, "user/admin"))
-                        .await
-                        .unwrap()
-                        .committed()
-                        .unwrap();
-                    for k in 1..EACH {
-                        let step = Command::Member(MemberCommand::ReportJoinProgress {
-                            node_id: node_id.clone(),
-                            step: Some(format!("join/step-{k}")),
-                        });
-                        let r = bus
-                            .execute(CommandRequest::new(step, "user/admin"))
-                            .await
-                            .unwrap_or_else(|e| panic!("{w}/{k}: {e:?}"))
-                            .committed()
-                            .unwrap();
-                        assert!(r.position.is_some());
-                    }
+                    let ip = format!("10.9.{w}.1");
+                    admit_then_report(&bus, &format!("n-w{w}"), ip, EACH).await;
                 })
             })
             .collect();
