@@ -288,8 +288,8 @@ impl Writer {
                         }
                         // What was decided ahead could not be decided whole:
                         // it is decided again on what the commit stored. Or
-                        // the commit lost a race: this batch and its are
-                        // decided again from what the log held before it.
+                        // the commit lost a race: this batch and its commands
+                        // are decided again from what the log held before it.
                         Then::FallBack(base) | Then::DecideAgain(base) => {
                             self.rm = ReadModels::clone(&base);
                             action = state.step(Event::Decide);

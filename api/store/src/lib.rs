@@ -100,6 +100,17 @@ pub(crate) fn head_moved(found: Head, expected: Head) -> StoreError {
     ))
 }
 
+/// `tx`, begun under the lock, if it found the head at `expected`; else it
+/// is rolled back.
+pub(crate) async fn at_head(tx: Box<dyn WriteTx>, expected: Head) -> StoreResult<Box<dyn WriteTx>> {
+    let head = tx.head();
+    if head != expected {
+        let _ = tx.rollback().await;
+        return Err(head_moved(head, expected));
+    }
+    Ok(tx)
+}
+
 /// How many events one read of the log asks for: a replay, a catch-up, a
 /// verification or an export reads the log in chunks of this size.
 pub const READ_CHUNK: u32 = 10_000;
@@ -234,13 +245,7 @@ pub trait EventStore: Send + Sync + 'static {
     /// checks the head and writes in one statement; its commit's
     /// `Conflict` likewise means nothing was stored.
     async fn begin_write_at(&self, expected: Head) -> StoreResult<Box<dyn WriteTx>> {
-        let tx = self.begin_write().await?;
-        let head = tx.head();
-        if head != expected {
-            let _ = tx.rollback().await;
-            return Err(head_moved(head, expected));
-        }
-        Ok(tx)
+        at_head(self.begin_write().await?, expected).await
     }
 
     /// The head as last committed.

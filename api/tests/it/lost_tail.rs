@@ -259,26 +259,20 @@ async fn replicas_that_served_a_lost_tail_reload_what_the_database_holds() {
 /// the new log has reached again with other events.
 #[tokio::test]
 async fn a_snapshot_of_another_log_at_the_same_position_is_ignored() {
-    use stratum_api::command::{state_at, CommandBus, CommandRequest};
-    use stratum_domain::membership::MemberCommand;
-    use stratum_domain::Command;
+    use stratum_api::command::{state_at, CommandBus};
     use stratum_store::EventStore;
 
     async fn admit_all(store: std::sync::Arc<dyn EventStore>, nodes: &[&str]) {
         let bus = CommandBus::start(store).await.unwrap();
         for (i, n) in nodes.iter().enumerate() {
-            let admit = Command::Member(MemberCommand::Admit {
-                node_id: Some((*n).to_owned()),
-                role: Some("compute".into()),
-                mgmt_ip: Some(format!("10.8.0.{}", i + 1)),
-                bindings: Default::default(),
-                labels: Default::default(),
-            });
-            bus.execute(CommandRequest::new(admit, "user/admin"))
-                .await
-                .unwrap()
-                .committed()
-                .unwrap();
+            bus.execute(crate::support::admit_request(
+                n,
+                &format!("10.8.0.{}", i + 1),
+            ))
+            .await
+            .unwrap()
+            .committed()
+            .unwrap();
         }
     }
     for (lost, kept) in [(

@@ -19,7 +19,7 @@ use stratum_domain::{Command, ErrorCode};
 use stratum_store::{self as store, EventStore, StoreError, StoreResult, WriteTx};
 use tokio::sync::Notify;
 
-use crate::support::each_backend;
+use crate::support::{admit_request as admit, each_backend};
 
 /// How the held commit ends.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,19 +68,6 @@ impl CommitHook for Plan {
     }
 }
 
-fn admit(node: &str, ip: &str) -> CommandRequest {
-    CommandRequest::new(
-        Command::Member(MemberCommand::Admit {
-            node_id: Some(node.into()),
-            role: Some("compute".into()),
-            mgmt_ip: Some(ip.into()),
-            bindings: Default::default(),
-            labels: Default::default(),
-        }),
-        "user/admin",
-    )
-}
-
 fn progress(node: &str, step: &str) -> CommandRequest {
     CommandRequest::new(
         Command::Member(MemberCommand::ReportJoinProgress {
@@ -89,6 +76,20 @@ fn progress(node: &str, step: &str) -> CommandRequest {
         }),
         "user/admin",
     )
+}
+
+/// Progress on `node` with an Idempotency-Key, as the HTTP API sends it:
+/// deciding it ahead looks the key up outside the transaction, which the
+/// store reports.
+fn keyed_progress(node: &str, step: &str) -> CommandRequest {
+    let mut req = progress(node, step);
+    req.idempotency = Some(IdempotencyKey::new(
+        format!("key-{node}"),
+        "POST",
+        &format!("/v1/admin/cluster/members/{node}/join-progress"),
+        format!("{{\"step\":\"{step}\"}}").as_bytes(),
+    ));
+    req
 }
 
 /// Batch 1 admits `n-b`; its commit is held. Batch 2 reports progress on
@@ -135,17 +136,8 @@ async fn commit_fails_while_the_next_batch_is_decided(failure: Failure) {
         // up outside the transaction, which the store reports. Whichever
         // command reaches the writer first is decided ahead; the other may
         // join it or follow.
-        let keyed = |mut req: CommandRequest, node: &str, step: &str| {
-            req.idempotency = Some(IdempotencyKey::new(
-                format!("key-{node}"),
-                "POST",
-                &format!("/v1/admin/cluster/members/{node}/join-progress"),
-                format!("{{\"step\":\"{step}\"}}").as_bytes(),
-            ));
-            req
-        };
-        let on_b = keyed(progress("n-b", "join/after-b"), "n-b", "join/after-b");
-        let on_a = keyed(progress("n-a", "join/after-a"), "n-a", "join/after-a");
+        let on_b = keyed_progress("n-b", "join/after-b");
+        let on_a = keyed_progress("n-a", "join/after-a");
         let second: Vec<_> = [on_b, on_a]
             .into_iter()
             .map(|req| {
@@ -361,20 +353,11 @@ async fn a_batch_whose_head_another_process_moved_is_decided_again_and_answered_
         tokio::time::timeout(Duration::from_secs(10), hold.holding.notified())
             .await
             .expect("batch 1's commit is in flight");
-        let keyed = |mut req: CommandRequest, node: &str| {
-            req.idempotency = Some(IdempotencyKey::new(
-                format!("key-{node}"),
-                "POST",
-                &format!("/v1/admin/cluster/members/{node}/join-progress"),
-                b"{\"step\":\"join/raced\"}",
-            ));
-            req
-        };
         let second: Vec<_> = ["n-a", "n-b"]
             .into_iter()
             .map(|node| {
                 let bus = bus.clone();
-                let req = keyed(progress(node, "join/raced"), node);
+                let req = keyed_progress(node, "join/raced");
                 tokio::spawn(async move { bus.execute(req).await })
             })
             .collect();

@@ -268,3 +268,18 @@ pub fn tools_available(tools: &[&str], require: &str, what: &str) -> bool {
     eprintln!("\n!!! {missing:?} not installed: {what} did NOT run\n");
     false
 }
+
+/// The command that admits `node` (a compute member at `ip`), as an
+/// operator sends it, for tests that drive the write path directly.
+pub fn admit_request(node: &str, ip: &str) -> stratum_api::command::CommandRequest {
+    stratum_api::command::CommandRequest::new(
+        stratum_domain::Command::Member(stratum_domain::membership::MemberCommand::Admit {
+            node_id: Some(node.into()),
+            role: Some("compute".into()),
+            mgmt_ip: Some(ip.into()),
+            bindings: Default::default(),
+            labels: Default::default(),
+        }),
+        "user/admin",
+    )
+}

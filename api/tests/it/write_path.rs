@@ -9,19 +9,12 @@ use stratum_domain::membership::MemberCommand;
 use stratum_domain::Command;
 use stratum_store::{self as store, EventStore};
 
-use crate::support::each_backend;
+use crate::support::{admit_request, each_backend};
 
 /// Admits `node_id`, then reports `each - 1` join steps on it, each
 /// answered committed (a lost race is never answered an error).
 async fn admit_then_report(bus: &CommandBus, node_id: &str, ip: String, each: usize) {
-    let admit = Command::Member(MemberCommand::Admit {
-        node_id: Some(node_id.to_owned()),
-        role: Some("compute".into()),
-        mgmt_ip: Some(ip),
-        bindings: Default::default(),
-        labels: Default::default(),
-    });
-    bus.execute(CommandRequest::new(admit, "user/admin"))
+    bus.execute(admit_request(node_id, &ip))
         .await
         .unwrap()
         .committed()

@@ -354,12 +354,7 @@ impl EventStore for PgStore {
         let tree = TreeWrite::begin(&self.tree, expected);
         if tree.needs_load() {
             let tx = self.begin_locked(conn).await?;
-            let head = tx.head;
-            if head != expected {
-                let _ = Box::new(tx).rollback().await;
-                return Err(crate::head_moved(head, expected));
-            }
-            return Ok(Box::new(tx));
+            return crate::at_head(Box::new(tx), expected).await;
         }
         Ok(Box::new(PgTx::deferred(conn, expected, tree)))
     }

@@ -107,11 +107,9 @@ impl PgTx {
         Ok(())
     }
 
-    /// Sends what the write kept, so what follows reads or replaces it.
+    /// Begins a deferred write under the lock, and sends what the write
+    /// kept, so what follows reads or replaces it.
     async fn send(&mut self) -> StoreResult<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
         self.begun().await?;
         let c = self.conn.as_mut().expect("a write holds a connection");
         self.pending.send(c).await
@@ -140,7 +138,6 @@ impl WriteTx for PgTx {
     }
 
     async fn clear_read_models(&mut self) -> StoreResult<()> {
-        self.begun().await?;
         self.send().await?;
         for stmt in sql::CLEAR_READ_MODELS {
             sqlx::query(stmt).execute(self.conn()).await?;
@@ -149,13 +146,11 @@ impl WriteTx for PgTx {
     }
 
     async fn events_after(&mut self, after: u64) -> StoreResult<Vec<Recorded>> {
-        self.begun().await?;
         self.send().await?;
         R::after(self.conn(), after, i64::MAX).await
     }
 
     async fn stream_version(&mut self, stream_id: &str) -> StoreResult<u64> {
-        self.begun().await?;
         self.send().await?;
         R::stream_version(self.conn(), stream_id).await
     }
@@ -165,7 +160,6 @@ impl WriteTx for PgTx {
         principal: &str,
         key: &str,
     ) -> StoreResult<Option<IdempotencyRecord>> {
-        self.begun().await?;
         self.send().await?;
         R::idempotency(self.conn(), principal, key).await
     }
@@ -189,11 +183,9 @@ impl WriteTx for PgTx {
     }
 
     async fn write_changes(&mut self, changes: &Changes, checkpoint: u64) -> StoreResult<()> {
-        if self.pending.holds_changes() {
+        // Removals run under the lock, before this call's rows go out.
+        if self.pending.holds_changes() || !changes.removed.is_empty() {
             self.send().await?;
-        }
-        if !changes.removed.is_empty() {
-            self.begun().await?;
         }
         for (kind, id) in &changes.removed {
             let stmt = sql::delete_row(kind);
@@ -246,7 +238,6 @@ impl WriteTx for PgTx {
             }
             return Ok(());
         }
-        self.begun().await?;
         let finish = sql::finish(
             self.head_moved.then_some(self.head),
             self.cluster,
@@ -272,7 +263,6 @@ impl WriteTx for PgTx {
         if let Some(t) = self.tree.as_mut() {
             t.forget();
         }
-        self.begun().await?;
         self.send().await?;
         self.conn().execute("DELETE FROM log_tree").await?;
         for chunk in rows.chunks(CHUNK) {
