@@ -150,21 +150,7 @@ impl<F, B: Clone, D> State<F, B, D> {
         match (self, event) {
             (S::InStep, E::Decide) => (S::InStep, A::Decide { reload: false }),
             (S::MustReload, E::Decide) => (S::MustReload, A::Decide { reload: true }),
-            (
-                S::Committing {
-                    in_flight,
-                    leaves,
-                    began_at,
-                },
-                E::Decide,
-            ) => (
-                S::Committing {
-                    in_flight,
-                    leaves,
-                    began_at,
-                },
-                A::DecideAhead,
-            ),
+            (s @ S::Committing { .. }, E::Decide) => (s, A::DecideAhead),
             (S::InStep, E::Follow) => (S::InStep, A::Follow { reload: false }),
             (S::MustReload, E::Follow) => (S::MustReload, A::Follow { reload: true }),
             (

@@ -32,9 +32,10 @@ enum Failure {
 
 /// What the test tells the store and hears from it.
 struct Plan {
-    /// The next commit is held until `release`, then fails.
+    /// The next commit is held until `release`, then fails as `failure`
+    /// says (`None`: it is stored and answered as any other).
     armed: AtomicBool,
-    failure: Failure,
+    failure: Option<Failure>,
     /// A commit is being held.
     holding: Notify,
     release: Notify,
@@ -52,13 +53,14 @@ impl CommitHook for Plan {
         self.holding.notify_one();
         self.release.notified().await;
         match self.failure {
-            Failure::NotStored => {
+            None => tx.commit().await,
+            Some(Failure::NotStored) => {
                 tx.rollback().await?;
                 Err(StoreError::Unavailable(
                     "injected: the commit failed".into(),
                 ))
             }
-            Failure::StoredUnknown => {
+            Some(Failure::StoredUnknown) => {
                 tx.commit().await?;
                 Err(StoreError::OutcomeUnknown(
                     "injected: the connection broke during the commit".into(),
@@ -66,6 +68,60 @@ impl CommitHook for Plan {
             }
         }
     }
+}
+
+fn plan(failure: Option<Failure>) -> Arc<Plan> {
+    Arc::new(Plan {
+        armed: AtomicBool::new(false),
+        failure,
+        holding: Notify::new(),
+        release: Notify::new(),
+        deciding_ahead: Notify::new(),
+    })
+}
+
+/// Batch 1: `n-a` is admitted at position 1, then `n-b`, whose commit
+/// `plan` holds; answers once that commit is in flight, with the task
+/// that waits for `n-b`'s answer.
+async fn hold_the_admission_of_n_b(
+    bus: &CommandBus,
+    plan: &Plan,
+) -> tokio::task::JoinHandle<Result<Outcome, CommandError>> {
+    let a = bus.execute(admit("n-a", "10.0.0.1")).await.unwrap();
+    assert_eq!(a.committed().unwrap().position, Some(1));
+    plan.armed.store(true, Ordering::SeqCst);
+    let first = tokio::spawn({
+        let bus = bus.clone();
+        async move { bus.execute(admit("n-b", "10.0.0.2")).await }
+    });
+    tokio::time::timeout(Duration::from_secs(10), plan.holding.notified())
+        .await
+        .expect("batch 1's commit is in flight");
+    first
+}
+
+/// The stored log is gap-free and chained.
+fn assert_chained(log: &[stratum_domain::log::Recorded], backend: &str) {
+    let mut chain = ChainVerifier::default();
+    for (i, e) in log.iter().enumerate() {
+        assert_eq!(e.position, i as u64 + 1, "{backend}: no gap");
+        chain.check(e).expect("the chain holds");
+    }
+}
+
+/// A write path started afresh on `inner` folds the members `published`
+/// holds.
+async fn assert_a_restart_folds_the_same_members(
+    inner: &Arc<dyn EventStore>,
+    published: &impl serde::Serialize,
+    backend: &str,
+) {
+    let fresh = CommandBus::start(inner.clone()).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&fresh.published().state.membership.members).unwrap(),
+        serde_json::to_value(published).unwrap(),
+        "{backend}: a restart folds the same members"
+    );
 }
 
 fn progress(node: &str, step: &str) -> CommandRequest {
@@ -99,13 +155,7 @@ fn keyed_progress(node: &str, step: &str) -> CommandRequest {
 async fn commit_fails_while_the_next_batch_is_decided(failure: Failure) {
     for db in each_backend().await {
         let inner = store::connect(&db.url).await.unwrap();
-        let plan = Arc::new(Plan {
-            armed: AtomicBool::new(false),
-            failure,
-            holding: Notify::new(),
-            release: Notify::new(),
-            deciding_ahead: Notify::new(),
-        });
+        let plan = plan(Some(failure));
         // A kept answer looked up outside a transaction: the writer is
         // deciding a batch ahead, while a commit is in flight.
         let faulty: Arc<dyn EventStore> = Arc::new(
@@ -121,17 +171,7 @@ async fn commit_fails_while_the_next_batch_is_decided(failure: Failure) {
                 .committing_through(plan.clone()),
         );
         let bus = CommandBus::start(faulty.clone()).await.unwrap();
-        let a = bus.execute(admit("n-a", "10.0.0.1")).await.unwrap();
-        assert_eq!(a.committed().unwrap().position, Some(1));
-
-        plan.armed.store(true, Ordering::SeqCst);
-        let first = tokio::spawn({
-            let bus = bus.clone();
-            async move { bus.execute(admit("n-b", "10.0.0.2")).await }
-        });
-        tokio::time::timeout(Duration::from_secs(10), plan.holding.notified())
-            .await
-            .expect("batch 1's commit is in flight");
+        let first = hold_the_admission_of_n_b(&bus, &plan).await;
         // Batch 2, with Idempotency-Keys, so deciding it ahead looks a key
         // up outside the transaction, which the store reports. Whichever
         // command reaches the writer first is decided ahead; the other may
@@ -211,11 +251,7 @@ async fn commit_fails_while_the_next_batch_is_decided(failure: Failure) {
         // What is stored: a gap-free chained log holding exactly what was
         // answered, and read models equal to a fold of it from zero.
         let log = inner.read_after(0, 100).await.unwrap();
-        let mut chain = ChainVerifier::default();
-        for (i, e) in log.iter().enumerate() {
-            assert_eq!(e.position, i as u64 + 1, "{backend}: no gap");
-            chain.check(e).expect("the chain holds");
-        }
+        assert_chained(&log, backend);
         let streams: Vec<&str> = log.iter().map(|e| e.stream_id.as_str()).collect();
         let expected: &[&str] = match failure {
             Failure::NotStored => &["member/n-a", "member/n-a"],
@@ -251,12 +287,12 @@ async fn commit_fails_while_the_next_batch_is_decided(failure: Failure) {
             failure == Failure::StoredUnknown,
             "{backend}: the published read models are the stored log's"
         );
-        let fresh = CommandBus::start(inner.clone()).await.unwrap();
-        assert_eq!(
-            serde_json::to_value(&fresh.published().state.membership.members).unwrap(),
-            serde_json::to_value(&published.state.membership.members).unwrap(),
-            "{backend}: a restart folds the same members"
-        );
+        assert_a_restart_folds_the_same_members(
+            &inner,
+            &published.state.membership.members,
+            backend,
+        )
+        .await;
         // The write path goes on, gap-free.
         let next = bus.execute(progress("n-a", "join/next")).await.unwrap();
         assert_eq!(
@@ -278,23 +314,6 @@ async fn a_commit_of_unknown_outcome_has_the_next_batch_decided_on_the_stored_lo
 }
 
 /// Holds the next commit (once armed) until released, then commits it.
-struct Hold {
-    armed: AtomicBool,
-    holding: Notify,
-    release: Notify,
-}
-
-#[async_trait]
-impl CommitHook for Hold {
-    async fn commit(&self, tx: Box<dyn WriteTx>) -> StoreResult<()> {
-        if self.armed.swap(false, Ordering::SeqCst) {
-            self.holding.notify_one();
-            self.release.notified().await;
-        }
-        tx.commit().await
-    }
-}
-
 /// Batch 1 (admit `n-b`) commits while batch 2 (progress on `n-a` and on
 /// `n-b`) is decided ahead of it. As batch 2's write begins, another
 /// process's write path admits `n-x`. Batch 2 began at the head batch 1
@@ -310,21 +329,15 @@ async fn a_batch_whose_head_another_process_moved_is_decided_again_and_answered_
         let other = CommandBus::start(store::connect(&db.url).await.unwrap())
             .await
             .unwrap();
-        let hold = Arc::new(Hold {
-            armed: AtomicBool::new(false),
-            holding: Notify::new(),
-            release: Notify::new(),
-        });
+        let plan = plan(None);
         let race = Arc::new(AtomicBool::new(false));
-        let deciding_ahead = Arc::new(Notify::new());
         let store: Arc<dyn EventStore> = Arc::new(
             CountingStore::new(inner.clone())
                 .observed({
-                    let (race, deciding_ahead, other) =
-                        (race.clone(), deciding_ahead.clone(), other.clone());
+                    let (race, plan, other) = (race.clone(), plan.clone(), other.clone());
                     move |method| {
                         if method == "idempotency" {
-                            deciding_ahead.notify_one();
+                            plan.deciding_ahead.notify_one();
                         }
                         // The other process commits just before batch 2's
                         // write begins (this runs on the writer's task).
@@ -339,20 +352,10 @@ async fn a_batch_whose_head_another_process_moved_is_decided_again_and_answered_
                         }
                     }
                 })
-                .committing_through(hold.clone()),
+                .committing_through(plan.clone()),
         );
         let bus = CommandBus::start(store.clone()).await.unwrap();
-        let a = bus.execute(admit("n-a", "10.0.0.1")).await.unwrap();
-        assert_eq!(a.committed().unwrap().position, Some(1));
-
-        hold.armed.store(true, Ordering::SeqCst);
-        let first = tokio::spawn({
-            let bus = bus.clone();
-            async move { bus.execute(admit("n-b", "10.0.0.2")).await }
-        });
-        tokio::time::timeout(Duration::from_secs(10), hold.holding.notified())
-            .await
-            .expect("batch 1's commit is in flight");
+        let first = hold_the_admission_of_n_b(&bus, &plan).await;
         let second: Vec<_> = ["n-a", "n-b"]
             .into_iter()
             .map(|node| {
@@ -361,12 +364,12 @@ async fn a_batch_whose_head_another_process_moved_is_decided_again_and_answered_
                 tokio::spawn(async move { bus.execute(req).await })
             })
             .collect();
-        tokio::time::timeout(Duration::from_secs(10), deciding_ahead.notified())
+        tokio::time::timeout(Duration::from_secs(10), plan.deciding_ahead.notified())
             .await
             .unwrap_or_else(|_| panic!("{backend}: batch 2 is decided ahead"));
         tokio::time::sleep(Duration::from_millis(100)).await;
         race.store(true, Ordering::SeqCst);
-        hold.release.notify_one();
+        plan.release.notify_one();
 
         let first = first.await.unwrap().unwrap().committed().unwrap();
         assert_eq!(first.position, Some(2), "{backend}");
@@ -388,11 +391,7 @@ async fn a_batch_whose_head_another_process_moved_is_decided_again_and_answered_
 
         // The log holds each command once, gap-free and chained.
         let log = inner.read_after(0, 100).await.unwrap();
-        let mut chain = ChainVerifier::default();
-        for (i, e) in log.iter().enumerate() {
-            assert_eq!(e.position, i as u64 + 1, "{backend}: no gap");
-            chain.check(e).expect("the chain holds");
-        }
+        assert_chained(&log, backend);
         let mut streams: Vec<&str> = log.iter().map(|e| e.stream_id.as_str()).collect();
         streams.sort();
         assert_eq!(
@@ -409,11 +408,11 @@ async fn a_batch_whose_head_another_process_moved_is_decided_again_and_answered_
         let published = bus.published();
         assert_eq!(published.state.position, 5, "{backend}");
         assert!(published.state.membership.members.contains_key("n-x"));
-        let fresh = CommandBus::start(inner.clone()).await.unwrap();
-        assert_eq!(
-            serde_json::to_value(&fresh.published().state.membership.members).unwrap(),
-            serde_json::to_value(&published.state.membership.members).unwrap(),
-            "{backend}: a restart folds the same members"
-        );
+        assert_a_restart_folds_the_same_members(
+            &inner,
+            &published.state.membership.members,
+            backend,
+        )
+        .await;
     }
 }
