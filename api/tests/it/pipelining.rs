@@ -313,7 +313,6 @@ async fn a_commit_of_unknown_outcome_has_the_next_batch_decided_on_the_stored_lo
     commit_fails_while_the_next_batch_is_decided(Failure::StoredUnknown).await;
 }
 
-/// Holds the next commit (once armed) until released, then commits it.
 /// Batch 1 (admit `n-b`) commits while batch 2 (progress on `n-a` and on
 /// `n-b`) is decided ahead of it. As batch 2's write begins, another
 /// process's write path admits `n-x`. Batch 2 began at the head batch 1
