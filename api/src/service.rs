@@ -54,8 +54,8 @@ pub struct Shared {
     pub reports: Arc<crate::auth::NodeReports>,
     /// The shared head check every read waits on (see [`crate::reads`]).
     pub reads: Arc<crate::reads::Freshness>,
-    /// The peer lists, rendered once per position.
-    pub peers: Arc<crate::reads::PeersMemo>,
+    /// What the read endpoints render once and serve many times.
+    pub rendered: Arc<crate::reads::Rendered>,
     /// This replica as it registered itself (`crate::replicas`).
     pub replica: Arc<stratum_store::ReplicaRow>,
     /// Whether its settings are the agreed ones, which the raft cleanup
@@ -176,7 +176,7 @@ pub async fn start(store: Arc<dyn EventStore>, cfg: ServiceConfig) -> Result<Ser
         chosen_secrets: Default::default(),
         reports: Default::default(),
         reads: Arc::new(crate::reads::Freshness::new(store.clone())),
-        peers: Default::default(),
+        rendered: Default::default(),
         checkpoints: checkpoints.clone(),
         replica: replica_row,
         acting: acting.clone(),

@@ -529,13 +529,23 @@ impl ReadModels {
     }
 
     /// The digest of the membership read model as these rows are stored.
+    /// Renders the member rows only: not the tokens, join requests and
+    /// documents [`ReadModels::all_rows`] renders as well.
     pub fn membership_digest(&self) -> String {
-        let rows = self.all_rows();
+        let m = &self.state.membership;
+        let docs: Vec<(&str, String)> = m
+            .members
+            .values()
+            .map(|member| {
+                (
+                    member.node_id.as_str(),
+                    member_doc(member, m.record_only_shown),
+                )
+            })
+            .collect();
         members::membership_digest(
-            self.state.membership.generation,
-            rows.members
-                .iter()
-                .map(|r| (r.node_id.as_str(), r.doc.as_str())),
+            m.generation,
+            docs.iter().map(|(id, doc)| (*id, doc.as_str())),
         )
     }
 
@@ -669,10 +679,6 @@ fn json<T: serde::Serialize>(v: &T) -> String {
 ///
 /// [`RECORD_ONLY_SHOWN_FROM`]: stratum_domain::membership::RECORD_ONLY_SHOWN_FROM
 fn member_row(m: &stratum_domain::membership::Member, record_only_shown: bool) -> MemberRow {
-    let mut record = member_record(m, None);
-    if !record_only_shown {
-        record.rafts_recorded_only.clear();
-    }
     MemberRow {
         node_id: m.node_id.clone(),
         state: m.state.as_str(),
@@ -680,8 +686,17 @@ fn member_row(m: &stratum_domain::membership::Member, record_only_shown: bool) -
         rack: m.rack().map(str::to_owned),
         ordinal: m.ordinal,
         version: m.version,
-        doc: serde_json::to_string(&record).expect("records serialize"),
+        doc: member_doc(m, record_only_shown),
     }
+}
+
+/// A member's stored document.
+fn member_doc(m: &stratum_domain::membership::Member, record_only_shown: bool) -> String {
+    let mut record = member_record(m, None);
+    if !record_only_shown {
+        record.rafts_recorded_only.clear();
+    }
+    json(&record)
 }
 
 fn join_request_row(r: &stratum_domain::membership::JoinRequest) -> JoinRequestRow {

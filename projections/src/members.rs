@@ -226,22 +226,24 @@ pub fn membership_digest<'a>(
     hex::encode(h.finalize())
 }
 
-pub fn membership_summary<'a>(
-    generation: u64,
-    members: impl IntoIterator<Item = &'a MemberRecord>,
-) -> MembershipSummary {
+/// The generation, the members counted by state, and the lagging ones, of
+/// an in-memory membership (the digest is [`ReadModels::membership_digest`],
+/// left out here).
+///
+/// [`ReadModels::membership_digest`]: crate::ReadModels::membership_digest
+pub fn membership_summary(m: &Membership) -> MembershipSummary {
     let mut counts: BTreeMap<&'static str, usize> =
         MemberState::ALL.iter().map(|s| (s.as_str(), 0)).collect();
     let mut lagging_ids = Vec::new();
-    for member in members {
+    // In node id order: the map's.
+    for member in m.members.values() {
         *counts.entry(member.state.as_str()).or_default() += 1;
-        if lagging(member.state, member.applied_generation, generation) {
+        if lagging(member.state, member.applied_generation, m.generation) {
             lagging_ids.push(member.node_id.clone());
         }
     }
-    lagging_ids.sort();
     MembershipSummary {
-        generation,
+        generation: m.generation,
         counts,
         lagging: lagging_ids,
         digest: None,

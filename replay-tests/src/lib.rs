@@ -74,7 +74,7 @@ pub fn render(rm: &ReadModels) -> Value {
     let running = of_kind(doc_kind::CLUSTER).pop().unwrap_or(Value::Null);
     json!({
         "position": rm.state.position,
-        "membership": membership_summary(m.generation, &records),
+        "membership": membership_summary(m),
         "members": records,
         "peers": peers(m.generation, &records),
         "joinRequests": join_requests,

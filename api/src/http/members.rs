@@ -14,9 +14,7 @@ use stratum_domain::iam::Action;
 use stratum_domain::membership::{member_stream, MemberCommand, MemberState, Role};
 use stratum_domain::{Command, FieldError};
 use stratum_projections::members::{MembershipSummary, Peers};
-use stratum_projections::{
-    member_record, member_records, membership_summary, transport_admission, MemberRecord,
-};
+use stratum_projections::{member_record, membership_summary, transport_admission, MemberRecord};
 
 use super::extract::{as_of, finish, id_page, number, page, parsed, query, JsonBody, WriteHeaders};
 use super::{run_command, set_etag, AppState, Route, MAX_WAIT};
@@ -561,8 +559,8 @@ pub async fn membership(
     let rm = view.at(&state.store, at).await?;
     let m = &rm.state.membership;
     Ok(Json(MembershipSummary {
-        digest: Some(rm.membership_digest()),
-        ..membership_summary(m.generation, &member_records(m))
+        digest: Some(state.rendered.membership_digest(&rm)),
+        ..membership_summary(m)
     }))
 }
 
@@ -599,7 +597,7 @@ pub async fn get_peers(
             axum::http::header::CONTENT_TYPE,
             axum::http::HeaderValue::from_static("application/json"),
         )],
-        state.peers.of(&rm),
+        state.rendered.peers(&rm),
     )
         .into_response())
 }

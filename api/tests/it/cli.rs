@@ -1,5 +1,6 @@
 //! The `stratum` binary: verify, export and replay.
 
+use serde_json::json;
 use std::process::Command;
 
 use crate::membership::scenario;
@@ -304,6 +305,20 @@ async fn replaying_an_export_to_p_reproduces_the_digest_the_api_answers_as_of_p(
         live["digest"], at_head["digest"],
         "the stored rows are the replayed rows"
     );
+    // A report of the generation n-1 applied is no new generation, yet it
+    // changes n-1's document: the summary polled after it (the digest is
+    // rendered once per position) has the new digest.
+    let r = app
+        .post(
+            "/v1/admin/cluster/members/n-1/applied-generation",
+            json!({"generation": live["generation"]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let reported = app.get("/v1/admin/cluster/membership").await.body;
+    assert_eq!(reported["generation"], live["generation"]);
+    assert_ne!(reported["digest"], live["digest"]);
+    let head = app.head().await;
     let mut answers = Vec::new();
     for p in [1, 3, head / 2, head - 1, head] {
         let d = app
