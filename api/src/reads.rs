@@ -151,20 +151,20 @@ impl std::ops::Deref for View {
 }
 
 /// One value rendered from the read models, kept for the key it was
-/// rendered at (a generation, a position) and rendered again only for a
-/// newer one: what many callers ask for between two changes.
-pub struct Memo<T>(std::sync::Mutex<Option<(u64, T)>>);
+/// rendered at (a generation, a position and its hash) and rendered again
+/// only for a newer one: what many callers ask for between two changes.
+pub struct Memo<K, T>(std::sync::Mutex<Option<(K, T)>>);
 
-impl<T> Default for Memo<T> {
+impl<K, T> Default for Memo<K, T> {
     fn default() -> Self {
         Self(std::sync::Mutex::new(None))
     }
 }
 
-impl<T: Clone> Memo<T> {
+impl<K: Ord + Copy, T: Clone> Memo<K, T> {
     /// The value kept for `key`, or `render()` (kept when no newer key is).
     /// Rendered outside the lock: callers at other keys do not wait on it.
-    pub fn get_or(&self, key: u64, render: impl FnOnce() -> T) -> T {
+    pub fn get_or(&self, key: K, render: impl FnOnce() -> T) -> T {
         let kept = self
             .0
             .lock()
@@ -186,24 +186,33 @@ impl<T: Clone> Memo<T> {
 /// What the read endpoints render once and serve many times.
 #[derive(Default)]
 pub struct Rendered {
-    /// The peer lists, as JSON, by generation: every node agent asks for
-    /// the same lists after each change. The lists are a function of the
-    /// generation: only topology events (`DomainEvent::is_topology_change`)
-    /// change what they show, and each one is the new generation.
-    peers: Memo<bytes::Bytes>,
-    /// The membership digest, by position: a summary polled while nothing
-    /// changes hashes the members' documents once (at 5,000 members, some
-    /// 10 ms of a core). Any event may change a member's document (a
-    /// report of its applied generation is no new generation), so the key
-    /// is the position.
-    digest: Memo<String>,
+    /// The peer lists, as JSON, by generation and the hash of its event:
+    /// every node agent asks for the same lists after each change. The
+    /// lists are a function of the generation: only topology events
+    /// (`DomainEvent::is_topology_change`) change what they show, and each
+    /// one is the new generation. With its event's hash, a generation that
+    /// a failover took back and the log filled with another event
+    /// (`command::follow`) is another key. Read models whose generation's
+    /// hash is unknown (a fold of events without their hashes, as an
+    /// `asOf` read folds) are rendered every time.
+    peers: Memo<(u64, [u8; 32]), bytes::Bytes>,
+    /// The membership digest, by position and the hash of the event there:
+    /// a summary polled while nothing changes hashes the members'
+    /// documents once (at 5,000 members, some 10 ms of a core). Any event
+    /// may change a member's document (a report of its applied generation
+    /// is no new generation), so the key is the position; and with its
+    /// hash, a position that a failover took back and the log filled with
+    /// other events (`command::follow`) is another key. Read models whose
+    /// head hash is unknown (a fold of events without their hashes) are
+    /// rendered every time.
+    digest: Memo<(u64, [u8; 32]), String>,
 }
 
 impl Rendered {
     /// The peer lists of `rm`, as JSON.
     pub fn peers(&self, rm: &ReadModels) -> bytes::Bytes {
         let m = &rm.state.membership;
-        self.peers.get_or(m.generation, || {
+        let render = || {
             let records: Vec<stratum_projections::MemberRecord> = m
                 .members
                 .values()
@@ -214,13 +223,21 @@ impl Rendered {
                 serde_json::to_vec(&stratum_projections::peers(m.generation, &records))
                     .expect("peers serialize"),
             )
-        })
+        };
+        match rm.generation_hash {
+            Some(hash) => self.peers.get_or((m.generation, hash), render),
+            None => render(),
+        }
     }
 
     /// [`ReadModels::membership_digest`] of `rm`.
     pub fn membership_digest(&self, rm: &ReadModels) -> String {
-        self.digest
-            .get_or(rm.state.position, || rm.membership_digest())
+        match rm.head_hash {
+            Some(hash) => self
+                .digest
+                .get_or((rm.state.position, hash), || rm.membership_digest()),
+            None => rm.membership_digest(),
+        }
     }
 }
 
@@ -246,5 +263,63 @@ mod tests {
         assert_eq!(at(5, "five again"), "five again");
         assert_eq!(at(7, "again"), "seven");
         assert_eq!(renders.get(), 4);
+    }
+
+    /// A failover that lost the log's tail takes the position back, and
+    /// other events fill the positions again: the digest at a position
+    /// the memo kept, with another event there, is rendered again.
+    #[test]
+    fn the_digest_is_kept_for_a_position_and_the_hash_of_its_event() {
+        use stratum_domain::membership::Role;
+        use stratum_domain::testing::{admitted, given};
+        let rendered = super::Rendered::default();
+        let mut held = super::ReadModels::default();
+        held.state = given(&[admitted("n-1", Role::Compute, 1)]);
+        held.head_hash = Some([1; 32]);
+        let kept = rendered.membership_digest(&held);
+        assert_eq!(kept, held.membership_digest());
+        let mut other = super::ReadModels::default();
+        other.state = given(&[admitted("n-2", Role::Storage, 1)]);
+        other.head_hash = Some([2; 32]);
+        assert_eq!(other.state.position, held.state.position);
+        assert_ne!(other.membership_digest(), kept);
+        assert_eq!(
+            rendered.membership_digest(&other),
+            other.membership_digest()
+        );
+        other.head_hash = None;
+        assert_eq!(
+            rendered.membership_digest(&other),
+            other.membership_digest()
+        );
+    }
+
+    /// The same for the peer lists, kept for a generation and the hash of
+    /// the event there.
+    #[test]
+    fn the_peer_lists_are_kept_for_a_generation_and_the_hash_of_its_event() {
+        use stratum_domain::membership::Role;
+        use stratum_domain::testing::{admitted, given};
+        let rendered = super::Rendered::default();
+        let models = |node: &str, hash: u8| {
+            let mut rm = super::ReadModels::default();
+            rm.state = given(&[admitted(node, Role::Control, 1)]);
+            rm.generation_hash = Some([hash; 32]);
+            rm
+        };
+        let lists = |rm: &super::ReadModels| -> serde_json::Value {
+            serde_json::from_slice(&rendered.peers(rm)).unwrap()
+        };
+        let held = models("n-1", 1);
+        assert_eq!(lists(&held)["openbao"][0]["nodeId"], "n-1");
+        let mut other = models("n-2", 2);
+        assert_eq!(
+            other.state.membership.generation,
+            held.state.membership.generation
+        );
+        assert_eq!(lists(&other)["openbao"][0]["nodeId"], "n-2");
+        other.generation_hash = None;
+        assert_eq!(lists(&other)["openbao"][0]["nodeId"], "n-2");
+        assert_eq!(lists(&held)["openbao"][0]["nodeId"], "n-1");
     }
 }

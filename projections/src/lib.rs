@@ -199,6 +199,11 @@ pub struct ReadModels {
     /// know the log it holds is still the database's. A fold of events
     /// without their hashes (a replay) leaves it unknown.
     pub head_hash: Option<[u8; 32]>,
+    /// The hash of the event at `state.membership.generation` (zeros at
+    /// generation 0), when the fold saw it: with the generation, what
+    /// names the peer lists. A generation is a position, and a failover
+    /// that lost the log's tail may see another event fill it again.
+    pub generation_hash: Option<[u8; 32]>,
 }
 
 impl Default for ReadModels {
@@ -213,6 +218,7 @@ impl Default for ReadModels {
             generation_dirty: false,
             secrets: stratum_domain::Map::new(),
             head_hash: Some([0; 32]),
+            generation_hash: Some([0; 32]),
         }
     }
 }
@@ -239,11 +245,17 @@ impl ReadModels {
     pub fn apply(&mut self, rec: &Recorded, event: &DomainEvent) {
         self.apply_at(&EventCtx::of(rec), &rec.stream_id, event);
         self.head_hash = Some(rec.hash);
+        if event.is_topology_change() {
+            self.generation_hash = Some(rec.hash);
+        }
     }
 
     /// Folds one decoded event, given its envelope's parts.
     pub fn apply_at(&mut self, ctx: &EventCtx, stream_id: &str, event: &DomainEvent) {
         self.head_hash = None;
+        if event.is_topology_change() {
+            self.generation_hash = None;
+        }
         let before = self.state.membership.generation;
         self.state.evolve(ctx, stream_id, event);
         if let DomainEvent::TokenIssued(t) = event {
@@ -488,6 +500,9 @@ impl ReadModels {
                 .all(|((name, version), p)| name == p.name && *version == p.version);
         same_folds.then(|| {
             let mut rm = Self {
+                generation_hash: (s.state.membership.generation == s.state.position)
+                    .then_some(s.head_hash)
+                    .flatten(),
                 state: s.state,
                 head_hash: s.head_hash,
                 ..Self::default()

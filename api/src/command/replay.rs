@@ -18,6 +18,9 @@ pub(super) async fn reload(store: &Arc<dyn EventStore>) -> StoreResult<ReadModel
     let head = store.head().await?;
     let mut rm = state_at(store.clone(), head.position).await?;
     rm.head_hash = Some(head.hash);
+    if rm.generation_hash.is_none() {
+        rm.generation_hash = hash_at(&**store, rm.state.membership.generation).await?;
+    }
     Ok(rm)
 }
 
