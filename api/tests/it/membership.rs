@@ -702,3 +702,56 @@ async fn time_travel_through_snapshots_equals_a_replay_and_survives_a_bad_one() 
         assert_eq!(replaced.state, truth.state, "{}", db.backend);
     }
 }
+
+/// The peer lists are rendered once per generation, and named by it and
+/// the hash of its event (`reads::Rendered`): the read models every
+/// long-poll is answered from know that hash from the start, after each
+/// commit, through commits that leave the generation alone, and after a
+/// restart.
+#[tokio::test]
+async fn the_published_read_models_know_the_hash_of_their_generations_event() {
+    for db in each_backend().await {
+        let hash_at = |app: &TestApp, p: u64| {
+            let store = app.svc.state.store.clone();
+            async move { store.read_after(p - 1, 1).await.unwrap()[0].hash }
+        };
+        let app = spawn_app(&db).await;
+        app.admit("n-1", "hybrid", "192.0.2.11").await;
+        app.admit("n-2", "hybrid", "192.0.2.12").await;
+        let bus = &app.svc.state.bus;
+        let g = generation(&app).await;
+        let published = bus.published();
+        assert_eq!(published.state.membership.generation, g);
+        assert_eq!(
+            published.generation_hash,
+            Some(hash_at(&app, g).await),
+            "{}: after a commit",
+            db.backend
+        );
+        let r = app
+            .post(
+                &format!("{MEMBERS}/n-1/applied-generation"),
+                json!({ "generation": g }),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}: {}", db.backend, r.body);
+        let published = bus.published();
+        assert!(published.state.position > g);
+        assert_eq!(
+            published.generation_hash,
+            Some(hash_at(&app, g).await),
+            "{}: through a commit that leaves the generation alone",
+            db.backend
+        );
+        drop(app);
+        let app = spawn_app(&db).await;
+        let published = app.svc.state.bus.published();
+        assert_eq!(published.state.membership.generation, g);
+        assert_eq!(
+            published.generation_hash,
+            Some(hash_at(&app, g).await),
+            "{}: after a restart",
+            db.backend
+        );
+    }
+}
