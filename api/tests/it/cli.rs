@@ -1,6 +1,5 @@
 //! The `stratum` binary: verify, export and replay.
 
-use serde_json::json;
 use std::process::Command;
 
 use crate::membership::scenario;
@@ -308,12 +307,8 @@ async fn replaying_an_export_to_p_reproduces_the_digest_the_api_answers_as_of_p(
     // A report of the generation n-1 applied is no new generation, yet it
     // changes n-1's document: the summary polled after it (the digest is
     // rendered once per position) has the new digest.
-    let r = app
-        .post(
-            "/v1/admin/cluster/members/n-1/applied-generation",
-            json!({"generation": live["generation"]}),
-        )
-        .await;
+    let g = live["generation"].as_u64().unwrap();
+    let r = crate::membership::report_applied(&app, "n-1", g).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let reported = app.get("/v1/admin/cluster/membership").await.body;
     assert_eq!(reported["generation"], live["generation"]);

@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 use stratum_api::backoff::Backoff;
 use stratum_api::raft::{AdapterError, Failure, RaftAdapter, RaftAdapters, RaftPeer, Removal};
 
-use crate::support::{assert_error_shape, config, each_backend, spawn_app, spawn_with, TestApp};
+use crate::support::{
+    assert_error_shape, config, each_backend, spawn_app, spawn_with, Res, TestApp,
+};
 
 const MEMBERS: &str = "/v1/admin/cluster/members";
 
@@ -18,6 +20,15 @@ async fn generation(app: &TestApp) -> u64 {
     app.get("/v1/admin/cluster/membership").await.body["generation"]
         .as_u64()
         .unwrap()
+}
+
+/// `node` reports the generation it applied, as its agent does.
+pub async fn report_applied(app: &TestApp, node: &str, generation: u64) -> Res {
+    app.post(
+        &format!("{MEMBERS}/{node}/applied-generation"),
+        json!({ "generation": generation }),
+    )
+    .await
 }
 
 fn listed(peers: &Value, node_id: &str) -> bool {
@@ -287,23 +298,13 @@ async fn reporting_the_current_generation_clears_lagging_without_bumping_it() {
         app.get(&format!("{MEMBERS}/n-1")).await.body["lagging"],
         true
     );
-    let r = app
-        .post(
-            &format!("{MEMBERS}/n-1/applied-generation"),
-            json!({"generation": g}),
-        )
-        .await;
+    let r = report_applied(&app, "n-1", g).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["lagging"], false);
     assert_eq!(generation(&app).await, g);
     let m = app.get("/v1/admin/cluster/membership").await.body;
     assert_eq!(m["lagging"], json!([]));
-    let r = app
-        .post(
-            &format!("{MEMBERS}/n-1/applied-generation"),
-            json!({"generation": g + 1}),
-        )
-        .await;
+    let r = report_applied(&app, "n-1", g + 1).await;
     assert_error_shape(&r, StatusCode::BAD_REQUEST, "INVALID_INPUT");
 }
 
@@ -569,12 +570,7 @@ async fn a_peer_long_poll_sleeps_through_applied_generations_and_ends_when_its_t
         wakes.borrow_and_update();
         let before = bus.published().state.position;
         for node in ["n-1", "n-2"] {
-            let r = app
-                .post(
-                    &format!("{MEMBERS}/{node}/applied-generation"),
-                    json!({ "generation": g }),
-                )
-                .await;
+            let r = report_applied(&app, node, g).await;
             assert_eq!(r.status, 200, "{}: {}", db.backend, r.body);
         }
         assert!(
@@ -728,12 +724,7 @@ async fn the_published_read_models_know_the_hash_of_their_generations_event() {
             "{}: after a commit",
             db.backend
         );
-        let r = app
-            .post(
-                &format!("{MEMBERS}/n-1/applied-generation"),
-                json!({ "generation": g }),
-            )
-            .await;
+        let r = report_applied(&app, "n-1", g).await;
         assert_eq!(r.status, 200, "{}: {}", db.backend, r.body);
         let published = bus.published();
         assert!(published.state.position > g);
