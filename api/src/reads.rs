@@ -198,7 +198,7 @@ pub struct Rendered {
     peers: Memo<(u64, [u8; 32]), bytes::Bytes>,
     /// The membership digest, by position and the hash of the event there:
     /// a summary polled while nothing changes hashes the members'
-    /// documents once (at 5,000 members, some 10 ms of a core). Any event
+    /// documents once (at 5,000 members, some 14 ms of a core). Any event
     /// may change a member's document (a report of its applied generation
     /// is no new generation), so the key is the position; and with its
     /// hash, a position that a failover took back and the log filled with
