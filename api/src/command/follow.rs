@@ -26,6 +26,7 @@ impl Writer {
         if !reload && !recheck && self.rm.state.position >= self.wanted.load(Ordering::Acquire) {
             return;
         }
+        let before = (self.rm.state.position, self.rm.head_hash);
         let followed = async {
             if reload {
                 self.reload_from_the_log(state).await?;
@@ -77,7 +78,12 @@ impl Writer {
         }
         .await;
         match followed {
-            Ok(()) => self.publish_current(),
+            Ok(()) => {
+                if (self.rm.state.position, self.rm.head_hash) != before {
+                    self.folded_others();
+                }
+                self.publish_current();
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "could not follow the log; trying again in a second");
                 // Readers waiting for the fold ask again; so does this.
@@ -103,6 +109,8 @@ impl Writer {
         let published = self.publish.borrow().clone();
         self.rm = reload(&self.store).await?;
         state.note(Event::Reloaded);
+        // What it holds may be other processes' events.
+        self.folded_others();
         if self.holds(&published).await? {
             return Ok(());
         }

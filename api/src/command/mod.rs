@@ -281,6 +281,26 @@ impl Watched {
     }
 }
 
+/// The membership generation a publication holds, and the hash of the
+/// event at it: what the raft cleanup waits on. The hash tells a
+/// generation from another at the same position (a failover that lost the
+/// log's tail, whose positions other events filled); `None` where the
+/// read models do not know it, which never equals a known one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Generation {
+    pub number: u64,
+    pub hash: Option<[u8; 32]>,
+}
+
+impl Generation {
+    fn of(rm: &ReadModels) -> Self {
+        Self {
+            number: rm.state.membership.generation,
+            hash: rm.generation_hash,
+        }
+    }
+}
+
 /// The handle every part of the service submits commands through, and
 /// where it reads the read models the writer published.
 #[derive(Clone)]
@@ -291,6 +311,11 @@ pub struct CommandBus {
     published: watch::Receiver<Arc<ReadModels>>,
     /// The publications that can change a long-poll's answer.
     wakes: watch::Receiver<Watched>,
+    /// The generation of each publication that moved it.
+    generations: watch::Receiver<Generation>,
+    /// Raised each time the writer folds in events another process
+    /// committed.
+    others: watch::Receiver<u64>,
     /// Asks the writer to fold in what other processes committed.
     follow: Arc<Notify>,
     /// The newest position a reader waits for or another process
@@ -317,6 +342,8 @@ impl CommandBus {
         let rm_position = rm.state.position;
         let (publish, published) = watch::channel(Arc::new(rm.clone()));
         let (wakes_tx, wakes) = watch::channel(Watched::of(&rm));
+        let (generations_tx, generations) = watch::channel(Generation::of(&rm));
+        let (others_tx, others) = watch::channel(0);
         let follow = Arc::new(Notify::new());
         let wanted = Arc::new(AtomicU64::new(rm_position));
         let recheck = Arc::new(AtomicBool::new(false));
@@ -332,6 +359,8 @@ impl CommandBus {
             upgrade_due: upgrade_due.clone(),
             publish,
             wakes: wakes_tx,
+            generations: generations_tx,
+            others: others_tx,
             follow: follow.clone(),
             wanted: wanted.clone(),
             snapshot_at: rm_position,
@@ -348,6 +377,8 @@ impl CommandBus {
             upgrade_due,
             published,
             wakes,
+            generations,
+            others,
             follow,
             wanted,
             recheck,
@@ -402,6 +433,24 @@ impl CommandBus {
     /// every commit. A woken watcher reads [`Self::published`].
     pub fn wakes(&self) -> watch::Receiver<Watched> {
         self.wakes.clone()
+    }
+
+    /// The publications that move the membership generation (either way:
+    /// a log reloaded after a failover may be shorter) or put another
+    /// event at it: what changes the raft cleanup owes, but for the
+    /// removals and returns the cleanup records itself. Not every commit:
+    /// 5,000 agents' reports must not each have the cleanup read the head
+    /// and look through every member.
+    pub fn generations(&self) -> watch::Receiver<Generation> {
+        self.generations.clone()
+    }
+
+    /// Changes each time the writer folds in events another process
+    /// committed: the only events whose tree rows may be missing, as this
+    /// process's own commits write theirs (and any missing before them)
+    /// in the same transaction.
+    pub fn others_folded(&self) -> watch::Receiver<u64> {
+        self.others.clone()
     }
 
     /// Decides and commits one command. A command whose request had

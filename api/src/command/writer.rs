@@ -40,8 +40,8 @@ use stratum_store::{EventStore, Head, StoreError, StoreResult, WriteTx};
 use super::pipeline;
 use super::replay::SNAPSHOT_DISTANCE;
 use super::{
-    raise, Clock, CommandError, CommandRequest, Job, Outcome, UpgradeDue, Watched, MAX_ATTEMPTS,
-    MAX_BATCH,
+    raise, Clock, CommandError, CommandRequest, Generation, Job, Outcome, UpgradeDue, Watched,
+    MAX_ATTEMPTS, MAX_BATCH,
 };
 
 mod batch;
@@ -58,6 +58,11 @@ pub(super) struct Writer {
     /// Raised only by a publication that can change what a long-poll
     /// answers or whether its caller may still wait.
     pub(super) wakes: watch::Sender<Watched>,
+    /// Raised by a publication that moves the generation or puts another
+    /// event at it.
+    pub(super) generations: watch::Sender<Generation>,
+    /// Counts the folds of events other processes committed.
+    pub(super) others: watch::Sender<u64>,
     pub(super) follow: Arc<Notify>,
     pub(super) wanted: Arc<AtomicU64>,
     /// The position of the newest snapshot this writer kept (or started
@@ -243,6 +248,12 @@ impl Writer {
                 *w = Watched::of(rm);
             }
             wake
+        });
+        let generation = Generation::of(rm);
+        self.generations.send_if_modified(|g| {
+            let moved = *g != generation;
+            *g = generation;
+            moved
         });
         let due = UpgradeDue::of(rm, self.clock.now());
         self.upgrade_due.send_if_modified(|d| {
@@ -597,7 +608,13 @@ impl Writer {
                 self.recent.remember(e.position, e.hash);
             }
             self.rm.discard_changes();
+            self.folded_others();
         }
         Ok(())
+    }
+
+    /// Says the writer folded in events another process committed.
+    pub(super) fn folded_others(&self) {
+        self.others.send_modify(|n| *n = n.wrapping_add(1));
     }
 }

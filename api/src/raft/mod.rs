@@ -207,9 +207,9 @@ impl RaftCleanup {
 
 impl Worker {
     async fn run(mut self) {
-        let mut head = self.bus.head();
+        let mut generations = self.bus.generations();
         loop {
-            head.borrow_and_update();
+            generations.borrow_and_update();
             let next = match self.pass().await {
                 Ok(next) => next,
                 Err(e) => {
@@ -218,8 +218,14 @@ impl Worker {
                 }
             };
             if self.recheck_due.is_some_and(|due| due <= Instant::now()) {
-                if let Err(e) = self.recheck().await {
-                    tracing::warn!(raft = self.raft.as_str(), error = %e, "raft listing check failed");
+                match self.recheck().await {
+                    // A return owes the cleanup again: at once, not at
+                    // the next generation.
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(raft = self.raft.as_str(), error = %e, "raft listing check failed");
+                    }
                 }
             }
             let wake = [next, self.recheck_due]
@@ -228,7 +234,7 @@ impl Worker {
                 .min()
                 .unwrap_or_else(|| Instant::now() + Duration::from_secs(30));
             tokio::select! {
-                _ = head.changed() => {}
+                _ = generations.changed() => {}
                 _ = tokio::time::sleep_until(wake) => {}
             }
         }
@@ -326,8 +332,9 @@ impl Worker {
     /// The members are taken from the read models before the listing is
     /// read, and a return is recorded only against a removal they held
     /// then, so a removal recorded meanwhile (by another replica that took
-    /// the cleanup over) is never taken for a return.
-    async fn recheck(&mut self) -> Result<(), StoreError> {
+    /// the cleanup over) is never taken for a return. Whether it recorded
+    /// one.
+    async fn recheck(&mut self) -> Result<bool, StoreError> {
         let raft = self.raft;
         self.recheck_due = Some(Instant::now() + self.recheck);
         let now = Instant::now();
@@ -343,7 +350,7 @@ impl Worker {
         });
         if removed.is_empty() {
             // Nothing to look for: the raft is not called.
-            return Ok(());
+            return Ok(false);
         }
         let listing = match self.listing().await {
             None => {
@@ -353,11 +360,11 @@ impl Worker {
                     "this adapter reads no listing: returned peers are not watched for"
                 );
                 self.recheck_due = None;
-                return Ok(());
+                return Ok(false);
             }
             Some(Err(e)) => {
                 tracing::warn!(raft = raft.as_str(), reason = e.failure.as_str(), error = %e.message, "cannot read the raft's listing for returned peers");
-                return Ok(());
+                return Ok(false);
             }
             Some(Ok(listing)) => listing,
         };
@@ -375,19 +382,21 @@ impl Worker {
             .filter(|p| listing.names_any(&self.adapter.names_of(p)))
             .collect();
         if named.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         tokio::time::sleep(AFTER_ELECTION).await;
         match self.listing().await {
             Some(Ok(again)) => named.retain(|p| again.names_any(&self.adapter.names_of(p))),
             Some(Err(e)) => {
                 tracing::warn!(raft = raft.as_str(), reason = e.failure.as_str(), error = %e.message, "cannot read the raft's listing again to confirm a returned peer");
-                return Ok(());
+                return Ok(false);
             }
-            None => return Ok(()),
+            None => return Ok(false),
         }
+        let mut recorded = false;
         for peer in named {
             if record_return(&self.store, &self.bus, &peer, raft, seen_at).await? {
+                recorded = true;
                 let d = self
                     .hold_down
                     .get(&peer.node_id)
@@ -396,7 +405,7 @@ impl Worker {
                     .insert(peer.node_id.clone(), (Instant::now() + d, d));
             }
         }
-        Ok(())
+        Ok(recorded)
     }
 }
 
