@@ -285,20 +285,15 @@ async fn bootstrap(state: &AppState, given: Option<String>) -> Result<Option<Str
     Ok((generated && issued).then_some(secret))
 }
 
-/// Raises the bus's head when other processes commit: from the backend's
-/// announcements where it has them, and by polling.
 /// Keeps the log's tree caught up with events another build of stratum
 /// appended without keeping it (a replica of an earlier build beside this
-/// one during an upgrade): checked at every head this process folds in,
-/// so the tree is whole soon after the other build stops, without a write
-/// or a restart of this one. A failed catch-up is tried again at the next.
-/// Builds the tree rows of events another build appended without keeping
-/// them (a replica of an earlier build beside this one during an upgrade):
-/// at start, and each time the writer folds in what other processes
-/// committed. This process's own commits write their rows, and any missing
-/// before them, in their transaction, so they ask for no check: at a
-/// thousand commits a second that check was four reads of the database
-/// each.
+/// one during an upgrade), so the tree is whole soon after the other build
+/// stops, without a write or a restart of this one: checked at start, and
+/// each time the writer folds in what other processes committed. This
+/// process's own commits write their rows, and any missing before them,
+/// in their transaction, so they ask for no check (at a thousand commits a
+/// second that check was up to four reads of the database each). A failed
+/// catch-up is tried again with a backoff.
 async fn keep_tree(store: Arc<dyn EventStore>, bus: CommandBus) {
     let mut others = bus.others_folded();
     let backoff = Backoff::default();
@@ -325,6 +320,8 @@ async fn keep_tree(store: Arc<dyn EventStore>, bus: CommandBus) {
     }
 }
 
+/// Raises the bus's head when other processes commit: from the backend's
+/// announcements where it has them, and by polling.
 async fn watch_head(store: Arc<dyn EventStore>, bus: CommandBus) {
     let mut announced = match store.subscribe().await {
         Ok(rx) => rx,

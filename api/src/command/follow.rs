@@ -24,9 +24,13 @@ impl Writer {
         // A reader that saw this writer's own commit before it was
         // published asked for nothing the writer does not have now.
         if !reload && !recheck && self.rm.state.position >= self.wanted.load(Ordering::Acquire) {
+            // What a fold that failed part-way applied is the log as
+            // stored: it is published now, not at the next commit.
+            if self.publish.borrow().state.position < self.rm.state.position {
+                self.publish_current();
+            }
             return;
         }
-        let before = (self.rm.state.position, self.rm.head_hash);
         let followed = async {
             if reload {
                 self.reload_from_the_log(state).await?;
@@ -74,16 +78,13 @@ impl Writer {
                 if events.is_empty() {
                     return Ok(());
                 }
+                // Raised per chunk: a fold that fails later still says it.
+                self.folded_others();
             }
         }
         .await;
         match followed {
-            Ok(()) => {
-                if (self.rm.state.position, self.rm.head_hash) != before {
-                    self.folded_others();
-                }
-                self.publish_current();
-            }
+            Ok(()) => self.publish_current(),
             Err(e) => {
                 tracing::warn!(error = %e, "could not follow the log; trying again in a second");
                 // Readers waiting for the fold ask again; so does this.

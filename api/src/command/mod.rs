@@ -437,10 +437,11 @@ impl CommandBus {
 
     /// The publications that move the membership generation (either way:
     /// a log reloaded after a failover may be shorter) or put another
-    /// event at it: what changes the raft cleanup owes, but for the
-    /// removals and returns the cleanup records itself. Not every commit:
-    /// 5,000 agents' reports must not each have the cleanup read the head
-    /// and look through every member.
+    /// event at it: with [`Self::others_folded`] (returns another replica
+    /// recorded), what changes the raft cleanup owes, but for the removals
+    /// and returns its own workers record. Not every commit: 5,000 agents'
+    /// reports must not each have the cleanup read the head and look
+    /// through every member.
     pub fn generations(&self) -> watch::Receiver<Generation> {
         self.generations.clone()
     }

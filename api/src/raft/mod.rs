@@ -136,7 +136,10 @@ impl RaftCleanup {
 
     /// Runs until the task is aborted: leads when its settings are the
     /// agreed ones and the lock is free; while it leads, each raft's worker
-    /// works when the log moves or a retry falls due.
+    /// works when the generation moves, when this replica folds in what
+    /// another process committed (a replica that led before may record a
+    /// return after this one took over), after recording a return, or when
+    /// a retry or a listing check falls due.
     pub async fn run(self) {
         loop {
             if !self.acting.may_act().await {
@@ -208,8 +211,10 @@ impl RaftCleanup {
 impl Worker {
     async fn run(mut self) {
         let mut generations = self.bus.generations();
+        let mut others = self.bus.others_folded();
         loop {
             generations.borrow_and_update();
+            others.borrow_and_update();
             let next = match self.pass().await {
                 Ok(next) => next,
                 Err(e) => {
@@ -219,12 +224,14 @@ impl Worker {
             };
             if self.recheck_due.is_some_and(|due| due <= Instant::now()) {
                 match self.recheck().await {
+                    Ok(false) => {}
                     // A return owes the cleanup again: at once, not at
                     // the next generation.
                     Ok(true) => continue,
-                    Ok(false) => {}
+                    // It may have recorded a return before it failed.
                     Err(e) => {
                         tracing::warn!(raft = self.raft.as_str(), error = %e, "raft listing check failed");
+                        continue;
                     }
                 }
             }
@@ -233,8 +240,10 @@ impl Worker {
                 .flatten()
                 .min()
                 .unwrap_or_else(|| Instant::now() + Duration::from_secs(30));
+            // Closed only when the writer stopped: nothing moves again.
             tokio::select! {
-                _ = generations.changed() => {}
+                changed = generations.changed() => if changed.is_err() { return },
+                changed = others.changed() => if changed.is_err() { return },
                 _ = tokio::time::sleep_until(wake) => {}
             }
         }

@@ -379,15 +379,23 @@ pub async fn behind(store: &dyn EventStore, size: u64) -> StoreResult<Option<u64
 
 /// Catches the tree up with the log when it is behind: a write that
 /// appends nothing, whose start builds the missing rows under the log's
-/// lock (see [`frontier_repairing`]). Whether it was behind.
+/// lock (see [`frontier_repairing`]). Whether it was behind; an error when
+/// the rows are still missing after it (the start could not build them,
+/// and a write that appends nothing commits without them).
 pub async fn catch_up(store: &dyn EventStore) -> StoreResult<bool> {
     let head = store.head().await?;
     if behind(store, head.position).await?.is_none() {
         return Ok(false);
     }
     let tx = store.begin_write().await?;
+    let size = tx.head().position;
     tx.commit().await?;
-    Ok(true)
+    match behind(store, size).await? {
+        None => Ok(true),
+        Some(first) => Err(StoreError::Behind(format!(
+            "the tree's rows from position {first} of {size} could not be built"
+        ))),
+    }
 }
 
 /// Builds every tree row again from the log's entries, under the write

@@ -628,7 +628,7 @@ async fn a_peer_long_poll_sleeps_through_applied_generations_and_ends_when_its_t
 /// generation does not); the keeper, for events the writer folds in from
 /// another process (this replica's own commits keep the tree). Each
 /// commit woke both before: at 5,000 nodes, three looks through every
-/// member and four reads of the database per commit.
+/// member and up to four reads of the database per commit.
 #[tokio::test]
 async fn the_raft_cleanup_and_the_trees_keeper_sleep_through_this_replicas_reports() {
     for db in each_backend().await {
