@@ -9,6 +9,7 @@
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 OLD_BIN NEW_BIN [rounds] [sqlite|postgres] [seconds]" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/seed.sh"
 rounds=${3:-4}
 backend=${4:-postgres}
 secs=${5:-6}
@@ -38,15 +39,8 @@ for b in old new; do
   STRATUM_DATABASE_URL=${url[$b]} STRATUM_BOOTSTRAP_TOKEN=$admin STRATUM_LOG=warn \
     "${bin[$b]}" serve --listen "127.0.0.1:${port[$b]}" 2>"$tmp/$b.log" &
   server[$b]=$!
-  base=http://127.0.0.1:${port[$b]}
-  for _ in $(seq 100); do curl -sf "$base/readyz" >/dev/null && break; sleep 0.1; done
-  for i in $(seq 0 63); do
-    curl -sf -o /dev/null -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
-      -d "{\"nodeId\":\"n-$i\",\"role\":\"compute\",\"mgmtIp\":\"10.9.0.$((i + 1))\"}" \
-      "$base/v1/admin/cluster/members"
-  done
-  token[$b]=$(STRATUM_DATABASE_URL=${url[$b]} STRATUM_LOG=warn "${bin[$b]}" token create \
-    --principal user/bench --policy ClusterOperator | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+  ready_and_seeded "http://127.0.0.1:${port[$b]}" "$admin"
+  token[$b]=$(bench_token "${bin[$b]}" "${url[$b]}")
 done
 for _ in $(seq "$rounds"); do
   for b in old new; do

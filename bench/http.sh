@@ -37,15 +37,10 @@ STRATUM_DATABASE_URL=$url STRATUM_BOOTSTRAP_TOKEN=$admin STRATUM_LOG=warn \
 server=$!
 trap cleanup EXIT
 base=http://127.0.0.1:$port
-for _ in $(seq 100); do curl -sf "$base/readyz" >/dev/null && break; sleep 0.1; done
-for i in $(seq 0 63); do
-  curl -sf -o /dev/null -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
-    -d "{\"nodeId\":\"n-$i\",\"role\":\"compute\",\"mgmtIp\":\"10.9.0.$((i + 1))\"}" \
-    "$base/v1/admin/cluster/members"
-done
+. "$here/seed.sh"
+ready_and_seeded "$base" "$admin"
 export STRATUM_BENCH_TOKEN
-STRATUM_BENCH_TOKEN=$(STRATUM_DATABASE_URL=$url STRATUM_LOG=warn "$bin" token create \
-  --principal user/bench --policy ClusterOperator | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+STRATUM_BENCH_TOKEN=$(bench_token "$bin" "$url")
 runs=0
 run() {
   echo "== $backend: $1"
