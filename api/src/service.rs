@@ -307,15 +307,9 @@ async fn keep_tree(store: Arc<dyn EventStore>, bus: CommandBus) {
                 Some(retry.map_or(backoff.first, |d| backoff.after(d)))
             }
         };
-        let again = async {
-            match retry {
-                Some(d) => tokio::time::sleep(d).await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             changed = others.changed() => if changed.is_err() { return },
-            () = again => {}
+            () = tokio::time::sleep(retry.unwrap_or_default()), if retry.is_some() => {}
         }
     }
 }
