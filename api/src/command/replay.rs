@@ -9,8 +9,9 @@ use stratum_domain::stored::decode;
 use stratum_domain::DomainEvent;
 use stratum_projections::ReadModels;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
-use stratum_store::{EventStore, StoreError, StoreResult, READ_CHUNK};
+use stratum_store::{EventStore, ReplayChunk, StoreError, StoreResult, READ_CHUNK};
 
 /// The read models as the log stands: from the newest snapshot, then the
 /// events after it.
@@ -25,7 +26,8 @@ pub(super) async fn reload(store: &Arc<dyn EventStore>) -> StoreResult<ReadModel
 }
 
 /// Folds the log (up to `until`, or all of it) into fresh read models. One
-/// task reads the next chunk while this one folds the last.
+/// task reads the next chunks (two at a time) while this one folds the
+/// last.
 pub async fn load(store: Arc<dyn EventStore>, until: Option<u64>) -> StoreResult<ReadModels> {
     replay(store, until, |_| {}).await
 }
@@ -159,8 +161,33 @@ async fn replay_onto(
         if until.is_some_and(|u| u <= after) {
             return;
         }
+        // The next chunk is asked for while this one is read (on another
+        // of the pool's connections), so the database is not idle while a
+        // chunk crosses and is parsed: positions are gap-free, so the next
+        // chunk starts READ_CHUNK on. It is used only where this one really
+        // ended. One not used (past the log's end) is left to finish
+        // unread: a read cut off inside a `COPY` would leave its connection
+        // mid-protocol.
+        let mut ahead: Option<(u64, JoinHandle<StoreResult<ReplayChunk>>)> = None;
         loop {
-            let chunk = store.read_for_replay(after, READ_CHUNK).await;
+            let this = ahead.take().filter(|(from, _)| *from == after);
+            let next_after = after + u64::from(READ_CHUNK);
+            if until.is_none_or(|u| next_after < u) {
+                let store = store.clone();
+                let read =
+                    tokio::spawn(
+                        async move { store.read_for_replay(next_after, READ_CHUNK).await },
+                    );
+                ahead = Some((next_after, read));
+            }
+            let chunk = match this {
+                Some((_, read)) => read.await.unwrap_or_else(|e| {
+                    Err(StoreError::Unavailable(format!(
+                        "a read of the log stopped: {e}"
+                    )))
+                }),
+                None => store.read_for_replay(after, READ_CHUNK).await,
+            };
             let next = match &chunk {
                 Ok(c) => c.last_position(),
                 Err(_) => None,

@@ -177,3 +177,119 @@ async fn two_processes_writing_one_log_race_and_every_command_lands_once() {
         assert_eq!(s.read_models().await.unwrap(), rebuilt, "{b}");
     }
 }
+
+/// Appends a log of `n` events straight through the store, a member
+/// admitted every seventh event and join progress reported on the others:
+/// a fold that skips an event misses a member or a step.
+async fn append_log(s: &Arc<dyn EventStore>, n: u64) {
+    use stratum_domain::log::{EventMeta, Recorded};
+    use stratum_domain::membership::Role;
+    use stratum_domain::DomainEvent;
+    let mut head = store::Head {
+        position: 0,
+        hash: [0; 32],
+    };
+    let mut versions = std::collections::HashMap::<String, u64>::new();
+    while head.position < n {
+        let mut batch: Vec<Recorded> = Vec::new();
+        while batch.len() < 4_000 && head.position + (batch.len() as u64) < n {
+            let k = head.position + batch.len() as u64;
+            let admitted = k / 7;
+            let event = if k.is_multiple_of(7) {
+                stratum_domain::testing::admitted(&format!("n-{admitted}"), Role::Compute, 1)
+            } else {
+                DomainEvent::JoinProgressReported {
+                    node_id: format!("n-{admitted}"),
+                    step: format!("join/step-{k}"),
+                }
+            };
+            let stream = stratum_domain::state::stream_of(&event);
+            let version = versions.entry(stream.clone()).or_default();
+            *version += 1;
+            let enc = stratum_domain::stored::encode(&event);
+            let mut r = Recorded {
+                position: k + 1,
+                stream_id: stream,
+                stream_version: *version,
+                event_type: enc.event_type.into(),
+                schema_version: enc.schema_version,
+                event_id: uuid::Uuid::new_v4(),
+                occurred_at: stratum_domain::log::log_precision(chrono::Utc::now()),
+                meta: EventMeta {
+                    principal: "user/test".into(),
+                    ..Default::default()
+                },
+                payload: enc.payload,
+                prev_hash: [0; 32],
+                hash: [0; 32],
+            };
+            r.seal(batch.last().map_or(head.hash, |e| e.hash));
+            batch.push(r);
+        }
+        let mut tx = s.begin_write().await.unwrap();
+        tx.append(&batch).await.unwrap();
+        tx.commit().await.unwrap();
+        let last = batch.last().unwrap();
+        head = store::Head {
+            position: last.position,
+            hash: last.hash,
+        };
+    }
+}
+
+/// A replay asks for the next chunk of the log while the one before it is
+/// read, and uses it only where that one ended: across chunk boundaries,
+/// up to any position, it folds every event once, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_that_reads_ahead_folds_every_event_once_across_its_chunks() {
+    let chunk = u64::from(store::READ_CHUNK);
+    let n = 2 * chunk + chunk / 2;
+    for db in each_backend().await {
+        let b = db.backend;
+        let s: Arc<dyn EventStore> = store::connect(&db.url).await.unwrap();
+        append_log(&s, n).await;
+        let mut all = Vec::new();
+        while (all.len() as u64) < n {
+            all.extend(s.read_after(all.len() as u64, 5_000).await.unwrap());
+        }
+        for until in [
+            None,
+            Some(chunk - 1),
+            Some(chunk),
+            Some(chunk + 1),
+            Some(2 * chunk),
+            Some(n - 1),
+        ] {
+            let upto = until.unwrap_or(n);
+            let reached = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let seen = reached.clone();
+            let got = stratum_api::command::replay(s.clone(), until, move |p| {
+                seen.lock().unwrap().push(p)
+            })
+            .await
+            .unwrap();
+            let want =
+                stratum_projections::ReadModels::replay(all[..upto as usize].iter()).unwrap();
+            assert_eq!(got.state.position, upto, "{b}, until {until:?}");
+            assert_eq!(
+                got.state.membership.members.len(),
+                want.state.membership.members.len(),
+                "{b}, until {until:?}"
+            );
+            assert!(got.all_rows() == want.all_rows(), "{b}, until {until:?}");
+            // Each chunk folded whole ends READ_CHUNK after the one before.
+            let reached = reached.lock().unwrap().clone();
+            let chunks: Vec<u64> = (1..=n.div_ceil(chunk))
+                .map(|c| (c * chunk).min(n))
+                .collect();
+            assert_eq!(
+                reached,
+                chunks[..reached.len()].to_vec(),
+                "{b}, until {until:?}"
+            );
+            if until.is_none() {
+                assert_eq!(reached, chunks, "{b}");
+            }
+        }
+    }
+}
