@@ -418,9 +418,14 @@ async fn main() {
         at
     }
 
-    async fn until_no_lagging(api: &Api) -> Instant {
+    /// Polls the summary, as an operator's dashboard would, until nothing
+    /// lags; `polls` gets how long each poll took (while the agents report,
+    /// each is at a new position: its digest is not the one kept).
+    async fn until_no_lagging(api: &Api, polls: &mut Vec<f64>) -> Instant {
         loop {
+            let asked = Instant::now();
             let m = api.get("/v1/admin/cluster/membership").await;
+            polls.push(asked.elapsed().as_secs_f64() * 1000.0);
             if m["lagging"].as_array().is_some_and(Vec::is_empty) {
                 return Instant::now();
             }
@@ -432,12 +437,13 @@ async fn main() {
         .as_u64()
         .unwrap();
     until_all(&mut rx, &mut agents, g0).await;
-    until_no_lagging(&api).await;
+    until_no_lagging(&api, &mut Vec::new()).await;
     println!("every agent at generation {g0}; nothing lagging");
 
     let mut each = Vec::new(); // per agent and change
     let mut all = Vec::new(); // per change: the last agent
     let mut lag = Vec::new(); // per change: lagging empty
+    let mut polls = Vec::new(); // per summary polled until then
     let mut extra: Option<(String, usize)> = None;
     for k in 0..a.changes {
         // Admit a new node (its agent starts first, as on a real node),
@@ -485,7 +491,7 @@ async fn main() {
         let ms = |t: Instant| t.saturating_duration_since(acked).as_secs_f64() * 1000.0;
         each.extend(reached.iter().map(|t| ms(*t)));
         all.push(reached.iter().map(|t| ms(*t)).fold(0.0, f64::max));
-        lag.push(ms(until_no_lagging(&api).await));
+        lag.push(ms(until_no_lagging(&api, &mut polls).await));
         println!(
             "change {:>3} {kind:<12} generation {g}: every agent has it at {:>7.1} ms, \
              lagging is empty at {:>7.1} ms",
@@ -499,6 +505,7 @@ async fn main() {
     summary("an agent receives the new generation", each);
     summary("every agent has received it", all);
     summary("lagging is empty", lag);
+    summary("GET /membership while they report", polls);
     println!(
         "long-polls failed or refused: {}",
         api.failed_polls.load(Ordering::Relaxed)
