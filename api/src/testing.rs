@@ -50,10 +50,16 @@ pub struct CountingStore {
     calls: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
     observer: Option<Observer>,
     commits: Option<std::sync::Arc<dyn CommitHook>>,
+    replay_reads: Option<ReplayReads>,
 }
 
 /// Told the name of each method called of a [`CountingStore`].
 type Observer = Box<dyn Fn(&'static str) + Send + Sync>;
+
+/// Awaited before each `read_for_replay` (with its `after` and `false`)
+/// and after it (`true`): a test holds a read there to order it against
+/// others, or against what it writes meanwhile.
+type ReplayReads = Box<dyn Fn(u64, bool) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
 
 /// What a test does with each commit that reaches a [`CountingStore`]:
 /// pass it on (`tx.commit()`), or hold it, roll it back, or report it
@@ -130,7 +136,18 @@ impl CountingStore {
             calls: Default::default(),
             observer: None,
             commits: None,
+            replay_reads: None,
         }
+    }
+
+    /// Has each `read_for_replay` await `hook(after, false)` before it
+    /// reads and `hook(after, true)` after.
+    pub fn reading_for_replay_through(
+        mut self,
+        hook: impl Fn(u64, bool) -> futures::future::BoxFuture<'static, ()> + Send + Sync + 'static,
+    ) -> Self {
+        self.replay_reads = Some(Box::new(hook));
+        self
     }
 
     /// Tells `observer` of each call as it is made.
@@ -207,7 +224,14 @@ impl store::EventStore for CountingStore {
         limit: u32,
     ) -> store::StoreResult<store::ReplayChunk> {
         self.count("read_for_replay");
-        self.inner.read_for_replay(after, limit).await
+        if let Some(hook) = &self.replay_reads {
+            hook(after, false).await;
+        }
+        let chunk = self.inner.read_for_replay(after, limit).await;
+        if let Some(hook) = &self.replay_reads {
+            hook(after, true).await;
+        }
+        chunk
     }
     async fn read_for_verify(
         &self,

@@ -156,23 +156,28 @@ async fn replay_onto(
 ) -> StoreResult<ReadModels> {
     let start = rm.state.position;
     let (tx, mut rx) = mpsc::channel(2);
-    let reader = tokio::spawn(async move {
+    // Not aborted when the fold ends first (an error, `until` reached): a
+    // read cut off inside a `COPY` would leave its pooled connection
+    // mid-protocol. The reader stops at its next send, which fails once
+    // the fold has dropped the receiver.
+    tokio::spawn(async move {
         let mut after = start;
         if until.is_some_and(|u| u <= after) {
             return;
         }
         // The next chunk is asked for while this one is read (on another
-        // of the pool's connections), so the database is not idle while a
-        // chunk crosses and is parsed: positions are gap-free, so the next
-        // chunk starts READ_CHUNK on. It is used only where this one really
-        // ended. One not used (past the log's end) is left to finish
-        // unread: a read cut off inside a `COPY` would leave its connection
-        // mid-protocol.
+        // connection), so the database is not idle while a chunk crosses
+        // and is parsed: positions are gap-free, so the next chunk starts
+        // READ_CHUNK on. It is used only where this one really ended: a
+        // short chunk (the log's end, which may have grown since) is
+        // followed by a read from where it ended, and by no read ahead.
+        // One not used is left to finish unread, as above.
         let mut ahead: Option<(u64, JoinHandle<StoreResult<ReplayChunk>>)> = None;
+        let mut whole = true;
         loop {
             let this = ahead.take().filter(|(from, _)| *from == after);
             let next_after = after + u64::from(READ_CHUNK);
-            if until.is_none_or(|u| next_after < u) {
+            if whole && until.is_none_or(|u| next_after < u) {
                 let store = store.clone();
                 let read =
                     tokio::spawn(
@@ -192,6 +197,7 @@ async fn replay_onto(
                 Ok(c) => c.last_position(),
                 Err(_) => None,
             };
+            whole = next == Some(next_after);
             let done = next.is_none() || until.is_some_and(|u| next >= Some(u));
             if tx.send(chunk).await.is_err() || done {
                 return;
@@ -235,6 +241,5 @@ async fn replay_onto(
     })
     .await
     .map_err(|e| StoreError::Unavailable(format!("the fold stopped: {e}")));
-    reader.abort();
     folded?
 }

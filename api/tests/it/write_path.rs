@@ -178,39 +178,33 @@ async fn two_processes_writing_one_log_race_and_every_command_lands_once() {
     }
 }
 
-/// Appends a log of `n` events straight through the store, a member
-/// admitted every seventh event and join progress reported on the others:
-/// a fold that skips an event misses a member or a step.
+/// Appends events to the log straight through the store until it holds
+/// `n`: a member admitted every seventh event and join progress reported
+/// on the others, so each member's stream version follows from the
+/// position. A fold that skips a chunk misses its members.
 async fn append_log(s: &Arc<dyn EventStore>, n: u64) {
     use stratum_domain::log::{EventMeta, Recorded};
     use stratum_domain::membership::Role;
     use stratum_domain::DomainEvent;
-    let mut head = store::Head {
-        position: 0,
-        hash: [0; 32],
-    };
-    let mut versions = std::collections::HashMap::<String, u64>::new();
+    let mut head = s.head().await.unwrap();
     while head.position < n {
         let mut batch: Vec<Recorded> = Vec::new();
         while batch.len() < 4_000 && head.position + (batch.len() as u64) < n {
             let k = head.position + batch.len() as u64;
-            let admitted = k / 7;
+            let member = format!("n-{}", k / 7);
             let event = if k.is_multiple_of(7) {
-                stratum_domain::testing::admitted(&format!("n-{admitted}"), Role::Compute, 1)
+                stratum_domain::testing::admitted(&member, Role::Compute, 1)
             } else {
                 DomainEvent::JoinProgressReported {
-                    node_id: format!("n-{admitted}"),
+                    node_id: member,
                     step: format!("join/step-{k}"),
                 }
             };
-            let stream = stratum_domain::state::stream_of(&event);
-            let version = versions.entry(stream.clone()).or_default();
-            *version += 1;
             let enc = stratum_domain::stored::encode(&event);
             let mut r = Recorded {
                 position: k + 1,
-                stream_id: stream,
-                stream_version: *version,
+                stream_id: stratum_domain::state::stream_of(&event),
+                stream_version: k % 7 + 1,
                 event_type: enc.event_type.into(),
                 schema_version: enc.schema_version,
                 event_id: uuid::Uuid::new_v4(),
@@ -237,59 +231,146 @@ async fn append_log(s: &Arc<dyn EventStore>, n: u64) {
     }
 }
 
+/// Every event of the log, read row by row.
+async fn every_event(s: &Arc<dyn EventStore>) -> Vec<stratum_domain::log::Recorded> {
+    let head = s.head().await.unwrap().position;
+    let mut all = Vec::new();
+    while (all.len() as u64) < head {
+        all.extend(s.read_after(all.len() as u64, 5_000).await.unwrap());
+    }
+    all
+}
+
+/// Asserts that `got` folded exactly `events`.
+fn assert_folded(
+    got: &stratum_projections::ReadModels,
+    events: &[stratum_domain::log::Recorded],
+    what: &str,
+) {
+    let want = stratum_projections::ReadModels::replay(events.iter()).unwrap();
+    assert_eq!(got.state.position, events.len() as u64, "{what}");
+    assert_eq!(
+        got.state.membership.members.len(),
+        want.state.membership.members.len(),
+        "{what}"
+    );
+    assert!(got.all_rows() == want.all_rows(), "{what}");
+}
+
 /// A replay asks for the next chunk of the log while the one before it is
 /// read, and uses it only where that one ended: across chunk boundaries,
 /// up to any position, it folds every event once, in order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_that_reads_ahead_folds_every_event_once_across_its_chunks() {
+    use futures::FutureExt;
     let chunk = u64::from(store::READ_CHUNK);
     let n = 2 * chunk + chunk / 2;
     for db in each_backend().await {
         let b = db.backend;
         let s: Arc<dyn EventStore> = store::connect(&db.url).await.unwrap();
         append_log(&s, n).await;
-        let mut all = Vec::new();
-        while (all.len() as u64) < n {
-            all.extend(s.read_after(all.len() as u64, 5_000).await.unwrap());
-        }
+        let all = every_event(&s).await;
         for until in [
-            None,
             Some(chunk - 1),
             Some(chunk),
             Some(chunk + 1),
+            Some(2 * chunk - 1),
             Some(2 * chunk),
+            Some(2 * chunk + 1),
             Some(n - 1),
         ] {
-            let upto = until.unwrap_or(n);
-            let reached = Arc::new(std::sync::Mutex::new(Vec::new()));
-            let seen = reached.clone();
-            let got = stratum_api::command::replay(s.clone(), until, move |p| {
-                seen.lock().unwrap().push(p)
-            })
-            .await
-            .unwrap();
-            let want =
-                stratum_projections::ReadModels::replay(all[..upto as usize].iter()).unwrap();
-            assert_eq!(got.state.position, upto, "{b}, until {until:?}");
-            assert_eq!(
-                got.state.membership.members.len(),
-                want.state.membership.members.len(),
-                "{b}, until {until:?}"
-            );
-            assert!(got.all_rows() == want.all_rows(), "{b}, until {until:?}");
-            // Each chunk folded whole ends READ_CHUNK after the one before.
-            let reached = reached.lock().unwrap().clone();
-            let chunks: Vec<u64> = (1..=n.div_ceil(chunk))
-                .map(|c| (c * chunk).min(n))
-                .collect();
-            assert_eq!(
-                reached,
-                chunks[..reached.len()].to_vec(),
-                "{b}, until {until:?}"
-            );
-            if until.is_none() {
-                assert_eq!(reached, chunks, "{b}");
-            }
+            let got = stratum_api::command::load(s.clone(), until).await.unwrap();
+            let upto = until.unwrap_or(n) as usize;
+            assert_folded(&got, &all[..upto], &format!("{b}, until {until:?}"));
         }
+
+        // The whole log, the first chunk's read held until the second has
+        // been asked for: a reader that waits for one chunk before asking
+        // for the next never asks, and the hold gives up after 10 s.
+        let (asked, asking) = tokio::sync::watch::channel(false);
+        let gave_up = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let held = gave_up.clone();
+        let ends = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = ends.clone();
+        let counting = stratum_api::testing::CountingStore::new(s.clone())
+            .reading_for_replay_through(move |after, done| {
+                if after == chunk && !done {
+                    asked.send_replace(true);
+                }
+                let mut asking = asking.clone();
+                let held = held.clone();
+                async move {
+                    if after == 0 && !done {
+                        let waited = tokio::time::timeout(
+                            std::time::Duration::from_secs(10),
+                            asking.wait_for(|a| *a),
+                        )
+                        .await;
+                        if waited.is_err() {
+                            held.store(true, std::sync::atomic::Ordering::SeqCst);
+                        }
+                    }
+                }
+                .boxed()
+            });
+        let got = stratum_api::command::replay(Arc::new(counting), None, move |p| {
+            seen.lock().unwrap().push(p)
+        })
+        .await
+        .unwrap();
+        assert_folded(&got, &all, &format!("{b}, the whole log"));
+        assert!(
+            !gave_up.load(std::sync::atomic::Ordering::SeqCst),
+            "{b}: the second chunk was not asked for while the first was read"
+        );
+        // Each chunk ended READ_CHUNK after the one before it.
+        assert_eq!(*ends.lock().unwrap(), [chunk, 2 * chunk, n], "{b}");
+    }
+}
+
+/// A log that grows while it is replayed: the chunk that was short when
+/// read (the log's end then) is followed by a read from where it ended,
+/// not by the chunk read ahead from where a whole one would have ended,
+/// which would skip what was appended between the two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_of_a_growing_log_reads_on_from_where_a_short_chunk_ended() {
+    use futures::FutureExt;
+    let chunk = u64::from(store::READ_CHUNK);
+    let (first, grown) = (2 * chunk + chunk / 2, 3 * chunk + chunk / 2);
+    for db in each_backend().await {
+        let b = db.backend;
+        let s: Arc<dyn EventStore> = store::connect(&db.url).await.unwrap();
+        append_log(&s, first).await;
+        // The short chunk (the third) is answered only once the log has
+        // grown, and the chunk read ahead after it reads only then.
+        let (short, short_read) = tokio::sync::watch::channel(false);
+        let (appended, on_appended) = tokio::sync::watch::channel(false);
+        let counting = stratum_api::testing::CountingStore::new(s.clone())
+            .reading_for_replay_through(move |after, done| {
+                if after == 2 * chunk && done {
+                    short.send_replace(true);
+                }
+                let wait = (after == 2 * chunk && done) || (after == 3 * chunk && !done);
+                let mut on_appended = on_appended.clone();
+                async move {
+                    if wait {
+                        on_appended.wait_for(|a| *a).await.unwrap();
+                    }
+                }
+                .boxed()
+            });
+        let replay = tokio::spawn(stratum_api::command::load(Arc::new(counting), None));
+        let mut short_read = short_read;
+        tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            short_read.wait_for(|r| *r),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{b}: the third chunk was never read"))
+        .unwrap();
+        append_log(&s, grown).await;
+        appended.send_replace(true);
+        let got = replay.await.unwrap().unwrap();
+        assert_folded(&got, &every_event(&s).await, &format!("{b}, grown"));
     }
 }
