@@ -505,7 +505,7 @@ async fn main() {
     summary("an agent receives the new generation", each);
     summary("every agent has received it", all);
     summary("lagging is empty", lag);
-    summary("GET /membership while they report", polls);
+    summary("GET /membership until nothing lags", polls);
     println!(
         "long-polls failed or refused: {}",
         api.failed_polls.load(Ordering::Relaxed)
