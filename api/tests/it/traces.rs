@@ -243,7 +243,8 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
     // Taken out of OpenBao's raft for real (a removed server that still
     // runs may be seen back later; the raft cleanup's own tests say what
     // then happens).
-    let removed = crate::binary::of_type(&server.history("j-1").await, "RaftPeerRemoved")
+    let history = server.history("j-1").await;
+    let removed = crate::binary::of_type(&history, "RaftPeerRemoved")
         .into_iter()
         .find(|e| e["payload"]["raft"] == "openbao")
         .cloned()
@@ -283,7 +284,16 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
     // One call per raft the member was in: OpenBao's adapter, and the
     // record-only adapter of the two rafts this test configures none for.
     let calls = named(&ours, "raft remove peer");
-    assert_eq!(calls.len(), 3, "an adapter call per raft: {names:?}");
+    // Said when it fails (seen once in a whole-suite run): which raft was
+    // called again, and whether the member's history records a failure
+    // retried or a peer come back.
+    let rafts: Vec<&Value> = calls.iter().map(|s| &s["attributes"]["raft"]).collect();
+    let events: Vec<&Value> = history.iter().map(|e| &e["type"]).collect();
+    assert_eq!(
+        calls.len(),
+        3,
+        "an adapter call per raft: {names:?}; calls for {rafts:?}; j-1's events {events:?}"
+    );
     let call = *calls
         .iter()
         .find(|s| s["attributes"]["raft"] == "openbao")
