@@ -285,8 +285,8 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
     // record-only adapter of the two rafts this test configures none for.
     let calls = named(&ours, "raft remove peer");
     // Said when it fails (seen once in a whole-suite run): which raft was
-    // called again, and whether the member's history records a failure
-    // retried or a peer come back.
+    // called again, and whether the member's history records a peer come
+    // back (a failed call that was retried records no event).
     let rafts: Vec<&Value> = calls.iter().map(|s| &s["attributes"]["raft"]).collect();
     let events: Vec<&Value> = history.iter().map(|e| &e["type"]).collect();
     assert_eq!(
