@@ -271,11 +271,15 @@ impl Worker {
             };
             // The call continues the trace of the decommission that asked
             // for it, when this replica took that command.
+            // A failed call is marked so in the trace (and says why), as a
+            // request that failed is: the retry is another call.
             let call = tracing::debug_span!(
                 "raft remove peer",
                 raft = raft.as_str(),
                 adapter = self.adapter.name(),
                 node_id = %record.node_id,
+                otel.status_code = tracing::field::Empty,
+                error.type = tracing::field::Empty,
             );
             crate::telemetry::continue_cause(&call, &record.node_id);
             match self
@@ -297,6 +301,8 @@ impl Worker {
                     self.removed_at.insert(key.clone(), Instant::now());
                 }
                 Err(e) => {
+                    call.record("otel.status_code", "error");
+                    call.record("error.type", e.failure.as_str());
                     crate::metrics::global()
                         .raft_failures
                         .with_label_values(&[raft.as_str(), e.failure.as_str()])

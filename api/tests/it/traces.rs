@@ -16,6 +16,9 @@ use serde_json::{json, Value};
 
 use crate::binary::*;
 
+/// OTLP's `STATUS_CODE_ERROR`, as the receiver writes a span's status.
+const STATUS_ERROR: i64 = 2;
+
 /// Whether the receiver's Python modules and OpenBao are here; a loud skip,
 /// or a failure where traces are required (`.ci/run`).
 fn available(tools: &[&str]) -> bool {
@@ -133,39 +136,66 @@ fn named<'a>(trace: &'a HashMap<String, Value>, name: &str) -> Vec<&'a Value> {
     trace.values().filter(|s| s["name"] == name).collect()
 }
 
-/// What the proxy saw: method, path and `traceparent` of each request.
-type Seen = Arc<Mutex<Vec<(String, String, Option<String>)>>>;
+/// One request the proxy saw: method, path, `traceparent`, and the status
+/// it answered.
+#[derive(Clone, Debug)]
+struct Passed {
+    method: String,
+    path: String,
+    traceparent: Option<String>,
+    status: u16,
+}
 
-/// A proxy in front of OpenBao that records each request's `traceparent`.
+type Seen = Arc<Mutex<Vec<Passed>>>;
+
+/// A proxy in front of OpenBao that records each request's `traceparent`
+/// and answers the first `remove-peer` itself, with a 503 (as OpenBao does
+/// while its raft has no leader), so the raft cleanup's failed call and its
+/// retry are both in the trace.
 async fn recording_proxy(upstream: String) -> (String, Seen) {
     async fn forward(State((upstream, seen)): State<(String, Seen)>, req: Request) -> Response {
         let (parts, body) = req.into_parts();
         let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
-        seen.lock().unwrap().push((
-            parts.method.to_string(),
-            parts.uri.path().to_owned(),
-            parts
-                .headers
-                .get("traceparent")
-                .map(|v| v.to_str().unwrap().to_owned()),
-        ));
-        let mut headers = parts.headers.clone();
-        headers.remove(axum::http::header::HOST);
-        let res = reqwest::Client::new()
-            .request(parts.method, format!("{upstream}{}", parts.uri))
-            .headers(headers)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        let status = res.status();
-        let headers = res.headers().clone();
-        let body = res.bytes().await.unwrap();
-        let mut out = (status, body).into_response();
-        if let Some(ct) = headers.get(axum::http::header::CONTENT_TYPE) {
-            out.headers_mut()
-                .insert(axum::http::header::CONTENT_TYPE, ct.clone());
-        }
+        let traceparent = parts
+            .headers
+            .get("traceparent")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let path = parts.uri.path().to_owned();
+        let first_removal = path == "/v1/sys/storage/raft/remove-peer"
+            && !seen.lock().unwrap().iter().any(|p| p.path == path);
+        let out = if first_removal {
+            (
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                r#"{"errors":["local node not active but active cluster node not found"]}"#,
+            )
+                .into_response()
+        } else {
+            let mut headers = parts.headers.clone();
+            headers.remove(axum::http::header::HOST);
+            let res = reqwest::Client::new()
+                .request(parts.method.clone(), format!("{upstream}{}", parts.uri))
+                .headers(headers)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = res.status();
+            let headers = res.headers().clone();
+            let body = res.bytes().await.unwrap();
+            let mut out = (status, body).into_response();
+            if let Some(ct) = headers.get(axum::http::header::CONTENT_TYPE) {
+                out.headers_mut()
+                    .insert(axum::http::header::CONTENT_TYPE, ct.clone());
+            }
+            out
+        };
+        seen.lock().unwrap().push(Passed {
+            method: parts.method.to_string(),
+            path,
+            traceparent,
+            status: out.status().as_u16(),
+        });
         out
     }
     let seen: Seen = Arc::default();
@@ -180,8 +210,9 @@ async fn recording_proxy(upstream: String) -> (String, Seen) {
 
 /// A decommission's trace, over http/protobuf: the request span continues
 /// the client's trace; the gate, the read, the decision and the commit are
-/// in it; the OpenBao adapter's removal call is in it too, though it runs
-/// after the answer, in the raft cleanup; and OpenBao is sent the trace in
+/// in it; the OpenBao adapter's removal calls are in it too, though they
+/// run after the answer, in the raft cleanup: the first, refused, marked an
+/// error and saying why, then its retry; and OpenBao is sent the trace in
 /// `traceparent`, with the adapter call's span as parent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
@@ -251,6 +282,7 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
         .expect("a removal from openbao");
     assert_eq!(removed["payload"]["adapter"], "openbao-http", "{removed}");
     assert_eq!(removed["payload"]["alreadyGone"], false, "{removed}");
+    let log = server.log();
     stop(server).await;
 
     let spans = receiver.spans();
@@ -281,44 +313,98 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
             "a {name} span under the request: {names:?}"
         );
     }
-    // One call per raft the member was in: OpenBao's adapter, and the
-    // record-only adapter of the two rafts this test configures none for.
+    // One successful call per raft the member was in: OpenBao's adapter,
+    // and the record-only adapter of the two rafts this test configures
+    // none for. The proxy refused the first removal, so OpenBao's adapter
+    // failed at least once (a real refusal under load may add another):
+    // each failure is a call of its own, marked an error in the trace and
+    // saying why, and is retried.
     let calls = named(&ours, "raft remove peer");
-    // Said when it fails (seen once in a whole-suite run): which raft was
-    // called again, and whether the member's history records a peer come
-    // back (a failed call that was retried records no event).
-    let rafts: Vec<&Value> = calls.iter().map(|s| &s["attributes"]["raft"]).collect();
+    let (failed, done): (Vec<&Value>, Vec<&Value>) = calls
+        .iter()
+        .copied()
+        .partition(|s| s["status"] == STATUS_ERROR);
+    let failures: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("raft removal failed"))
+        .collect();
+    let mut rafts: Vec<&str> = done
+        .iter()
+        .map(|s| s["attributes"]["raft"].as_str().unwrap())
+        .collect();
+    rafts.sort_unstable();
     let events: Vec<&Value> = history.iter().map(|e| &e["type"]).collect();
     assert_eq!(
-        calls.len(),
-        3,
-        "an adapter call per raft: {names:?}; calls for {rafts:?}; j-1's events {events:?}"
+        rafts,
+        ["openbao", "ovn", "patroni"],
+        "a successful adapter call per raft: {names:?}; failed {failed:?}; \
+         j-1's events {events:?}; the service logged {failures:?}"
     );
-    let call = *calls
+    assert!(!failed.is_empty(), "the refused call: {calls:?}");
+    assert_eq!(failures.len(), failed.len(), "{failures:?}; {failed:?}");
+    for call in &failed {
+        assert_eq!(call["attributes"]["raft"], "openbao", "{call}");
+        assert!(
+            call["attributes"]["error.type"]
+                .as_str()
+                .is_some_and(|t| !t.is_empty()),
+            "a failed call says why: {call}"
+        );
+        assert!(descends(&ours, call, request_id), "{call}");
+    }
+    let call = *done
         .iter()
         .find(|s| s["attributes"]["raft"] == "openbao")
-        .unwrap_or_else(|| panic!("openbao's call: {calls:?}"));
+        .unwrap();
     assert!(descends(&ours, call, request_id), "{call}");
-    assert_eq!(call["attributes"]["raft"], "openbao", "{call}");
     assert_eq!(call["attributes"]["adapter"], "openbao-http", "{call}");
     assert_eq!(call["attributes"]["node_id"], "j-1", "{call}");
-    // The removal it recorded is decided and committed under the call.
+    // The removal it recorded is decided and committed under the call,
+    // and under no failed one.
     let call_id = call["spanId"].as_str().unwrap();
+    let commits = named(&ours, "commit");
     assert!(
-        named(&ours, "commit")
-            .iter()
-            .any(|s| descends(&ours, s, call_id)),
+        commits.iter().any(|s| descends(&ours, s, call_id)),
         "the removal's commit under the adapter call: {names:?}"
     );
+    for failure in &failed {
+        let id = failure["spanId"].as_str().unwrap();
+        assert!(
+            !commits.iter().any(|s| descends(&ours, s, id)),
+            "nothing committed under a failed call: {names:?}"
+        );
+    }
 
-    // OpenBao was handed the trace, with the adapter call as parent.
+    // OpenBao was handed the trace, with the adapter call as parent: the
+    // refused removal under a failed call, the one it answered under the
+    // successful one.
     let seen = seen.lock().unwrap().clone();
-    let removal = seen
+    let removals: Vec<&Passed> = seen
         .iter()
-        .find(|(m, p, _)| m == "POST" && p == "/v1/sys/storage/raft/remove-peer")
-        .unwrap_or_else(|| panic!("a remove-peer call: {seen:?}"));
-    let tp = removal.2.as_deref().expect("traceparent on remove-peer");
+        .filter(|p| p.method == "POST" && p.path == "/v1/sys/storage/raft/remove-peer")
+        .collect();
+    let answered: Vec<&&Passed> = removals
+        .iter()
+        .filter(|p| p.status == 200 || p.status == 204)
+        .collect();
+    assert_eq!(answered.len(), 1, "{seen:?}");
+    let tp = answered[0]
+        .traceparent
+        .as_deref()
+        .expect("traceparent on remove-peer");
     assert_eq!(tp, traceparent(trace, call_id), "{seen:?}");
+    let refused = removals[0];
+    assert_eq!(refused.status, 503, "{seen:?}");
+    let tp = refused
+        .traceparent
+        .as_deref()
+        .expect("traceparent on remove-peer");
+    assert!(
+        failed
+            .iter()
+            .any(|s| tp == traceparent(trace, s["spanId"].as_str().unwrap())),
+        "the refused call's traceparent names a failed call: {tp}; {failed:?}"
+    );
     // Calls outside any request start traces of their own, never the
     // client's (the listing reads before the decommission).
     drop(down);
