@@ -377,7 +377,9 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
 
     // OpenBao was handed the trace, with the adapter call as parent: the
     // refused removal under a failed call, the one it answered under the
-    // successful one.
+    // successful one (or, where a real failure came after OpenBao's answer,
+    // its wait for the listing to drop the peer, under that failed call:
+    // the retry then finds the peer gone and asks nothing).
     let seen = seen.lock().unwrap().clone();
     let removals: Vec<&Passed> = seen
         .iter()
@@ -392,7 +394,16 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
         .traceparent
         .as_deref()
         .expect("traceparent on remove-peer");
-    assert_eq!(tp, traceparent(trace, call_id), "{seen:?}");
+    if failed.len() == 1 {
+        assert_eq!(tp, traceparent(trace, call_id), "{seen:?}");
+    } else {
+        assert!(
+            calls
+                .iter()
+                .any(|s| tp == traceparent(trace, s["spanId"].as_str().unwrap())),
+            "the answered removal's traceparent names a call: {tp}; {calls:?}"
+        );
+    }
     let refused = removals[0];
     assert_eq!(refused.status, 503, "{seen:?}");
     let tp = refused
