@@ -137,7 +137,7 @@ fn named<'a>(trace: &'a HashMap<String, Value>, name: &str) -> Vec<&'a Value> {
 }
 
 /// One request the proxy saw: method, path, `traceparent`, and the status
-/// it answered.
+/// it answered (0 until it has).
 #[derive(Clone, Debug)]
 struct Passed {
     method: String,
@@ -161,8 +161,20 @@ async fn recording_proxy(upstream: String) -> (String, Seen) {
             .get("traceparent")
             .map(|v| v.to_str().unwrap().to_owned());
         let path = parts.uri.path().to_owned();
-        let first_removal = path == "/v1/sys/storage/raft/remove-peer"
-            && !seen.lock().unwrap().iter().any(|p| p.path == path);
+        // Recorded on arrival (status 0 until answered: a client that went
+        // before the answer leaves it so).
+        let (at, first_removal) = {
+            let mut seen = seen.lock().unwrap();
+            let first =
+                path == "/v1/sys/storage/raft/remove-peer" && !seen.iter().any(|p| p.path == path);
+            seen.push(Passed {
+                method: parts.method.to_string(),
+                path,
+                traceparent,
+                status: 0,
+            });
+            (seen.len() - 1, first)
+        };
         let out = if first_removal {
             (
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -174,7 +186,7 @@ async fn recording_proxy(upstream: String) -> (String, Seen) {
             let mut headers = parts.headers.clone();
             headers.remove(axum::http::header::HOST);
             let res = reqwest::Client::new()
-                .request(parts.method.clone(), format!("{upstream}{}", parts.uri))
+                .request(parts.method, format!("{upstream}{}", parts.uri))
                 .headers(headers)
                 .body(body)
                 .send()
@@ -190,12 +202,7 @@ async fn recording_proxy(upstream: String) -> (String, Seen) {
             }
             out
         };
-        seen.lock().unwrap().push(Passed {
-            method: parts.method.to_string(),
-            path,
-            traceparent,
-            status: out.status().as_u16(),
-        });
+        seen.lock().unwrap()[at].status = out.status().as_u16();
         out
     }
     let seen: Seen = Arc::default();
@@ -410,11 +417,15 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
         .traceparent
         .as_deref()
         .expect("traceparent on remove-peer");
-    assert!(
-        failed
-            .iter()
-            .any(|s| tp == traceparent(trace, s["spanId"].as_str().unwrap())),
-        "the refused call's traceparent names a failed call: {tp}; {failed:?}"
+    let refused_call = failed
+        .iter()
+        .find(|s| tp == traceparent(trace, s["spanId"].as_str().unwrap()))
+        .unwrap_or_else(|| {
+            panic!("the refused call's traceparent names a failed call: {tp}; {failed:?}")
+        });
+    assert_eq!(
+        refused_call["attributes"]["error.type"], "refused",
+        "{refused_call}"
     );
     // Calls outside any request start traces of their own, never the
     // client's (the listing reads before the decommission).

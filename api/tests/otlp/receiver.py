@@ -10,7 +10,8 @@ POST /v1/traces) or OTLP/gRPC (TraceService/Export, with grpcio).
 Listens on 127.0.0.1 (a free port, written to PORTFILE once it listens)
 and appends one JSON object per span to OUT: traceId, spanId,
 parentSpanId (hex), name, kind, status (its code: 0 unset, 1 ok,
-2 error), attributes (as strings) and the resource's service.name. Runs until killed.
+2 error), attributes (as strings) and the resource's service.name.
+Runs until killed.
 """
 
 import json
