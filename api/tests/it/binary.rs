@@ -438,6 +438,14 @@ impl Server {
         }
     }
 
+    /// Waits until the service has logged `text`.
+    pub(crate) async fn logs(&self, text: &str) {
+        self.eventually(&format!("a log line with {text:?}"), || async {
+            self.log().contains(text).then_some(())
+        })
+        .await;
+    }
+
     /// Waits for a log line naming `raft` and its `adapter`.
     pub(crate) async fn announces(&self, raft: &str, adapter: &str) {
         self.eventually(
