@@ -166,6 +166,24 @@ api() {
   BODY=${out%$'\n'*}
 }
 
+# api_settled ID METHOD PATH [DATA]: api against member ID, asked again
+# while there is no answer or a 5xx (on a starved machine even a single
+# node's raft may lose and retake its leadership: "local node not active
+# but active cluster node not found"), for at most WAIT seconds; for
+# idempotent set-up calls. Fails the node if it never settles.
+api_settled() {
+  local id=$1 ip end
+  shift
+  ip=$(ip_of "$id")
+  end=$(deadline)
+  while :; do
+    API_TIMEOUT=10 api "$ip" "$@" || true
+    case $CODE in 000 | 5??) ;; *) return 0 ;; esac
+    [ "$(date +%s)" -lt "$end" ] || fail_node "$id" "$1 $2 answered $CODE after ${WAIT}s: $BODY"
+    sleep 0.2
+  done
+}
+
 # The raft configuration as "node_id voter leader" lines. Asked of the
 # active node (found through /v1/sys/leader of a running member), whose
 # view is authoritative: a standby answers from its own raft state, which
@@ -421,16 +439,16 @@ cmd_up() {
   # stated so that it stays out of stratum's way). (With autopilot disabled
   # this endpoint panics in 2.7.2: not called then.)
   if [ "$(cat "$ST/autopilot")" = 1 ]; then
-    API_TIMEOUT=10 api "$ip" POST /v1/sys/storage/raft/autopilot/configuration \
-      '{"server_stabilization_time":"1s","cleanup_dead_servers":false}' || true
+    api_settled "$first" POST /v1/sys/storage/raft/autopilot/configuration \
+      '{"server_stabilization_time":"1s","cleanup_dead_servers":false}'
     [ "$CODE" = 204 ] || [ "$CODE" = 200 ] || fail_node "$first" "autopilot configuration answered $CODE: $BODY"
   fi
   hcl='path "sys/storage/raft/remove-peer" { capabilities = ["update"] }
 path "sys/storage/raft/configuration" { capabilities = ["read"] }'
-  api "$ip" PUT "/v1/sys/policies/acl/$POLICY" "$(jq -cn --arg p "$hcl" '{policy: $p}')" || true
+  api_settled "$first" PUT "/v1/sys/policies/acl/$POLICY" "$(jq -cn --arg p "$hcl" '{policy: $p}')"
   [ "$CODE" = 204 ] || [ "$CODE" = 200 ] || fail_node "$first" "policy write answered $CODE: $BODY"
-  api "$ip" POST /v1/auth/token/create-orphan \
-    "{\"policies\":[\"$POLICY\"],\"no_default_policy\":true,\"ttl\":\"768h\",\"display_name\":\"stratum\"}" || true
+  api_settled "$first" POST /v1/auth/token/create-orphan \
+    "{\"policies\":[\"$POLICY\"],\"no_default_policy\":true,\"ttl\":\"768h\",\"display_name\":\"stratum\"}"
   [ "$CODE" = 200 ] || fail_node "$first" "token create answered $CODE: $BODY"
   jq -r '.auth.client_token' <<<"$BODY" >"$ST/stratum.token"
   # The other founders join at once, each in its own subshell.
