@@ -248,8 +248,11 @@ async fn a_thousand_concurrent_gets_share_a_few_head_checks() {
             db.backend
         );
         assert!(heads >= 1, "{}: every read checks the head", db.backend);
+        // Unshared, each read makes its own (1,000). How many share one
+        // depends on how the reads arrive: 142 were seen on a loaded 2-core
+        // CI machine, where the spawned reads trickle in.
         assert!(
-            heads <= 100,
+            heads <= 250,
             "{}: 1,000 reads made {heads} head checks; they share them",
             db.backend
         );
