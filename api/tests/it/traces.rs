@@ -19,6 +19,9 @@ use crate::binary::*;
 /// OTLP's `STATUS_CODE_ERROR`, as the receiver writes a span's status.
 const STATUS_ERROR: i64 = 2;
 
+/// OpenBao's removal endpoint, as the proxy sees it.
+const REMOVE_PEER: &str = "/v1/sys/storage/raft/remove-peer";
+
 /// Whether the receiver's Python modules and OpenBao are here; a loud skip,
 /// or a failure where traces are required (`.ci/run`).
 fn available(tools: &[&str]) -> bool {
@@ -116,6 +119,11 @@ fn trace_of(spans: &[Value], trace: &str) -> HashMap<String, Value> {
         .collect()
 }
 
+/// Whether a `traceparent` sent out names `span` of `trace` as parent.
+fn under(tp: &str, trace: &str, span: &Value) -> bool {
+    tp == traceparent(trace, span["spanId"].as_str().unwrap())
+}
+
 /// Whether `span` descends from the span `ancestor` within `trace`.
 fn descends(trace: &HashMap<String, Value>, span: &Value, ancestor: &str) -> bool {
     let mut at = span;
@@ -165,8 +173,7 @@ async fn recording_proxy(upstream: String) -> (String, Seen) {
         // before the answer leaves it so).
         let (at, first_removal) = {
             let mut seen = seen.lock().unwrap();
-            let first =
-                path == "/v1/sys/storage/raft/remove-peer" && !seen.iter().any(|p| p.path == path);
+            let first = path == REMOVE_PEER && !seen.iter().any(|p| p.path == path);
             seen.push(Passed {
                 method: parts.method.to_string(),
                 path,
@@ -390,7 +397,7 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
     let seen = seen.lock().unwrap().clone();
     let removals: Vec<&Passed> = seen
         .iter()
-        .filter(|p| p.method == "POST" && p.path == "/v1/sys/storage/raft/remove-peer")
+        .filter(|p| p.method == "POST" && p.path == REMOVE_PEER)
         .collect();
     let answered: Vec<&&Passed> = removals
         .iter()
@@ -405,9 +412,7 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
         assert_eq!(tp, traceparent(trace, call_id), "{seen:?}");
     } else {
         assert!(
-            calls
-                .iter()
-                .any(|s| tp == traceparent(trace, s["spanId"].as_str().unwrap())),
+            calls.iter().any(|s| under(tp, trace, s)),
             "the answered removal's traceparent names a call: {tp}; {calls:?}"
         );
     }
@@ -419,7 +424,7 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
         .expect("traceparent on remove-peer");
     let refused_call = failed
         .iter()
-        .find(|s| tp == traceparent(trace, s["spanId"].as_str().unwrap()))
+        .find(|s| under(tp, trace, s))
         .unwrap_or_else(|| {
             panic!("the refused call's traceparent names a failed call: {tp}; {failed:?}")
         });

@@ -170,7 +170,8 @@ api() {
 # while there is no answer or a 5xx (on a starved machine even a single
 # node's raft may lose and retake its leadership: "local node not active
 # but active cluster node not found"), for at most WAIT seconds; for
-# idempotent set-up calls. Fails the node if it never settles.
+# set-up calls that may be made twice (a second token would do no harm).
+# Fails the node if it never settles.
 api_settled() {
   local id=$1 ip end
   shift
