@@ -12,9 +12,12 @@
 //! replica; in a rolling upgrade when the last replica of the old build
 //! stops, which finalization requires), one replica rewrites every row of
 //! another version: first the whole of each projection whose rows are of
-//! another version, in (kind, id) order, then whatever is left of another
-//! version (rows an older build wrote since, rows this fold has no entity
-//! for, which are deleted). Each chunk is written under the log's lock,
+//! another version, in (kind, id) order, up to the last row the fold held
+//! as the walk began (rows made later were written at this build's
+//! versions by the commits that made them), then whatever is left of
+//! another version (rows an older build wrote since, rows this fold has
+//! no entity for, which are deleted). A pass that fails part-way goes on
+//! from where it stopped, half a second later and more after each failure. Each chunk is written under the log's lock,
 //! from the fold at the log's head, so no commit is overwritten with
 //! older rows; and at most `--rebuild-rows-per-second` rows are written a
 //! second, so the rebuild takes the write path's lock for a short moment
@@ -45,6 +48,32 @@ const CHUNK: u32 = 200;
 /// The default of `--rebuild-rows-per-second`.
 pub const DEFAULT_RATE: u32 = 2_000;
 
+/// The first wait after a pass that failed; it doubles, up to [`EVERY`].
+const AGAIN: Duration = Duration::from_millis(500);
+
+/// How far a rebuild got. A pass that fails part-way (a database that did
+/// not answer in time) leaves it, and the next pass goes on from it rather
+/// than writing every row again.
+#[derive(Default)]
+struct Progress {
+    began: Option<Instant>,
+    /// The projections written whole.
+    done: Vec<&'static str>,
+    /// The projection being written.
+    walk: Option<Walk>,
+    written: usize,
+    removed: usize,
+}
+
+/// Where the walk of one projection's rows is.
+struct Walk {
+    projection: &'static str,
+    /// The last row written.
+    after: Option<Cursor>,
+    /// The last row the walk writes.
+    last: Cursor,
+}
+
 /// The rebuild task of one server.
 pub struct Rebuild {
     pub store: Arc<dyn EventStore>,
@@ -57,31 +86,56 @@ pub struct Rebuild {
 impl Rebuild {
     pub async fn run(self, stop: CancellationToken) {
         let mut waiting_for: Option<String> = None;
+        let mut progress = Progress::default();
+        let mut failures: u32 = 0;
         loop {
-            if let Err(e) = self.pass(&mut waiting_for).await {
-                tracing::warn!(error = %e, "could not rebuild the read-model rows; trying again");
-            }
+            let wait = match self.pass(&mut waiting_for, &mut progress).await {
+                Ok(()) => {
+                    failures = 0;
+                    EVERY
+                }
+                // A database that did not answer in time: the rebuild goes
+                // on from where it stopped, soon.
+                Err(e) => {
+                    failures += 1;
+                    let wait = AGAIN.saturating_mul(1 << failures.min(4)).min(EVERY);
+                    tracing::warn!(
+                        error = %e,
+                        written = progress.written,
+                        again_in_ms = wait.as_millis() as u64,
+                        "could not rebuild the read-model rows; trying again from where it stopped"
+                    );
+                    wait
+                }
+            };
             tokio::select! {
-                () = tokio::time::sleep(EVERY) => {}
+                () = tokio::time::sleep(wait) => {}
                 () = stop.cancelled() => return,
             }
         }
     }
 
     /// Rewrites every row of another projection version, when there is one
-    /// and no live replica folds other versions.
-    async fn pass(&self, waiting_for: &mut Option<String>) -> anyhow::Result<()> {
+    /// and no live replica folds other versions; goes on from `progress`.
+    async fn pass(
+        &self,
+        waiting_for: &mut Option<String>,
+        progress: &mut Progress,
+    ) -> anyhow::Result<()> {
         let kinds = self.store.other_version_kinds().await?;
         if kinds.is_empty() {
+            *progress = Progress::default();
             return Ok(());
         }
         if self.waits(waiting_for).await? {
+            // The replica that holds it back writes rows meanwhile, maybe
+            // behind where the walk got: the next pass starts over.
+            *progress = Progress::default();
             return Ok(());
         }
         let Some(_lead) = self.store.try_lead(REBUILD_LOCK).await? else {
             return Ok(());
         };
-        let began = Instant::now();
         // Every projection with a row of another version is written whole:
         // a new version may make rows the old one did not. Rows of a kind
         // no projection of this build makes are deleted with the leftovers.
@@ -89,47 +143,79 @@ impl Rebuild {
             .iter()
             .map(|p| p.name)
             .filter(|p| {
-                kinds
-                    .iter()
-                    .any(|k| stratum_projections::dump::projection_of(k) == Some(*p))
+                !progress.done.contains(p)
+                    && kinds
+                        .iter()
+                        .any(|k| stratum_projections::dump::projection_of(k) == Some(*p))
             })
             .collect();
-        tracing::info!(
-            projections = %projections.join(","),
-            versions = %stratum_projections::versions::this_build(),
-            rows_per_second = self.rows_per_second.get(),
-            "rebuilding the read-model rows of other projection versions; answers come from this build's fold meanwhile"
-        );
-        let (mut written, mut removed) = (0, 0);
-        for p in &projections {
-            let mut at: Option<Cursor> = None;
+        let began = match progress.began {
+            Some(began) => began,
+            None => {
+                tracing::info!(
+                    projections = %projections.join(","),
+                    versions = %stratum_projections::versions::this_build(),
+                    rows_per_second = self.rows_per_second.get(),
+                    "rebuilding the read-model rows of other projection versions; answers come from this build's fold meanwhile"
+                );
+                *progress.began.insert(Instant::now())
+            }
+        };
+        for p in projections {
+            // The rows the fold holds as the walk begins: rows made later
+            // were written, at this build's versions, by their commits.
+            let last = match &progress.walk {
+                Some(w) if w.projection == p => w.last.clone(),
+                _ => match self.bus.published().last_row(p) {
+                    Some(last) => last,
+                    None => {
+                        progress.done.push(p);
+                        continue;
+                    }
+                },
+            };
             loop {
                 // A replica of other versions that started meanwhile
                 // writes rows of its own: the rebuild waits for it again.
                 if self.waits(waiting_for).await? {
+                    *progress = Progress::default();
                     return Ok(());
                 }
+                let after = progress
+                    .walk
+                    .as_ref()
+                    .filter(|w| w.projection == p)
+                    .and_then(|w| w.after.clone());
                 let chunk = self.chunk();
                 let mut next = None;
-                let n = self
+                let (n, _) = self
                     .write_at_head(|rm| {
-                        let (rows, cursor) = rm.rows_after(p, at.as_ref(), chunk);
+                        let (rows, cursor) = rm.rows_through(p, after.as_ref(), &last, chunk);
                         next = cursor;
                         rows
                     })
                     .await?;
-                written += n.0;
-                self.pace(n.0).await;
+                progress.written += n;
+                self.pace(n).await;
                 match next {
-                    Some(c) => at = Some(c),
+                    Some(at) => {
+                        progress.walk = Some(Walk {
+                            projection: p,
+                            after: Some(at),
+                            last: last.clone(),
+                        });
+                    }
                     None => break,
                 }
             }
+            progress.walk = None;
+            progress.done.push(p);
         }
         // What is left: rows of another version written since, and rows
         // this fold has no entity for.
         loop {
             if self.waits(waiting_for).await? {
+                *progress = Progress::default();
                 return Ok(());
             }
             let left = self.store.other_version_rows(self.chunk() as u32).await?;
@@ -137,17 +223,18 @@ impl Rebuild {
                 break;
             }
             let (w, r) = self.write_at_head(|rm| rm.rows_of(&left)).await?;
-            written += w;
-            removed += r;
+            progress.written += w;
+            progress.removed += r;
             self.pace(w + r).await;
         }
         tracing::info!(
-            projections = %projections.join(","),
-            written,
-            removed,
+            projections = %progress.done.join(","),
+            written = progress.written,
+            removed = progress.removed,
             seconds = format!("{:.3}", began.elapsed().as_secs_f64()),
             "rebuilt the read-model rows: every row is of this build's projection versions"
         );
+        *progress = Progress::default();
         Ok(())
     }
 

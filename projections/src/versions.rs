@@ -63,30 +63,52 @@ pub fn same_as_this_build(projections: &str) -> bool {
 pub type Cursor = (&'static str, String);
 
 impl ReadModels {
+    /// The last row of `projection` in (kind, id) order, `None` when it has
+    /// none: where a walk of the rows this fold holds now ends.
+    pub fn last_row(&self, projection: &str) -> Option<Cursor> {
+        let kinds: Vec<&'static str> = kinds_of(projection).collect();
+        kinds
+            .into_iter()
+            .rev()
+            .find_map(|kind| self.last_id(kind).map(|id| (kind, id)))
+    }
+
     /// Up to `limit` rows of `projection`, in (kind, id) order after
-    /// `after`, as this fold renders them, and where the next chunk starts
-    /// (`None` once every row was given).
-    pub fn rows_after(
+    /// `after` and up to `last` (its [`Self::last_row`] when the walk
+    /// began), as this fold renders them, and where the next chunk starts
+    /// (`None` once every row up to `last` was given). The bound keeps a
+    /// walk from chasing rows made after it began, which the commits that
+    /// made them wrote at this fold's versions.
+    pub fn rows_through(
         &self,
         projection: &str,
         after: Option<&Cursor>,
+        last: &Cursor,
         limit: usize,
     ) -> (Changes, Option<Cursor>) {
         let mut out = Changes::default();
         let mut taken = 0;
-        let mut last: Option<Cursor> = None;
+        let mut at: Option<Cursor> = None;
         let kinds: Vec<&'static str> = kinds_of(projection).collect();
-        let from = after.map_or(0, |(k, _)| kinds.iter().position(|x| x == k).unwrap_or(0));
-        for kind in &kinds[from..] {
+        let position = |k: &str| kinds.iter().position(|x| *x == k);
+        let from = after.map_or(0, |(k, _)| position(k).unwrap_or(0));
+        let Some(end) = position(last.0) else {
+            return (out, None);
+        };
+        for kind in kinds.iter().take(end + 1).skip(from) {
             let skip = after.filter(|(k, _)| k == kind).map(|(_, id)| id.as_str());
+            let cap = (*kind == last.0).then_some(last.1.as_str());
             // One more than the chunk takes: whether another chunk follows.
             for id in self.ids_after(kind, skip, limit + 1 - taken) {
+                if cap.is_some_and(|c| id.as_str() > c) {
+                    return (out, None);
+                }
                 if taken == limit {
-                    return (out, last);
+                    return (out, at);
                 }
                 self.push_row(&mut out, kind, &id);
                 taken += 1;
-                last = Some((kind, id));
+                at = Some((kind, id));
             }
         }
         (out, None)
@@ -103,6 +125,17 @@ impl ReadModels {
             }
         }
         out
+    }
+
+    /// The last id of the rows of `kind` this fold holds.
+    fn last_id(&self, kind: &'static str) -> Option<String> {
+        let m = &self.state.membership;
+        match kind {
+            MEMBER => m.members.keys().next_back().cloned(),
+            JOIN_REQUEST => m.join_requests.keys().next_back().cloned(),
+            TOKEN => self.state.iam.tokens.keys().next_back().cloned(),
+            _ => crate::doc_ids(&self.state, kind).max().map(str::to_owned),
+        }
     }
 
     /// Up to `n` ids of the rows of `kind` after `after`, in order: a
@@ -216,8 +249,11 @@ mod tests {
             let mut chunks = Changes::default();
             let mut at = None;
             let mut calls = 0;
+            let Some(last) = rm.last_row(p.name) else {
+                panic!("{}: the sample has rows of every projection", p.name)
+            };
             loop {
-                let (c, next) = rm.rows_after(p.name, at.as_ref(), 2);
+                let (c, next) = rm.rows_through(p.name, at.as_ref(), &last, 2);
                 assert!(
                     c.members.len() + c.join_requests.len() + c.tokens.len() + c.docs.len() <= 2
                 );
@@ -263,6 +299,41 @@ mod tests {
                 assert!(!chunks.tokens.is_empty());
             }
         }
+    }
+
+    #[test]
+    fn a_walk_ends_at_the_last_row_it_began_with() {
+        let mut rm = sample();
+        let last = rm.last_row("members").unwrap();
+        assert_eq!(last.0, MEMBER, "the sample has no open join requests");
+        // Made after the walk began: a member within the walk's range, and
+        // one past its last row.
+        let members = &mut rm.state.membership;
+        let first = members.members.keys().next().unwrap().clone();
+        let within = format!("{first}~");
+        let past = format!("{}~", last.1);
+        assert!(within < last.1);
+        for id in [&within, &past] {
+            let mut member = members.members.values().next().unwrap().clone();
+            member.node_id = id.clone();
+            members.members.insert(id.clone(), member);
+        }
+        let mut ids = Vec::new();
+        let mut at = None;
+        loop {
+            let (c, next) = rm.rows_through("members", at.as_ref(), &last, 3);
+            assert!(c.members.len() <= 3);
+            ids.extend(c.members.iter().map(|m| m.node_id.clone()));
+            match next {
+                Some(n) => at = Some(n),
+                None => break,
+            }
+        }
+        // Every member up to the bound once, the one made within the range
+        // too; the one past it not.
+        let mut expected: Vec<String> = rm.state.membership.members.keys().cloned().collect();
+        expected.retain(|id| *id != past);
+        assert_eq!(ids, expected);
     }
 
     #[test]
