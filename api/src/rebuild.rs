@@ -98,7 +98,7 @@ impl Rebuild {
                 // on from where it stopped, soon.
                 Err(e) => {
                     failures += 1;
-                    let wait = AGAIN.saturating_mul(1 << failures.min(4)).min(EVERY);
+                    let wait = AGAIN.saturating_mul(1 << (failures - 1).min(4)).min(EVERY);
                     tracing::warn!(
                         error = %e,
                         written = progress.written,

@@ -7,7 +7,8 @@
 //! `replay --check` clean; `replay --check` of either build compares like
 //! with like meanwhile; `replay --rebuild` runs under writes; and this
 //! build, started again on the database (the way back), rebuilds the rows
-//! to its own version. Both backends, through the binaries.
+//! to its own version. A rebuild the database interrupts goes on from
+//! its last chunk. Both backends, through the binaries.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -300,5 +301,124 @@ async fn a_newer_projection_version_serves_its_fold_at_once_and_rebuilds_the_row
         let again = check_clean(this, &url, "this build's check after the way back");
         assert!(!again.contains("not compared"), "{backend}: {again}");
         stop(back).await;
+    }
+}
+
+/// Rows of members the first build records for the interrupted rebuild.
+const INTERRUPTED: usize = 50;
+/// Its rate: chunks of 20 rows a second.
+const INTERRUPTED_RATE: u32 = 20;
+
+/// A rebuild interrupted by the database: test triggers count the rows it
+/// writes, and refuse every write after its first chunk until told to
+/// stop refusing.
+fn refusing_triggers(backend: &str) -> Vec<String> {
+    let tables = [
+        "CREATE TABLE t_rewritten (n BIGINT NOT NULL)".to_owned(),
+        "INSERT INTO t_rewritten VALUES (0)".to_owned(),
+        "CREATE TABLE t_refusing (on_ INTEGER NOT NULL)".to_owned(),
+        "INSERT INTO t_refusing VALUES (1)".to_owned(),
+    ];
+    let refuse = format!(
+        "(SELECT on_ FROM t_refusing) = 1 AND (SELECT n FROM t_rewritten) >= {INTERRUPTED_RATE}"
+    );
+    let triggers = if backend == "sqlite" {
+        vec![
+            format!(
+                "CREATE TRIGGER t_refuse BEFORE UPDATE ON rm_members WHEN {refuse} \
+                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+            ),
+            "CREATE TRIGGER t_count AFTER UPDATE ON rm_members \
+             BEGIN UPDATE t_rewritten SET n = n + 1; END"
+                .to_owned(),
+        ]
+    } else {
+        vec![
+            format!(
+                "CREATE FUNCTION t_refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+                 IF {refuse} THEN RAISE EXCEPTION 'refused by the test'; END IF; \
+                 RETURN NEW; END $$"
+            ),
+            "CREATE TRIGGER t_refuse BEFORE UPDATE ON rm_members \
+             FOR EACH ROW EXECUTE FUNCTION t_refuse()"
+                .to_owned(),
+            "CREATE FUNCTION t_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             UPDATE t_rewritten SET n = n + 1; RETURN NULL; END $$"
+                .to_owned(),
+            "CREATE TRIGGER t_count AFTER UPDATE ON rm_members \
+             FOR EACH ROW EXECUTE FUNCTION t_count()"
+                .to_owned(),
+        ]
+    };
+    tables.into_iter().chain(triggers).collect()
+}
+
+async fn scalar(url: &str, sql: &str) -> i64 {
+    use sqlx::Connection;
+    if url.starts_with("sqlite") {
+        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
+    } else {
+        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_rebuild_the_database_interrupts_goes_on_from_its_last_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    for (env, _db) in backends(dir.path()).await {
+        let url = env[0].1.clone();
+        let backend = if url.starts_with("sqlite") {
+            "sqlite"
+        } else {
+            "postgres"
+        };
+        let old = start(dir.path(), &env).await;
+        for i in 0..INTERRUPTED {
+            old.admit(&format!("n-i{i:02}"), &format!("192.0.2.{}", i + 10))
+                .await;
+        }
+        stop(old).await;
+        // Rows of a projection version no build folds, and the triggers.
+        crate::cli::exec(&url, "UPDATE rm_members SET projection_version = 7").await;
+        for sql in refusing_triggers(backend) {
+            crate::cli::exec(&url, &sql).await;
+        }
+
+        let mut flags_env = env.clone();
+        flags_env.push((
+            "STRATUM_REBUILD_ROWS_PER_SECOND",
+            INTERRUPTED_RATE.to_string(),
+        ));
+        let server = start(dir.path(), &flags_env).await;
+        server
+            .logs("could not rebuild the read-model rows; trying again from where it stopped")
+            .await;
+        // The first chunk is in; the database refuses the second.
+        let rewritten = "SELECT n FROM t_rewritten";
+        let left = "SELECT count(*) FROM rm_members WHERE projection_version = 7";
+        assert_eq!(
+            scalar(&url, rewritten).await,
+            i64::from(INTERRUPTED_RATE),
+            "{backend}"
+        );
+        assert_eq!(
+            scalar(&url, left).await,
+            (INTERRUPTED - INTERRUPTED_RATE as usize) as i64,
+            "{backend}"
+        );
+        crate::cli::exec(&url, "UPDATE t_refusing SET on_ = 0").await;
+
+        // It goes on from the second chunk: each row written once.
+        let (written, removed, _) = rebuilt(&server).await;
+        assert_eq!((written, removed), (INTERRUPTED, 0), "{backend}");
+        assert_eq!(
+            scalar(&url, rewritten).await,
+            INTERRUPTED as i64,
+            "{backend}: a row written twice"
+        );
+        assert_eq!(scalar(&url, left).await, 0, "{backend}");
+        stop(server).await;
     }
 }
