@@ -16,8 +16,11 @@
 //! as the walk began (rows made later were written at this build's
 //! versions by the commits that made them), then whatever is left of
 //! another version (rows an older build wrote since, rows this fold has
-//! no entity for, which are deleted). A pass that fails part-way goes on
-//! from where it stopped, half a second later and more after each failure. Each chunk is written under the log's lock,
+//! no entity for, which are deleted). A pass that fails part-way (a
+//! database call that failed) goes on from where it stopped, half a second
+//! later and twice as long after each failure in a row, up to `EVERY`; a
+//! rebuild held back by a replica of other versions, or led by another
+//! replica meanwhile, starts over. Each chunk is written under the log's lock,
 //! from the fold at the log's head, so no commit is overwritten with
 //! older rows; and at most `--rebuild-rows-per-second` rows are written a
 //! second, so the rebuild takes the write path's lock for a short moment
@@ -94,11 +97,11 @@ impl Rebuild {
                     failures = 0;
                     EVERY
                 }
-                // A database that did not answer in time: the rebuild goes
-                // on from where it stopped, soon.
+                // A database that failed a call (or did not answer in
+                // time): the rebuild goes on from where it stopped, soon.
                 Err(e) => {
                     failures += 1;
-                    let wait = AGAIN.saturating_mul(1 << (failures - 1).min(4)).min(EVERY);
+                    let wait = AGAIN.saturating_mul(1 << (failures - 1).min(5)).min(EVERY);
                     tracing::warn!(
                         error = %e,
                         written = progress.written,
@@ -123,7 +126,11 @@ impl Rebuild {
         progress: &mut Progress,
     ) -> anyhow::Result<()> {
         let kinds = self.store.other_version_kinds().await?;
-        if kinds.is_empty() {
+        // A walk that stopped part-way is finished even when every row of
+        // another version is behind it: the rows ahead of it may be rows
+        // the old version did not make.
+        let walking = progress.walk.as_ref().map(|w| w.projection);
+        if kinds.is_empty() && walking.is_none() {
             *progress = Progress::default();
             return Ok(());
         }
@@ -134,6 +141,9 @@ impl Rebuild {
             return Ok(());
         }
         let Some(_lead) = self.store.try_lead(REBUILD_LOCK).await? else {
+            // Another replica leads the rebuild: what this one did is
+            // stale by the time it leads again.
+            *progress = Progress::default();
             return Ok(());
         };
         // Every projection with a row of another version is written whole:
@@ -143,10 +153,11 @@ impl Rebuild {
             .iter()
             .map(|p| p.name)
             .filter(|p| {
-                !progress.done.contains(p)
-                    && kinds
-                        .iter()
-                        .any(|k| stratum_projections::dump::projection_of(k) == Some(*p))
+                walking == Some(*p)
+                    || !progress.done.contains(p)
+                        && kinds
+                            .iter()
+                            .any(|k| stratum_projections::dump::projection_of(k) == Some(*p))
             })
             .collect();
         let began = match progress.began {

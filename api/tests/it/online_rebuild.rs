@@ -392,12 +392,26 @@ async fn a_rebuild_the_database_interrupts_goes_on_from_its_last_chunk() {
             INTERRUPTED_RATE.to_string(),
         ));
         let server = start(dir.path(), &flags_env).await;
-        server
-            .logs("could not rebuild the read-model rows; trying again from where it stopped")
-            .await;
-        // The first chunk is in; the database refuses the second.
+        // The first chunk is in (a chunk is the rate's rows, members come
+        // first, and an admission makes no join request); the database
+        // refuses the second, and the rebuild says when it tries again.
         let rewritten = "SELECT n FROM t_rewritten";
         let left = "SELECT count(*) FROM rm_members WHERE projection_version = 7";
+        let warned = server
+            .eventually("a refused chunk", || async {
+                server
+                    .log()
+                    .lines()
+                    .find(|l| l.contains("could not rebuild the read-model rows"))
+                    .map(str::to_owned)
+            })
+            .await;
+        assert!(
+            warned.contains("trying again from where it stopped")
+                && warned.contains("again_in_ms=500")
+                && warned.contains(&format!("written={INTERRUPTED_RATE}")),
+            "{backend}: {warned}"
+        );
         assert_eq!(
             scalar(&url, rewritten).await,
             i64::from(INTERRUPTED_RATE),
