@@ -543,16 +543,24 @@ cmd_kill() {
 }
 
 # An operator's removal by hand, with the root token, at the active node;
-# returns once the configuration no longer names ID.
+# returns once the configuration no longer names ID. Asked again while it
+# does and the active node did not answer, or answered 5xx (a leadership
+# that moved under a loaded machine), as an operator would ask again.
 cmd_remove() {
   [ $# -eq 1 ] || usage
-  local lip end
-  lip=$(leader_ip) || die "no active node to remove $1"
-  api "$lip" POST /v1/sys/storage/raft/remove-peer "{\"server_id\": \"$1\"}" || die "remove-peer $1: no answer"
-  [ "${CODE:0:1}" = 2 ] || die "remove-peer $1: $CODE $BODY"
+  local lip end answer=none said=
   end=$(deadline)
   while servers_with_leader | awk '{ print $1 }' | grep -qxF -- "$1"; do
-    [ "$(date +%s)" -lt "$end" ] || die "$1 is still in the configuration ${WAIT}s after remove-peer"
+    [ "$(date +%s)" -lt "$end" ] || die "$1 is still in the configuration ${WAIT}s after remove-peer (last answer: $answer $said)"
+    case $answer in
+      none | 000 | 5??)
+        if lip=$(leader_ip); then
+          API_TIMEOUT=10 api "$lip" POST /v1/sys/storage/raft/remove-peer "{\"server_id\": \"$1\"}" || true
+          answer=$CODE said=$BODY
+          case $answer in 2?? | 000 | 5??) ;; *) die "remove-peer $1: $answer $said" ;; esac
+        fi
+        ;;
+    esac
     sleep 0.1
   done
 }
