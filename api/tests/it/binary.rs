@@ -605,6 +605,15 @@ impl Server {
     }
 }
 
+/// The backend of a database URL, as a test's messages name it.
+pub(crate) fn backend_of(url: &str) -> &'static str {
+    if url.starts_with("sqlite:") {
+        "sqlite"
+    } else {
+        "postgres"
+    }
+}
+
 /// The backends a test runs on: SQLite in `dir`, and a fresh PostgreSQL
 /// database where one answers (a failure where it is required).
 pub(crate) async fn backends(dir: &Path) -> Vec<(Vec<(&'static str, String)>, Option<TestDb>)> {

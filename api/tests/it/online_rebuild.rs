@@ -186,11 +186,7 @@ async fn a_newer_projection_version_serves_its_fold_at_once_and_rebuilds_the_row
     let dir = tempfile::tempdir().unwrap();
     for (env, _db) in backends(dir.path()).await {
         let url = env[0].1.clone();
-        let backend = if url.starts_with("sqlite") {
-            "sqlite"
-        } else {
-            "postgres"
-        };
+        let backend = backend_of(&url);
 
         // This build (members at version 1) records failed members.
         let old = start(dir.path(), &env).await;
@@ -369,11 +365,7 @@ async fn a_rebuild_the_database_interrupts_goes_on_from_its_last_chunk() {
     let dir = tempfile::tempdir().unwrap();
     for (env, _db) in backends(dir.path()).await {
         let url = env[0].1.clone();
-        let backend = if url.starts_with("sqlite") {
-            "sqlite"
-        } else {
-            "postgres"
-        };
+        let backend = backend_of(&url);
         let old = start(dir.path(), &env).await;
         for i in 0..INTERRUPTED {
             old.admit(&format!("n-i{i:02}"), &format!("192.0.2.{}", i + 10))

@@ -181,11 +181,7 @@ async fn way_back(rev: &str) {
     let dir = tempfile::tempdir().unwrap();
     for (env, _db) in backends(dir.path()).await {
         let url = env[0].1.clone();
-        let backend = if url.starts_with("sqlite:") {
-            "sqlite"
-        } else {
-            "postgres"
-        };
+        let backend = backend_of(&url);
 
         // The previous build makes the database and writes.
         let a = start_program(
