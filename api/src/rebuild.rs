@@ -20,8 +20,8 @@
 //! database call that failed) goes on from where it stopped, half a second
 //! later and twice as long after each failure in a row, up to `EVERY`; a
 //! rebuild held back by a replica of other versions, or led by another
-//! replica meanwhile, starts over. Each chunk is written under the log's lock,
-//! from the fold at the log's head, so no commit is overwritten with
+//! replica meanwhile, starts over. Each chunk is written under the log's
+//! lock, from the fold at the log's head, so no commit is overwritten with
 //! older rows; and at most `--rebuild-rows-per-second` rows are written a
 //! second, so the rebuild takes the write path's lock for a short moment
 //! now and then, never for long.
@@ -54,8 +54,8 @@ pub const DEFAULT_RATE: u32 = 2_000;
 /// The first wait after a pass that failed; it doubles, up to [`EVERY`].
 const AGAIN: Duration = Duration::from_millis(500);
 
-/// How far a rebuild got. A pass that fails part-way (a database that did
-/// not answer in time) leaves it, and the next pass goes on from it rather
+/// How far a rebuild got. A pass that fails part-way (a database call that
+/// failed) leaves it, and the next pass goes on from it rather
 /// than writing every row again.
 #[derive(Default)]
 struct Progress {
@@ -71,7 +71,7 @@ struct Progress {
 /// Where the walk of one projection's rows is.
 struct Walk {
     projection: &'static str,
-    /// The last row written.
+    /// The last row written; `None` before the first chunk.
     after: Option<Cursor>,
     /// The last row the walk writes.
     last: Cursor,
@@ -173,53 +173,44 @@ impl Rebuild {
             }
         };
         for p in projections {
-            // The rows the fold holds as the walk begins: rows made later
-            // were written, at this build's versions, by their commits.
-            let last = match &progress.walk {
-                Some(w) if w.projection == p => w.last.clone(),
-                _ => match self.bus.published().last_row(p) {
-                    Some(last) => last,
-                    None => {
-                        progress.done.push(p);
-                        continue;
-                    }
-                },
-            };
-            loop {
+            // A walk begins at the rows the fold holds then: rows made
+            // later were written, at this build's versions, by their
+            // commits.
+            if walking != Some(p) {
+                let Some(last) = self.bus.published().last_row(p) else {
+                    progress.done.push(p);
+                    continue;
+                };
+                progress.walk = Some(Walk {
+                    projection: p,
+                    after: None,
+                    last,
+                });
+            }
+            while let Some(walk) = &progress.walk {
                 // A replica of other versions that started meanwhile
                 // writes rows of its own: the rebuild waits for it again.
                 if self.waits(waiting_for).await? {
                     *progress = Progress::default();
                     return Ok(());
                 }
-                let after = progress
-                    .walk
-                    .as_ref()
-                    .filter(|w| w.projection == p)
-                    .and_then(|w| w.after.clone());
                 let chunk = self.chunk();
                 let mut next = None;
                 let (n, _) = self
                     .write_at_head(|rm| {
-                        let (rows, cursor) = rm.rows_through(p, after.as_ref(), &last, chunk);
+                        let (rows, cursor) =
+                            rm.rows_through(p, walk.after.as_ref(), &walk.last, chunk);
                         next = cursor;
                         rows
                     })
                     .await?;
                 progress.written += n;
                 self.pace(n).await;
-                match next {
-                    Some(at) => {
-                        progress.walk = Some(Walk {
-                            projection: p,
-                            after: Some(at),
-                            last: last.clone(),
-                        });
-                    }
-                    None => break,
+                match (next, &mut progress.walk) {
+                    (Some(at), Some(walk)) => walk.after = Some(at),
+                    _ => progress.walk = None,
                 }
             }
-            progress.walk = None;
             progress.done.push(p);
         }
         // What is left: rows of another version written since, and rows
