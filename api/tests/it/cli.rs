@@ -28,6 +28,18 @@ pub(crate) async fn exec(db_url: &str, sql: &str) {
     }
 }
 
+/// The one number `sql` answers.
+pub(crate) async fn scalar(db_url: &str, sql: &str) -> i64 {
+    use sqlx::Connection;
+    if db_url.starts_with("sqlite") {
+        let mut c = sqlx::SqliteConnection::connect(db_url).await.unwrap();
+        sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
+    } else {
+        let mut c = sqlx::PgConnection::connect(db_url).await.unwrap();
+        sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
+    }
+}
+
 /// Flips the lowest bit of the first payload byte of one event.
 async fn flip_payload_byte(db_url: &str, position: u64) {
     use sqlx::Connection;

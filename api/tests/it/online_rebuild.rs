@@ -349,17 +349,6 @@ fn refusing_triggers(backend: &str) -> Vec<String> {
     tables.into_iter().chain(triggers).collect()
 }
 
-async fn scalar(url: &str, sql: &str) -> i64 {
-    use sqlx::Connection;
-    if url.starts_with("sqlite") {
-        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
-        sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
-    } else {
-        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-        sqlx::query_scalar(sql).fetch_one(&mut c).await.unwrap()
-    }
-}
-
 #[tokio::test]
 async fn a_rebuild_the_database_interrupts_goes_on_from_its_last_chunk() {
     let dir = tempfile::tempdir().unwrap();
@@ -405,12 +394,12 @@ async fn a_rebuild_the_database_interrupts_goes_on_from_its_last_chunk() {
             "{backend}: {warned}"
         );
         assert_eq!(
-            scalar(&url, rewritten).await,
+            crate::cli::scalar(&url, rewritten).await,
             i64::from(INTERRUPTED_RATE),
             "{backend}"
         );
         assert_eq!(
-            scalar(&url, left).await,
+            crate::cli::scalar(&url, left).await,
             (INTERRUPTED - INTERRUPTED_RATE as usize) as i64,
             "{backend}"
         );
@@ -420,11 +409,11 @@ async fn a_rebuild_the_database_interrupts_goes_on_from_its_last_chunk() {
         let (written, removed, _) = rebuilt(&server).await;
         assert_eq!((written, removed), (INTERRUPTED, 0), "{backend}");
         assert_eq!(
-            scalar(&url, rewritten).await,
+            crate::cli::scalar(&url, rewritten).await,
             INTERRUPTED as i64,
             "{backend}: a row written twice"
         );
-        assert_eq!(scalar(&url, left).await, 0, "{backend}");
+        assert_eq!(crate::cli::scalar(&url, left).await, 0, "{backend}");
         stop(server).await;
     }
 }
