@@ -13,7 +13,13 @@
 //! cargo bench -p stratum-api --bench agents -- --agents 200 --changes 30
 //! cargo bench -p stratum-api --bench agents -- --agents 5000 --changes 10 [--pg URL]
 //! cargo bench -p stratum-api --bench agents -- --server http://host:8080 --token $ADMIN
+//! cargo bench -p stratum-api --bench agents -- --agents 5000 --changes 10 --floor
 //! ```
+//!
+//! `--floor` runs the same agents against the floor (`floor.rs`): a server
+//! in a process of its own that does only what any server of this API
+//! must, in memory. Its figures are what HTTP and the agents cost on this
+//! machine, under stratum's.
 //!
 //! Without `--server` it starts the `stratum` binary cargo built for the
 //! bench (`CARGO_BIN_EXE_stratum`) on a fresh database (durable settings),
@@ -32,7 +38,19 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use serde_json::{json, Value};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{self, HeaderValue};
+use hyper::Method;
+use hyper_util::rt::TokioIo;
 use tokio::sync::mpsc;
+
+mod floor;
+
+/// The allocator the server uses, for the simulated agents too.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const BOOTSTRAP: &str = "agents-bench-bootstrap-token-0123456789abcdef";
 
@@ -42,6 +60,10 @@ struct Args {
     pg: Option<String>,
     server: Option<String>,
     token: Option<String>,
+    /// Against the floor (`floor.rs`) instead of stratum.
+    floor: bool,
+    /// Serve the floor on this port (the child process `--floor` starts).
+    floor_serve: Option<u16>,
 }
 
 fn args() -> Args {
@@ -51,6 +73,8 @@ fn args() -> Args {
         pg: None,
         server: None,
         token: None,
+        floor: false,
+        floor_serve: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -61,6 +85,8 @@ fn args() -> Args {
             "--pg" => a.pg = Some(v()),
             "--server" => a.server = Some(v()),
             "--token" => a.token = Some(v()),
+            "--floor" => a.floor = true,
+            "--floor-serve" => a.floor_serve = Some(v().parse().expect("--floor-serve PORT")),
             // cargo bench passes --bench; anything else is a filter.
             _ => {}
         }
@@ -144,6 +170,7 @@ impl Started {
 
 fn start(pg: Option<&str>, agents: usize) -> (Started, String) {
     let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
     let (url, pg) = match pg {
         None => (
             format!("sqlite://{}", dir.path().join("stratum.db").display()),
@@ -161,11 +188,6 @@ fn start(pg: Option<&str>, agents: usize) -> (Started, String) {
             (format!("{base}/{db}"), Some((admin.to_owned(), db)))
         }
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_stratum"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .env("STRATUM_DATABASE_URL", &url)
@@ -183,6 +205,30 @@ fn start(pg: Option<&str>, agents: usize) -> (Started, String) {
         },
         format!("http://127.0.0.1:{port}"),
     )
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts the floor (`floor.rs`): this executable again, `--floor-serve`.
+fn start_floor() -> (Started, String) {
+    let port = free_port();
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--floor-serve", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Started {
+        child,
+        pg: None,
+        _dir: tempfile::tempdir().unwrap(),
+    };
+    (started, format!("http://127.0.0.1:{port}"))
 }
 
 #[derive(Clone)]
@@ -246,7 +292,12 @@ impl Api {
     }
 }
 
-/// One agent: what a per-node reconciler does, until `stop`.
+/// One agent: what a per-node reconciler does, until `stop`. Each holds
+/// one keep-alive connection of its own, through hyper's HTTP/1.1 client,
+/// and reads of each answer only the generation: a real agent runs on its
+/// own node, and here it shares the server's cores, so the simulated one
+/// takes as little of them as the protocol allows (`reqwest`'s pool and
+/// a parse of the whole answer took about twice the CPU).
 async fn agent(
     api: Api,
     idx: usize,
@@ -255,42 +306,110 @@ async fn agent(
     seen: mpsc::UnboundedSender<(usize, u64, Instant)>,
     stop: Arc<AtomicBool>,
 ) {
+    let auth = HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
+    let host = HeaderValue::from_str(api.base.trim_start_matches("http://")).unwrap();
+    let report = format!("/v1/admin/cluster/members/{node}/applied-generation");
     let mut generation = 0u64;
     while !stop.load(Ordering::Relaxed) {
-        let res = api
-            .client
-            .get(format!(
-                "{}/v1/admin/cluster/peers?after={generation}&waitSeconds=30",
-                api.base
-            ))
-            .bearer_auth(&token)
-            .send()
-            .await;
-        let got = match res {
-            Ok(r) if r.status() == 200 => r.json::<Value>().await.ok(),
-            _ => None,
-        };
-        let Some(g) = got.and_then(|v| v["generation"].as_u64()) else {
+        // The connection is driven in this task, beside the exchanges.
+        let Some((mut send, conn)) = connect(&api.base).await else {
             api.failed_polls.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
-        if g > generation {
-            generation = g;
-            let _ = seen.send((idx, g, Instant::now()));
-            // A member not admitted yet (or gone) is refused: no matter.
-            let _ = api
-                .client
-                .post(format!(
-                    "{}/v1/admin/cluster/members/{node}/applied-generation",
-                    api.base
-                ))
-                .bearer_auth(&token)
-                .json(&json!({ "generation": g }))
-                .send()
-                .await;
+        let exchanges = async {
+            while !stop.load(Ordering::Relaxed) {
+                let poll = request(
+                    Method::GET,
+                    &format!("/v1/admin/cluster/peers?after={generation}&waitSeconds=30"),
+                    &host,
+                    &auth,
+                    Bytes::new(),
+                );
+                let got = match exchange(&mut send, poll).await {
+                    Some((200, body)) => serde_json::from_slice::<Generation>(&body).ok(),
+                    _ => None,
+                };
+                let Some(Generation { generation: g }) = got else {
+                    return;
+                };
+                if g > generation {
+                    generation = g;
+                    let _ = seen.send((idx, g, Instant::now()));
+                    // A member not admitted yet (or gone) is refused: no
+                    // matter.
+                    let body = Bytes::from(format!(r#"{{"generation":{g}}}"#));
+                    let post = request(Method::POST, &report, &host, &auth, body);
+                    exchange(&mut send, post).await;
+                }
+            }
+        };
+        tokio::select! {
+            _ = conn => {}
+            _ = exchanges => {}
+        }
+        if !stop.load(Ordering::Relaxed) {
+            // Refused, or the connection failed: ask again on a new one.
+            api.failed_polls.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+}
+
+/// What an agent reads of the peer lists.
+#[derive(serde::Deserialize)]
+struct Generation {
+    generation: u64,
+}
+
+/// A new connection to `base` (`http://host:port`): its sender, and the
+/// connection to drive.
+async fn connect(
+    base: &str,
+) -> Option<(
+    SendRequest<Full<Bytes>>,
+    hyper::client::conn::http1::Connection<TokioIo<tokio::net::TcpStream>, Full<Bytes>>,
+)> {
+    let tcp = tokio::net::TcpStream::connect(base.trim_start_matches("http://"))
+        .await
+        .ok()?;
+    tcp.set_nodelay(true).ok()?;
+    hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .ok()
+}
+
+fn request(
+    method: Method,
+    path: &str,
+    host: &HeaderValue,
+    auth: &HeaderValue,
+    body: Bytes,
+) -> hyper::Request<Full<Bytes>> {
+    let mut req = hyper::Request::builder().method(method).uri(path);
+    let headers = req.headers_mut().unwrap();
+    headers.insert(header::HOST, host.clone());
+    headers.insert(header::AUTHORIZATION, auth.clone());
+    if !body.is_empty() {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
+    req.body(Full::new(body)).unwrap()
+}
+
+/// Sends `req` and reads its whole answer: the status and body, or `None`
+/// when the connection failed.
+async fn exchange(
+    send: &mut SendRequest<Full<Bytes>>,
+    req: hyper::Request<Full<Bytes>>,
+) -> Option<(u16, Bytes)> {
+    send.ready().await.ok()?;
+    let res = send.send_request(req).await.ok()?;
+    let status = res.status().as_u16();
+    let body = res.into_body().collect().await.ok()?.to_bytes();
+    Some((status, body))
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -316,9 +435,16 @@ fn summary(name: &str, mut ms: Vec<f64>) {
 async fn main() {
     let a = args();
     raise_open_files(a.agents);
+    if let Some(port) = a.floor_serve {
+        return floor::serve(port, BOOTSTRAP).await;
+    }
     let (started, base, admin) = match (&a.server, &a.token) {
         (Some(s), Some(t)) => (None, s.clone(), t.clone()),
         (Some(_), None) => panic!("--server wants --token (an admin token)"),
+        _ if a.floor => {
+            let (s, base) = start_floor();
+            (Some(s), base, BOOTSTRAP.to_owned())
+        }
         _ => {
             let (s, base) = start(a.pg.as_deref(), a.agents);
             (Some(s), base, BOOTSTRAP.to_owned())
@@ -347,7 +473,11 @@ async fn main() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let backend = if a.pg.is_some() { "postgres" } else { "sqlite" };
+    let backend = match (a.floor, &a.pg) {
+        (true, _) => "the floor",
+        (false, Some(_)) => "postgres",
+        (false, None) => "sqlite",
+    };
     println!(
         "{} simulated agents, {} topology changes ({backend})",
         a.agents, a.changes
