@@ -152,8 +152,7 @@ async fn decommission(State(f): Shared, headers: HeaderMap, Path(node): Path<Str
     f.members.lock().unwrap().remove(&node);
     f.tokens.write().unwrap().retain(|_, n| *n != node);
     let generation = f.change();
-    Json(json!({"nodeId": node, "state": "decommissioned", "version": generation}))
-        .into_response()
+    Json(json!({"nodeId": node, "state": "decommissioned", "version": generation})).into_response()
 }
 
 /// A report: the member's applied generation, answered with a document of

@@ -37,13 +37,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use serde_json::{json, Value};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{self, HeaderValue};
 use hyper::Method;
 use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 mod floor;
