@@ -296,8 +296,10 @@ impl Api {
 /// one keep-alive connection of its own, through hyper's HTTP/1.1 client,
 /// and reads of each answer only the generation: a real agent runs on its
 /// own node, and here it shares the server's cores, so the simulated one
-/// takes as little of them as the protocol allows (`reqwest`'s pool and
-/// a parse of the whole answer took about twice the CPU).
+/// takes as little of them as the protocol allows. (With `reqwest`'s
+/// pool and each answer parsed whole, the agents took more of the cores
+/// than an in-memory server did: `docs/benchmarks.md`, "the agents bench
+/// measured its own agents".)
 async fn agent(
     api: Api,
     idx: usize,
