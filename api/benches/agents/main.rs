@@ -48,6 +48,8 @@ use tokio::sync::mpsc;
 
 mod floor;
 
+use stratum_api::testing::free_port;
+
 /// The allocator the server uses, for the simulated agents too.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -205,14 +207,6 @@ fn start(pg: Option<&str>, agents: usize) -> (Started, String) {
         },
         format!("http://127.0.0.1:{port}"),
     )
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Starts the floor (`floor.rs`): this executable again, `--floor-serve`.

@@ -21,14 +21,7 @@ pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
 /// How often a wait looks again.
 pub(crate) const STEP: Duration = Duration::from_millis(50);
 
-/// A port nothing listens on now.
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub(crate) use stratum_api::testing::free_port;
 
 /// The test process's own `STRATUM_*` variables, which no `stratum` a test
 /// starts may inherit.
