@@ -295,11 +295,7 @@ struct Server {
 
 impl Server {
     fn start(url: &str) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = stratum_api::testing::free_port();
         let child = Command::new(stratum_bin())
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .env("STRATUM_DATABASE_URL", url)

@@ -215,14 +215,15 @@ async fn peers(
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    if let Err(s) = f.caller(&headers) {
-        return s.into_response();
-    }
     let number = |k: &str| q.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     let (after, wait) = (number("after"), number("waitSeconds").min(60));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
     let mut published = f.published.subscribe();
     loop {
+        // As stratum's does, a wait ends with 401 once its token is gone.
+        if let Err(s) = f.caller(&headers) {
+            return s.into_response();
+        }
         let (generation, body) = published.borrow_and_update().clone();
         if generation > after {
             return ([(header::CONTENT_TYPE, "application/json")], body).into_response();

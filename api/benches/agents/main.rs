@@ -136,7 +136,9 @@ fn server_env(agents: usize) -> [(&'static str, String); 2] {
 struct Started {
     child: std::process::Child,
     pg: Option<(String, String)>,
-    _dir: tempfile::TempDir,
+    /// The directory of the server's SQLite database (none for the
+    /// floor).
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Drop for Started {
@@ -203,7 +205,7 @@ fn start(pg: Option<&str>, agents: usize) -> (Started, String) {
         Started {
             child,
             pg,
-            _dir: dir,
+            _dir: Some(dir),
         },
         format!("http://127.0.0.1:{port}"),
     )
@@ -220,7 +222,7 @@ fn start_floor() -> (Started, String) {
     let started = Started {
         child,
         pg: None,
-        _dir: tempfile::tempdir().unwrap(),
+        _dir: None,
     };
     (started, format!("http://127.0.0.1:{port}"))
 }
@@ -229,9 +231,12 @@ fn start_floor() -> (Started, String) {
 struct Api {
     client: reqwest::Client,
     base: String,
+    /// The server's host and port, which the agents connect to.
+    addr: String,
     admin: String,
-    /// Long-polls that failed or were refused (a 503 past the watcher
-    /// limit): the agent asks again 100 ms later instead of waiting.
+    /// Long-polls that failed, were refused (a 503 past the watcher limit,
+    /// a 401) or found no connection: the agent asks again on a new
+    /// connection 100 ms later instead of waiting.
     failed_polls: Arc<AtomicUsize>,
 }
 
@@ -290,10 +295,10 @@ impl Api {
 /// one keep-alive connection of its own, through hyper's HTTP/1.1 client,
 /// and reads of each answer only the generation: a real agent runs on its
 /// own node, and here it shares the server's cores, so the simulated one
-/// takes as little of them as the protocol allows. (With `reqwest`'s
-/// pool and each answer parsed whole, the agents took more of the cores
-/// than an in-memory server did: `docs/benchmarks.md`, "the agents bench
-/// measured its own agents".)
+/// takes as little of them as it can while doing what a real one does.
+/// (With `reqwest`'s pool and each answer parsed whole, the agents took
+/// more of the cores than an in-memory server did: `docs/benchmarks.md`,
+/// "the agents bench measured its own agents".)
 async fn agent(
     api: Api,
     idx: usize,
@@ -303,12 +308,12 @@ async fn agent(
     stop: Arc<AtomicBool>,
 ) {
     let auth = HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
-    let host = HeaderValue::from_str(api.base.trim_start_matches("http://")).unwrap();
+    let host = HeaderValue::from_str(&api.addr).unwrap();
     let report = format!("/v1/admin/cluster/members/{node}/applied-generation");
     let mut generation = 0u64;
     while !stop.load(Ordering::Relaxed) {
         // The connection is driven in this task, beside the exchanges.
-        let Some((mut send, conn)) = connect(&api.base).await else {
+        let Some((mut send, conn)) = connect(&api.addr).await else {
             api.failed_polls.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
@@ -358,17 +363,15 @@ struct Generation {
     generation: u64,
 }
 
-/// A new connection to `base` (`http://host:port`): its sender, and the
+/// A new connection to `addr` (`host:port`): its sender, and the
 /// connection to drive.
 async fn connect(
-    base: &str,
+    addr: &str,
 ) -> Option<(
     SendRequest<Full<Bytes>>,
     hyper::client::conn::http1::Connection<TokioIo<tokio::net::TcpStream>, Full<Bytes>>,
 )> {
-    let tcp = tokio::net::TcpStream::connect(base.trim_start_matches("http://"))
-        .await
-        .ok()?;
+    let tcp = tokio::net::TcpStream::connect(addr).await.ok()?;
     tcp.set_nodelay(true).ok()?;
     hyper::client::conn::http1::handshake(TokioIo::new(tcp))
         .await
@@ -396,16 +399,23 @@ fn request(
 }
 
 /// Sends `req` and reads its whole answer: the status and body, or `None`
-/// when the connection failed.
+/// when the connection failed or the answer took over 60 s (a long-poll
+/// waits 30).
 async fn exchange(
     send: &mut SendRequest<Full<Bytes>>,
     req: hyper::Request<Full<Bytes>>,
 ) -> Option<(u16, Bytes)> {
-    send.ready().await.ok()?;
-    let res = send.send_request(req).await.ok()?;
-    let status = res.status().as_u16();
-    let body = res.into_body().collect().await.ok()?.to_bytes();
-    Some((status, body))
+    let answer = async {
+        send.ready().await.ok()?;
+        let res = send.send_request(req).await.ok()?;
+        let status = res.status().as_u16();
+        let body = res.into_body().collect().await.ok()?.to_bytes();
+        Some((status, body))
+    };
+    tokio::time::timeout(Duration::from_secs(60), answer)
+        .await
+        .ok()
+        .flatten()
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -430,11 +440,12 @@ fn summary(name: &str, mut ms: Vec<f64>) {
 #[tokio::main]
 async fn main() {
     let a = args();
-    raise_open_files(a.agents);
     if let Some(port) = a.floor_serve {
         return floor::serve(port, BOOTSTRAP).await;
     }
+    raise_open_files(a.agents);
     let (started, base, admin) = match (&a.server, &a.token) {
+        (Some(_), _) if a.floor => panic!("--floor starts its own server: no --server with it"),
         (Some(s), Some(t)) => (None, s.clone(), t.clone()),
         (Some(_), None) => panic!("--server wants --token (an admin token)"),
         _ if a.floor => {
@@ -451,9 +462,16 @@ async fn main() {
         .timeout(Duration::from_secs(60))
         .build()
         .unwrap();
+    // The agents speak plain HTTP/1.1 to the server's host and port.
+    let uri: hyper::Uri = base.parse().expect("--server: a URL");
+    let addr = match (uri.scheme_str(), uri.authority()) {
+        (Some("http"), Some(a)) => a.to_string(),
+        _ => panic!("--server: the agents speak plain HTTP (http://host:port), not {base}"),
+    };
     let api = Api {
         client,
-        base,
+        base: format!("http://{addr}"),
+        addr,
         admin,
         failed_polls: Arc::default(),
     };
