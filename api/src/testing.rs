@@ -4,17 +4,7 @@
 //! it and lets a test hold or fail its commits.
 
 use stratum_store as store;
-pub use stratum_store::testing::{each_backend, postgres, sqlite, TestDb};
-
-/// A port nothing listens on now, on loopback: for a server a test or a
-/// bench starts.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use stratum_store::testing::{each_backend, free_port, postgres, sqlite, TestDb};
 
 /// Holds Prometheus text to the exposition format with `promtool check
 /// metrics`. Where `STRATUM_REQUIRE_PROMTOOL=1` (CI sets it), a missing

@@ -47,6 +47,16 @@ impl Drop for TestDb {
     }
 }
 
+/// A port nothing listens on now, on loopback: for a server a test or a
+/// bench starts.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 pub fn sqlite() -> TestDb {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("stratum.db").display());
@@ -170,11 +180,7 @@ mod throwaway {
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = super::free_port();
         let script = format!(
             "{pg} -D {d}/data -p {port} -k {d} -c listen_addresses=127.0.0.1 -c fsync=on >{d}/log 2>&1 & pg=$!; \
              while [ -d /proc/{parent} ]; do sleep 1; done; kill $pg; wait $pg; rm -rf {d}",

@@ -4,13 +4,8 @@
 //! named when none will do. (The failover itself, where the chosen host
 //! changes under running replicas, is `api/tests/it/failover.rs`.)
 
+use stratum_store::testing::free_port;
 use stratum_store::{connect, connect_as, Access};
-
-/// A port nothing listens on.
-fn closed_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 /// `postgres://user@H:P/db?q` as the same URL with `extra` hosts first.
 fn with_hosts_before(url: &str, extra: &str, query: &str) -> String {
@@ -27,7 +22,7 @@ async fn the_first_host_with_the_session_asked_for_is_chosen() {
     let Some(db) = stratum_store::testing::postgres().await else {
         return;
     };
-    let dead = format!("127.0.0.1:{}", closed_port());
+    let dead = format!("127.0.0.1:{}", free_port());
     let url = with_hosts_before(&db.url, &dead, "target_session_attrs=read-write");
     let store = connect(&url).await.unwrap();
     assert_eq!(store.head().await.unwrap().position, 0);
@@ -64,7 +59,7 @@ async fn no_host_with_the_session_asked_for_names_every_hosts_answer() {
     let Some(db) = stratum_store::testing::postgres().await else {
         return;
     };
-    let dead = format!("127.0.0.1:{}", closed_port());
+    let dead = format!("127.0.0.1:{}", free_port());
     let url = with_hosts_before(&db.url, &dead, "target_session_attrs=standby");
     // A store that writes may not ask for a standby at all.
     let err = match connect(&url).await {
