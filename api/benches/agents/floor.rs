@@ -64,17 +64,21 @@ impl Floor {
     }
 
     fn admin(&self, headers: &HeaderMap) -> Result<(), StatusCode> {
-        match self.caller(headers)?.is_empty() {
-            true => Ok(()),
-            false => Err(StatusCode::FORBIDDEN),
+        if self.caller(headers)?.is_empty() {
+            Ok(())
+        } else {
+            Err(StatusCode::FORBIDDEN)
         }
     }
 
     /// A topology change: the next generation, published.
     fn change(&self) -> u64 {
-        let generation = self.published.borrow().0 + 1;
-        self.published
-            .send_replace((generation, peers_body(generation)));
+        let mut generation = 0;
+        self.published.send_modify(|(g, body)| {
+            *g += 1;
+            *body = peers_body(*g);
+            generation = *g;
+        });
         generation
     }
 }

@@ -230,8 +230,7 @@ fn start_floor() -> (Started, String) {
 #[derive(Clone)]
 struct Api {
     client: reqwest::Client,
-    base: String,
-    /// The server's host and port, which the agents connect to.
+    /// The server's host and port (plain HTTP).
     addr: String,
     admin: String,
     /// Long-polls that failed, were refused (a 503 past the watcher limit,
@@ -241,10 +240,14 @@ struct Api {
 }
 
 impl Api {
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
     async fn send(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
         let res = self
             .client
-            .request(method, format!("{}{path}", self.base))
+            .request(method, self.url(path))
             .bearer_auth(&self.admin)
             .json(&body)
             .send()
@@ -263,7 +266,7 @@ impl Api {
     async fn get(&self, path: &str) -> Value {
         let res = self
             .client
-            .get(format!("{}{path}", self.base))
+            .get(self.url(path))
             .bearer_auth(&self.admin)
             .send()
             .await
@@ -470,7 +473,6 @@ async fn main() {
     };
     let api = Api {
         client,
-        base: format!("http://{addr}"),
         addr,
         admin,
         failed_polls: Arc::default(),
@@ -478,7 +480,7 @@ async fn main() {
     for _ in 0..200 {
         if api
             .client
-            .get(format!("{}/readyz", api.base))
+            .get(api.url("/readyz"))
             .send()
             .await
             .is_ok_and(|r| r.status() == 200)
