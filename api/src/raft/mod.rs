@@ -331,14 +331,22 @@ impl Worker {
 }
 
 impl Worker {
-    /// The raft's listing, in a span of its own.
+    /// The raft's listing, in a span of its own, marked as an error (with
+    /// its kind) when the listing could not be read, as a removal's is.
     async fn listing(&self) -> Option<Result<Listing, AdapterError>> {
         let call = tracing::debug_span!(
             "raft listing",
             raft = self.raft.as_str(),
-            adapter = self.adapter.name()
+            adapter = self.adapter.name(),
+            otel.status_code = tracing::field::Empty,
+            error.type = tracing::field::Empty,
         );
-        self.adapter.listing().instrument(call).await
+        let listing = self.adapter.listing().instrument(call.clone()).await;
+        if let Some(Err(e)) = &listing {
+            call.record("otel.status_code", "error");
+            call.record("error.type", e.failure.as_str());
+        }
+        listing
     }
 
     /// Reads the raft's listing, if any member's removal from it is recorded,

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,6 +22,8 @@ const STATUS_ERROR: i64 = 2;
 
 /// OpenBao's removal endpoint, as the proxy sees it.
 const REMOVE_PEER: &str = "/v1/sys/storage/raft/remove-peer";
+/// Where OpenBao's adapter reads the raft's listing.
+const CONFIGURATION: &str = "/v1/sys/storage/raft/configuration";
 
 /// Whether the receiver's Python modules and OpenBao are here; a loud skip,
 /// or a failure where traces are required (`.ci/run`).
@@ -159,9 +162,15 @@ type Seen = Arc<Mutex<Vec<Passed>>>;
 /// A proxy in front of OpenBao that records each request's `traceparent`
 /// and answers the first `remove-peer` itself, with a 503 (as OpenBao does
 /// while its raft has no leader), so the raft cleanup's failed call and its
-/// retry are both in the trace.
-async fn recording_proxy(upstream: String) -> (String, Seen) {
-    async fn forward(State((upstream, seen)): State<(String, Seen)>, req: Request) -> Response {
+/// retry are both in the trace. Once the switch it answers is set, it
+/// answers each read of the raft's configuration (the listing) with the
+/// same 503.
+async fn recording_proxy(upstream: String) -> (String, Seen, Arc<AtomicBool>) {
+    type Proxied = (String, Seen, Arc<AtomicBool>);
+    async fn forward(
+        State((upstream, seen, refuse_listing)): State<Proxied>,
+        req: Request,
+    ) -> Response {
         let (parts, body) = req.into_parts();
         let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
         let traceparent = parts
@@ -169,6 +178,7 @@ async fn recording_proxy(upstream: String) -> (String, Seen) {
             .get("traceparent")
             .map(|v| v.to_str().unwrap().to_owned());
         let path = parts.uri.path().to_owned();
+        let listing = path == CONFIGURATION;
         // Recorded on arrival (status 0 until answered: a client that went
         // before the answer leaves it so).
         let (at, first_removal) = {
@@ -182,7 +192,8 @@ async fn recording_proxy(upstream: String) -> (String, Seen) {
             });
             (seen.len() - 1, first)
         };
-        let out = if first_removal {
+        let refused = first_removal || (listing && refuse_listing.load(Ordering::Relaxed));
+        let out = if refused {
             (
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
                 [(axum::http::header::CONTENT_TYPE, "application/json")],
@@ -213,13 +224,16 @@ async fn recording_proxy(upstream: String) -> (String, Seen) {
         out
     }
     let seen: Seen = Arc::default();
-    let app = axum::Router::new()
-        .fallback(forward)
-        .with_state((upstream, seen.clone()));
+    let refuse_listing = Arc::new(AtomicBool::new(false));
+    let app = axum::Router::new().fallback(forward).with_state((
+        upstream,
+        seen.clone(),
+        refuse_listing.clone(),
+    ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}"), seen)
+    (format!("http://{addr}"), seen, refuse_listing)
 }
 
 /// A decommission's trace, over http/protobuf: the request span continues
@@ -252,9 +266,10 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
             _ => {}
         }
     }
-    let (proxy, seen) = recording_proxy(upstream).await;
+    let (proxy, seen, refuse_listing) = recording_proxy(upstream).await;
     env.push(("STRATUM_OPENBAO_ADDR", proxy));
     env.push(("STRATUM_RAFT_RETRY_MIN", "200ms".into()));
+    env.push(("STRATUM_RAFT_RECHECK", "1s".into()));
     env.push(("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint()));
     env.push(("OTEL_BSP_SCHEDULE_DELAY", "200".into()));
     let server = start(dir.path(), &env).await;
@@ -296,6 +311,35 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
         .expect("a removal from openbao");
     assert_eq!(removed["payload"]["adapter"], "openbao-http", "{removed}");
     assert_eq!(removed["payload"]["alreadyGone"], false, "{removed}");
+    // Once the removal has settled, the raft cleanup reads the listing for
+    // the member's return (each second here); a read OpenBao refuses is a
+    // call marked an error in a trace of its own, saying why.
+    refuse_listing.store(true, Ordering::Relaxed);
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let refused_listing = loop {
+        let spans = receiver.spans();
+        let failed = spans
+            .iter()
+            .find(|s| s["name"] == "raft listing" && s["status"] == STATUS_ERROR);
+        if let Some(span) = failed {
+            break span.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no failed listing read in the traces: {:?}",
+            spans.iter().map(|s| &s["name"]).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(STEP).await;
+    };
+    assert_eq!(
+        refused_listing["attributes"]["raft"], "openbao",
+        "{refused_listing}"
+    );
+    assert_eq!(
+        refused_listing["attributes"]["error.type"], "refused",
+        "{refused_listing}"
+    );
+    assert_ne!(refused_listing["traceId"], trace, "{refused_listing}");
     let log = server.log();
     stop(server).await;
 
