@@ -1,5 +1,5 @@
 //! The one write path over the event store, on SQLite and on PostgreSQL
-//! alike (the store's own conformance is `api/store/tests/conformance.rs`).
+//! alike (the store's own conformance is `api/store/tests/conformance/`).
 
 use std::sync::Arc;
 
