@@ -1,5 +1,5 @@
 //! The raft adapters against stand-ins of what they call, for the faults
-//! the real rafts cannot be made to show at will (`real_rafts.rs` runs
+//! the real rafts cannot be made to show at will (`real_rafts/` runs
 //! them against the real OpenBao, OVN and Patroni).
 
 use std::time::{Duration, Instant};
