@@ -234,10 +234,15 @@ pub fn release_keys() -> crate::release::TrustedKeys {
     crate::release::TrustedKeys::parse(&release_keys_spec()).expect("the test key parses")
 }
 
+/// Signs `manifest` (again, after a change a test made) with the test key.
+pub fn resign(manifest: &mut serde_json::Value) {
+    crate::release::sign(manifest, RELEASE_KEY_ID, &release_key());
+}
+
 /// `manifest` as the release tooling hands it over: signed with the test
 /// key (again, after any change a test made), and checked.
 pub fn signed(mut manifest: serde_json::Value) -> crate::release::SignedManifest {
-    crate::release::sign(&mut manifest, RELEASE_KEY_ID, &release_key());
+    resign(&mut manifest);
     crate::release::SignedManifest::verify(manifest, &release_keys())
 }
 
@@ -265,7 +270,7 @@ pub fn manifest(version: &str, os: &str, package: Option<&str>) -> serde_json::V
         "knownBroken": [],
         "cves": [],
     });
-    crate::release::sign(&mut m, RELEASE_KEY_ID, &release_key());
+    resign(&mut m);
     m
 }
 

@@ -189,11 +189,7 @@ fn signed_manifest(version: &str, required_stops: &[&str]) -> Value {
     let mut m = stratum_domain::testing::manifest(version, "13.1", None);
     if !required_stops.is_empty() {
         m["requiredStops"] = json!(required_stops);
-        stratum_domain::release::sign(
-            &mut m,
-            stratum_domain::testing::RELEASE_KEY_ID,
-            &stratum_domain::testing::release_key(),
-        );
+        stratum_domain::testing::resign(&mut m);
     }
     m
 }

@@ -512,11 +512,7 @@ async fn build_metadata_makes_no_release_newer_and_digests_are_lower_case() {
             "sha256:{}",
             digest.trim_start_matches("sha256:").to_uppercase()
         ));
-        stratum_domain::release::sign(
-            &mut m,
-            stratum_domain::testing::RELEASE_KEY_ID,
-            &stratum_domain::testing::release_key(),
-        );
+        stratum_domain::testing::resign(&mut m);
         let (status, body) = server.post("/v1/admin/releases", m).await;
         assert_eq!(status, 400, "{body}");
 

@@ -457,11 +457,7 @@ async fn an_upgrade_that_skips_a_required_stop_fails_its_upgrade_path_precheck()
     cluster(&app).await;
     let mut m = manifest("1.2.0");
     m["requiredStops"] = json!(["1.1.0"]);
-    stratum_domain::release::sign(
-        &mut m,
-        stratum_domain::testing::RELEASE_KEY_ID,
-        &stratum_domain::testing::release_key(),
-    );
+    stratum_domain::testing::resign(&mut m);
     assert_eq!(
         app.post("/v1/admin/releases", m).await.status,
         StatusCode::CREATED

@@ -17,6 +17,20 @@ fn up(c: UpgradeCommand) -> Command {
     Command::Upgrade(c)
 }
 
+/// The release tooling registers `manifest`, signed (again) with the test
+/// key.
+async fn register(bus: &CommandBus, manifest: serde_json::Value) {
+    exec(
+        bus,
+        "user/release-bot",
+        up(UpgradeCommand::RegisterRelease {
+            manifest: stratum_domain::testing::signed(manifest),
+            source: stratum_domain::upgrade::ReleaseSource::Manifest,
+        }),
+    )
+    .await;
+}
+
 /// `n` active, current hybrid members; releases 1.0.0 (running) and `to`
 /// registered.
 async fn cluster(store: &Arc<dyn EventStore>, bus: &CommandBus, n: usize, to: &str) {
@@ -67,15 +81,7 @@ async fn cluster_with(
     }
     let running = manifests[0]["version"].as_str().unwrap().to_owned();
     for manifest in manifests {
-        exec(
-            bus,
-            "user/release-bot",
-            up(UpgradeCommand::RegisterRelease {
-                manifest: stratum_domain::testing::signed(manifest),
-                source: stratum_domain::upgrade::ReleaseSource::Manifest,
-            }),
-        )
-        .await;
+        register(bus, manifest).await;
     }
     exec(
         bus,
@@ -225,20 +231,7 @@ pub(super) async fn upgrade_security_alarm(store: &Arc<dyn EventStore>, bus: &Co
     cluster(store, bus, 2, "1.1.0").await;
     let mut m = stratum_domain::testing::manifest("1.2.0", "14.0", None);
     m["cves"] = serde_json::json!(["CVE-2026-1234"]);
-    stratum_domain::release::sign(
-        &mut m,
-        stratum_domain::testing::RELEASE_KEY_ID,
-        &stratum_domain::testing::release_key(),
-    );
-    exec(
-        bus,
-        "user/release-bot",
-        up(UpgradeCommand::RegisterRelease {
-            manifest: stratum_domain::testing::signed(m),
-            source: stratum_domain::upgrade::ReleaseSource::Manifest,
-        }),
-    )
-    .await;
+    register(bus, m).await;
     let id = create(bus, "1.2.0", "stage-only").await;
     let u = until(store, &id, |u| u.state == UpgradeState::Fetching).await;
     for n in nodes(&u) {
@@ -362,20 +355,7 @@ pub(super) async fn upgrade_precheck_failed(store: &Arc<dyn EventStore>, bus: &C
     cluster(store, bus, 2, "1.1.0").await;
     let mut manifest = stratum_domain::testing::manifest("1.2.0", "13.1", None);
     manifest["requiredStops"] = serde_json::json!(["1.1.0"]);
-    stratum_domain::release::sign(
-        &mut manifest,
-        stratum_domain::testing::RELEASE_KEY_ID,
-        &stratum_domain::testing::release_key(),
-    );
-    exec(
-        bus,
-        "user/release-bot",
-        up(UpgradeCommand::RegisterRelease {
-            manifest: stratum_domain::testing::signed(manifest),
-            source: stratum_domain::upgrade::ReleaseSource::Manifest,
-        }),
-    )
-    .await;
+    register(bus, manifest).await;
     let id = create(bus, "1.2.0", "now").await;
     until(store, &id, |u| u.state == UpgradeState::Failed).await;
     exec(
@@ -396,11 +376,6 @@ pub(super) async fn upgrade_rollback_restore_required(
     let with_schema = |v: &str, schema: serde_json::Value| {
         let mut m = stratum_domain::testing::manifest(v, "13.1", None);
         m["schema"] = schema;
-        stratum_domain::release::sign(
-            &mut m,
-            stratum_domain::testing::RELEASE_KEY_ID,
-            &stratum_domain::testing::release_key(),
-        );
         m
     };
     cluster_with(

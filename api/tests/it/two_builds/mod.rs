@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::binary::on_host_with as on_host;
 use crate::binary::*;
 
 /// The commit the storage version started from (before issue 32).
@@ -55,8 +56,6 @@ fn previous(rev: &str) -> PathBuf {
     assert!(kept.exists(), "{} was not built", kept.display());
     kept
 }
-
-use crate::binary::on_host_with as on_host;
 
 /// `base` with Patroni's raft removed through the `syncobj_admin` at
 /// `program`, whose raft's leader answers at 10.0.0.1:2222.
