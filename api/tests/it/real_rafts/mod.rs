@@ -78,6 +78,37 @@ fn names_peer(listing: &str, id: &str, ip: &str) -> bool {
 /// 30 s the listing must drop it, or the service must record the return
 /// (`RaftPeerReturned`), so no stale voter is left unseen. Answers how
 /// many removals it checked, or the first that broke that.
+struct RemovalWatch {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<usize, String>>,
+}
+
+impl RemovalWatch {
+    /// Watches the removals `server` records, in `rafts`.
+    fn start(rafts: &Rafts, server: &Server) -> Self {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let task = watch_removals(
+            server.base.clone(),
+            rafts.dir.path().to_owned(),
+            rafts.net,
+            stopped,
+        );
+        Self { stop, task }
+    }
+
+    /// Ends the watch once it has read the log to its end: no removal broke
+    /// the rule, and it read the listing at `at_least` removals.
+    async fn checked(self, at_least: usize) {
+        let _ = self.stop.send(true);
+        let checked = self.task.await.unwrap().unwrap();
+        assert!(
+            checked >= at_least,
+            "the watcher read the listing at every removal: {checked}"
+        );
+    }
+}
+
+/// [`RemovalWatch`]'s task.
 fn watch_removals(
     base: String,
     dir: PathBuf,
@@ -315,6 +346,14 @@ async fn reached(server: &Server, id: &str, rafts: &[&str]) {
     for raft in rafts {
         server.progress(id, &format!("join/raft-{raft}")).await;
     }
+}
+
+/// `id` joins `entered` of the rafts on the host numbered `host`, is
+/// admitted and reports each raft step it reached.
+async fn joined(rafts: &Rafts, server: &Server, id: &str, host: u8, entered: &[&str]) {
+    rafts.join(id, host, entered).await;
+    server.admit(id, &rafts.ip(host)).await;
+    reached(server, id, entered).await;
 }
 
 /// The removals recorded for `id`, by raft.

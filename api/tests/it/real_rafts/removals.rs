@@ -16,18 +16,10 @@ async fn failed_joins_and_a_decommission_leave_no_stale_voter_in_the_real_rafts(
     let rafts = Rafts::up(21).await;
     let dir = tempfile::tempdir().unwrap();
     let server = serve(&rafts, dir.path(), &[]).await;
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let watcher = watch_removals(
-        server.base.clone(),
-        rafts.dir.path().to_owned(),
-        21,
-        stopped,
-    );
+    let watch = RemovalWatch::start(&rafts, &server);
 
     // j-1 joined all three rafts, then failed after them.
-    rafts.join("j-1", 21, &RAFTS).await;
-    server.admit("j-1", &rafts.ip(21)).await;
-    reached(&server, "j-1", &RAFTS).await;
+    joined(&rafts, &server, "j-1", 21, &RAFTS).await;
     for raft in RAFTS {
         assert!(rafts.lists(raft, "j-1", 21).await, "j-1 is in {raft}");
     }
@@ -55,9 +47,7 @@ async fn failed_joins_and_a_decommission_leave_no_stale_voter_in_the_real_rafts(
     }
 
     // j-2 joined, became active, and is decommissioned.
-    rafts.join("j-2", 22, &RAFTS).await;
-    server.admit("j-2", &rafts.ip(22)).await;
-    reached(&server, "j-2", &RAFTS).await;
+    joined(&rafts, &server, "j-2", 22, &RAFTS).await;
     server.member_post("j-2", "join-complete", json!({})).await;
     server
         .member_post("j-2", "decommission", json!({"reason": "hardware retired"}))
@@ -73,9 +63,7 @@ async fn failed_joins_and_a_decommission_leave_no_stale_voter_in_the_real_rafts(
         ("j-4", 24, &["patroni"][..], "openbao"),
         ("j-5", 25, &["patroni", "openbao"][..], "ovn"),
     ] {
-        rafts.join(id, host, entered).await;
-        server.admit(id, &rafts.ip(host)).await;
-        reached(&server, id, entered).await;
+        joined(&rafts, &server, id, host, entered).await;
         server
             .member_post(
                 id,
@@ -108,9 +96,7 @@ async fn failed_joins_and_a_decommission_leave_no_stale_voter_in_the_real_rafts(
     }
 
     // j-6 was taken out of OpenBao's raft by hand before stratum got to it.
-    rafts.join("j-6", 26, &RAFTS).await;
-    server.admit("j-6", &rafts.ip(26)).await;
-    reached(&server, "j-6", &RAFTS).await;
+    joined(&rafts, &server, "j-6", 26, &RAFTS).await;
     rafts.sh("openbao", "remove", &["j-6"]).await;
     server
         .member_post(
@@ -130,12 +116,7 @@ async fn failed_joins_and_a_decommission_leave_no_stale_voter_in_the_real_rafts(
         false
     );
 
-    let _ = stop.send(true);
-    let checked = watcher.await.unwrap().unwrap();
-    assert!(
-        checked >= 14,
-        "the watcher read the listing at every removal: {checked}"
-    );
+    watch.checked(14).await;
     let all = [
         ("j-1", 21, &RAFTS[..]),
         ("j-2", 22, &RAFTS[..]),
@@ -177,20 +158,12 @@ async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
         ],
     )
     .await;
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let watcher = watch_removals(
-        server.base.clone(),
-        rafts.dir.path().to_owned(),
-        22,
-        stopped,
-    );
+    let watch = RemovalWatch::start(&rafts, &server);
 
     // j-1 leads Patroni's raft and OVN's Northbound raft when it is
     // decommissioned: pysyncobj's leadership is moved off it first, and the
     // removal says so; OVN hands its leadership over by itself.
-    rafts.join("j-1", 21, &RAFTS).await;
-    server.admit("j-1", &rafts.ip(21)).await;
-    reached(&server, "j-1", &RAFTS).await;
+    joined(&rafts, &server, "j-1", 21, &RAFTS).await;
     server.member_post("j-1", "join-complete", json!({})).await;
     // Each transfer returns once it has seen j-1 lead. On two loaded cores
     // a starved j-1 can still lose that leadership to an election before
@@ -228,9 +201,7 @@ async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
     // OpenBao at STRATUM_OPENBAO_ADDR (f-1) is down while j-2 fails: the
     // other rafts are cleaned, OpenBao's removal waits and completes once
     // it is back, without a restart.
-    rafts.join("j-2", 22, &RAFTS).await;
-    server.admit("j-2", &rafts.ip(22)).await;
-    reached(&server, "j-2", &RAFTS).await;
+    joined(&rafts, &server, "j-2", 22, &RAFTS).await;
     rafts.sh("openbao", "stop", &["f-1"]).await;
     server
         .member_post(
@@ -255,13 +226,9 @@ async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
     // kicks time out (and are killed), j-3's removals from the other rafts
     // and another member's complete within seconds, and OVN's is recorded
     // only after it happened.
-    rafts.join("j-3", 23, &RAFTS).await;
-    server.admit("j-3", &rafts.ip(23)).await;
-    reached(&server, "j-3", &RAFTS).await;
+    joined(&rafts, &server, "j-3", 23, &RAFTS).await;
     // j-4 reached only OpenBao's and Patroni's rafts.
-    rafts.join("j-4", 24, &["patroni", "openbao"]).await;
-    server.admit("j-4", &rafts.ip(24)).await;
-    reached(&server, "j-4", &["patroni", "openbao"]).await;
+    joined(&rafts, &server, "j-4", 24, &["patroni", "openbao"]).await;
     rafts.sh("ovn", "pause", &["f-1"]).await;
     let failed_at = Instant::now();
     server
@@ -327,12 +294,7 @@ async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
     rafts.sh("ovn", "resume", &["f-1"]).await;
     server.cleaned("j-3").await;
 
-    let _ = stop.send(true);
-    let checked = watcher.await.unwrap().unwrap();
-    assert!(
-        checked >= 8,
-        "the watcher read the listing at every removal: {checked}"
-    );
+    watch.checked(8).await;
     let all = [
         ("j-1", 21, &RAFTS[..]),
         ("j-2", 22, &RAFTS[..]),

@@ -22,17 +22,9 @@ async fn a_removed_peer_that_comes_back_is_noticed_and_removed_again_in_the_real
     let dir = tempfile::tempdir().unwrap();
     let metrics = format!("127.0.0.1:{}", free_port());
     let server = serve(&rafts, dir.path(), &[("STRATUM_METRICS_LISTEN", &metrics)]).await;
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let watcher = watch_removals(
-        server.base.clone(),
-        rafts.dir.path().to_owned(),
-        23,
-        stopped,
-    );
+    let watch = RemovalWatch::start(&rafts, &server);
 
-    rafts.join("j-1", 21, &RAFTS).await;
-    server.admit("j-1", &rafts.ip(21)).await;
-    reached(&server, "j-1", &RAFTS).await;
+    joined(&rafts, &server, "j-1", 21, &RAFTS).await;
     server
         .member_post(
             "j-1",
@@ -189,12 +181,7 @@ async fn a_removed_peer_that_comes_back_is_noticed_and_removed_again_in_the_real
     let alarms = cli(&["alarms"]);
     assert_eq!(alarms.matches("raft-peer-returned").count(), 3, "{alarms}");
 
-    let _ = stop.send(true);
-    let checked = watcher.await.unwrap().unwrap();
-    assert!(
-        checked >= 6,
-        "the watcher read the listing at every removal: {checked}"
-    );
+    watch.checked(6).await;
     rafts
         .assert_only(&[("f-1", 11), ("f-2", 12), ("f-3", 13)])
         .await;
