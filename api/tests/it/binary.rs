@@ -474,6 +474,14 @@ impl Server {
         self.call(self.http.get(self.url(path))).await
     }
 
+    /// The replicas of the server's database as it lists them (their
+    /// storage, agreed settings and alarms too), which it must answer.
+    pub(crate) async fn replicas(&self) -> Value {
+        let (status, body) = self.get("/v1/admin/replicas").await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
     /// A new token's secret for `principal` with one policy, made as the
     /// admin.
     pub(crate) async fn token_for(&self, principal: &str, policy: &str) -> String {
@@ -621,4 +629,14 @@ pub(crate) async fn backends(dir: &Path) -> Vec<(Vec<(&'static str, String)>, Op
         out.push((vec![("STRATUM_DATABASE_URL", db.url.clone())], Some(db)));
     }
     out
+}
+
+/// The replica that answered a listing of [`Server::replicas`].
+pub(crate) fn this_replica(listing: &Value) -> &Value {
+    listing["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["this"] == true)
+        .unwrap_or_else(|| panic!("no replica is the one that answered: {listing}"))
 }

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use super::binary::{start, Server, ADMIN};
+use super::binary::{start, this_replica, Server, ADMIN};
 
 pub(super) fn chromium() -> Option<PathBuf> {
     ["chromium", "chromium-browser", "google-chrome"]
@@ -151,13 +151,7 @@ async fn the_console_shows_members_and_the_audit_trail_in_headless_chromium() {
     assert!(std::fs::read(&audit).unwrap().starts_with(b"\x89PNG"));
 
     // The replicas view names this replica, as the registry has it.
-    let (_, replicas) = server.get("/v1/admin/replicas").await;
-    let me = replicas["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["this"] == true)
-        .unwrap()["id"]
+    let me = this_replica(&server.replicas().await)["id"]
         .as_str()
         .unwrap()
         .to_owned();

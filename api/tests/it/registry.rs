@@ -8,9 +8,7 @@ use crate::binary::*;
 use crate::remote_cli::stratum;
 
 async fn replicas(server: &Server) -> Vec<Value> {
-    let (status, body) = server.get("/v1/admin/replicas").await;
-    assert_eq!(status, 200, "{body}");
-    body["items"].as_array().unwrap().clone()
+    server.replicas().await["items"].as_array().unwrap().clone()
 }
 
 fn by_id<'a>(all: &'a [Value], id: &str) -> &'a Value {

@@ -14,13 +14,7 @@ async fn finalizing_is_refused_while_a_replica_that_cannot_read_the_new_formats_
     let env = [("STRATUM_DATABASE_URL", db.url.clone())];
     let old = start_program(&registered, &place(dir.path(), "old"), None, &[], &env).await;
     let new = start(&place(dir.path(), "new"), &env).await;
-    let (_, listed_by_old) = old.get("/v1/admin/replicas").await;
-    let old_id = listed_by_old["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["this"] == true)
-        .unwrap()["id"]
+    let old_id = this_replica(&old.replicas().await)["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -41,17 +35,17 @@ async fn finalizing_is_refused_while_a_replica_that_cannot_read_the_new_formats_
     let cannot: Vec<String> =
         serde_json::from_value(body["details"]["replicas"][0]["cannotRead"].clone()).unwrap();
     assert_eq!(cannot, ["RaftPeerRemoved/4", "StorageVersionFinalized/1"]);
-    assert_eq!(listed(&new).await["storage"]["level"], 1);
+    assert_eq!(new.replicas().await["storage"]["level"], 1);
 
     // Once it stops, nothing holds the finalization back.
     stop(old).await;
     let out = finalize_once_stopped_sessions_end(&new, ADMIN).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let list = listed(&new).await;
+    let list = new.replicas().await;
     assert_eq!(list["storage"]["level"], 2, "{list}");
     assert_eq!(
         list["storage"]["finalized"]["replicas"],
-        json!([this_one(&list)["id"]]),
+        json!([this_replica(&list)["id"]]),
         "{list}"
     );
     // From here, removals name the settings they were made with.
@@ -62,34 +56,14 @@ async fn finalizing_is_refused_while_a_replica_that_cannot_read_the_new_formats_
         assert_eq!(e["schemaVersion"], 4, "{e}");
         assert_eq!(
             e["payload"]["settings"],
-            this_one(&list)["settingsDigest"],
+            this_replica(&list)["settingsDigest"],
             "{e}"
         );
     }
     stop(new).await;
 
     // The registered previous build refuses the finalized database too.
-    let ran = serve_program(
-        &registered,
-        &place(dir.path(), "old2"),
-        free_port(),
-        None,
-        &[],
-        &env,
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .output();
-    let ran = tokio::time::timeout(DEADLINE, ran)
-        .await
-        .expect("it stops")
-        .unwrap();
-    assert!(!ran.status.success());
-    assert!(
-        String::from_utf8_lossy(&ran.stderr).contains("StorageVersionFinalized"),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    refuses_finalized(&registered, &place(dir.path(), "old2"), &env).await;
 }
 
 #[tokio::test]
@@ -103,7 +77,7 @@ async fn finalizing_is_refused_while_a_build_from_before_the_registry_has_sessio
     let old = start_program(&unregistering, &place(dir.path(), "old"), None, &[], &env).await;
     let new = start(&place(dir.path(), "new"), &env).await;
     // It registers nothing: only its sessions show it.
-    let list = listed(&new).await;
+    let list = new.replicas().await;
     assert_eq!(list["items"].as_array().unwrap().len(), 1, "{list}");
     let (status, body) = new.post("/v1/admin/replicas/finalize", json!({})).await;
     assert_eq!(status, 409, "{body}");
@@ -117,7 +91,7 @@ async fn finalizing_is_refused_while_a_build_from_before_the_registry_has_sessio
     let sessions = body["details"]["unregistered"].as_array().unwrap();
     assert!(!sessions.is_empty(), "{body}");
     assert!(sessions[0].as_str().unwrap().starts_with("pid "), "{body}");
-    assert_eq!(listed(&new).await["storage"]["level"], 1);
+    assert_eq!(new.replicas().await["storage"]["level"], 1);
     stop(old).await;
     let out = finalize_once_stopped_sessions_end(&new, ADMIN).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -145,7 +119,7 @@ async fn only_an_administrator_finalizes() {
         assert_eq!(status, 403, "{policy}: {body}");
         assert_eq!(body["code"], "ACCESS_DENIED", "{policy}: {body}");
     }
-    assert_eq!(listed(&server).await["storage"]["level"], 1);
+    assert_eq!(server.replicas().await["storage"]["level"], 1);
     let (status, body) = server.post("/v1/admin/replicas/finalize", json!({})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["level"], 2, "{body}");

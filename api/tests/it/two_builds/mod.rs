@@ -172,19 +172,18 @@ async fn failed_join(server: &Server, node_id: &str, ip: &str) {
     assert_eq!(m["state"], "failed", "{m}");
 }
 
-/// The live replicas of the database as `server` lists them, by id.
-async fn listed(server: &Server) -> Value {
-    let (status, body) = server.get("/v1/admin/replicas").await;
-    assert_eq!(status, 200, "{body}");
-    body
-}
-
-fn this_one(list: &Value) -> Value {
-    list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["this"] == true)
-        .unwrap()
-        .clone()
+/// `bin serve` on a database finalized since `bin` was built: it stops by
+/// itself, failing and naming the finalization.
+async fn refuses_finalized(bin: &Path, dir: &Path, env: &[(&str, String)]) {
+    let ran = serve_program(bin, dir, free_port(), None, &[], env)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output();
+    let ran = tokio::time::timeout(DEADLINE, ran)
+        .await
+        .expect("it stops")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(!ran.status.success(), "{stderr}");
+    assert!(stderr.contains("StorageVersionFinalized"), "{stderr}");
 }

@@ -37,11 +37,11 @@ async fn only_the_replica_with_the_agreed_settings_cleans_the_rafts_and_the_othe
     // differ, so it says so and never runs the cleanup.
     let list = new
         .eventually("the alarm", || async {
-            let list = listed(&new).await;
+            let list = new.replicas().await;
             (list["alarms"].as_array().unwrap().len() == 1).then_some(list)
         })
         .await;
-    let me = this_one(&list);
+    let me = this_replica(&list);
     assert_eq!(
         list["alarms"][0]["name"], "replica-settings-differ",
         "{list}"
@@ -106,7 +106,7 @@ async fn only_the_replica_with_the_agreed_settings_cleans_the_rafts_and_the_othe
     // ones now, the alarm clears, and it cleans with its adapter.
     stop(old).await;
     new.eventually("the alarm to clear", || async {
-        let list = listed(&new).await;
+        let list = new.replicas().await;
         let (_, alarms) = new.get("/v1/admin/alarms?active=true").await;
         (list["alarms"].as_array().unwrap().is_empty()
             && metric(&metrics, "stratum_replica_settings_differ").await == 0
@@ -157,13 +157,13 @@ async fn a_previous_build_started_beside_the_replica_with_the_agreed_settings_ne
     // differ, which this build's list names; it never gets the lock.
     let old = start_program(&registered, &place(dir.path(), "old"), None, &[], &base).await;
     let (_, own) = old.get("/v1/admin/replicas").await;
-    let old_id = this_one(&own)["id"].clone();
-    let list = listed(&new).await;
+    let old_id = this_replica(&own)["id"].clone();
+    let list = new.replicas().await;
     assert_eq!(list["alarms"].as_array().unwrap().len(), 1, "{list}");
     assert_eq!(list["alarms"][0]["replica"], old_id, "{list}");
     assert_eq!(
         list["agreed"]["digest"],
-        this_one(&list)["settingsDigest"],
+        this_replica(&list)["settingsDigest"],
         "{list}"
     );
 

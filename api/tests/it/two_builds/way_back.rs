@@ -99,24 +99,7 @@ async fn way_back(rev: &str) {
         // After it, the previous build refuses the database, naming the
         // finalization, and changes nothing.
         let head = on_host(THIS_BUILD.as_ref(), &url, &["events", "verify"]);
-        let ran = serve_program(
-            &old,
-            &place(dir.path(), &format!("{backend}-a3")),
-            free_port(),
-            None,
-            &[],
-            &env,
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output();
-        let ran = tokio::time::timeout(DEADLINE, ran)
-            .await
-            .expect("it stops")
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&ran.stderr);
-        assert!(!ran.status.success(), "{stderr}");
-        assert!(stderr.contains("StorageVersionFinalized"), "{stderr}");
+        refuses_finalized(&old, &place(dir.path(), &format!("{backend}-a3")), &env).await;
         assert_eq!(
             on_host(THIS_BUILD.as_ref(), &url, &["events", "verify"]).stdout,
             head.stdout,
