@@ -154,12 +154,18 @@ fn nodes(u: &Upgrade) -> Vec<String> {
     u.nodes.iter().map(|n| n.node_id.clone()).collect()
 }
 
-/// Runs upgrade `id` (past its prechecks) through to `done`.
-async fn drive_to_done(store: &Arc<dyn EventStore>, bus: &CommandBus, id: &str) {
+/// Upgrade `id` once it fetches, after each of its nodes reported its
+/// fetch done.
+async fn fetched(store: &Arc<dyn EventStore>, bus: &CommandBus, id: &str) -> Upgrade {
     let u = until(store, id, |u| u.state == UpgradeState::Fetching).await;
     for n in nodes(&u) {
         report(bus, id, &n, "fetch").await;
     }
+    u
+}
+
+/// Once upgrade `id` backs up, its first node reports the backup taken.
+async fn backed_up(store: &Arc<dyn EventStore>, bus: &CommandBus, id: &str) {
     until(store, id, |u| u.state == UpgradeState::BackingUp).await;
     exec(
         bus,
@@ -172,6 +178,12 @@ async fn drive_to_done(store: &Arc<dyn EventStore>, bus: &CommandBus, id: &str) 
         }),
     )
     .await;
+}
+
+/// Runs upgrade `id` (past its prechecks) through to `done`.
+async fn drive_to_done(store: &Arc<dyn EventStore>, bus: &CommandBus, id: &str) {
+    let u = fetched(store, bus, id).await;
+    backed_up(store, bus, id).await;
     for n in nodes(&u) {
         until(store, id, |u| {
             u.state == UpgradeState::Rolling
@@ -233,10 +245,7 @@ pub(super) async fn upgrade_security_alarm(store: &Arc<dyn EventStore>, bus: &Co
     m["cves"] = serde_json::json!(["CVE-2026-1234"]);
     register(bus, m).await;
     let id = create(bus, "1.2.0", "stage-only").await;
-    let u = until(store, &id, |u| u.state == UpgradeState::Fetching).await;
-    for n in nodes(&u) {
-        report(bus, &id, &n, "fetch").await;
-    }
+    let u = fetched(store, bus, &id).await;
     until(store, &id, |u| u.state == UpgradeState::Staged).await;
     // A week passes with the security reboot pending.
     CLOCK_OFFSET.store(7 * 24 * 3600 + 1, std::sync::atomic::Ordering::SeqCst);
@@ -259,18 +268,7 @@ pub(super) async fn upgrade_security_alarm(store: &Arc<dyn EventStore>, bus: &Co
         }),
     )
     .await;
-    until(store, &id, |u| u.state == UpgradeState::BackingUp).await;
-    exec(
-        bus,
-        "node/n-msst0001",
-        up(UpgradeCommand::ReportBackup {
-            upgrade_id: id.clone(),
-            location: Some("node".into()),
-            bundle: Some(format!("/var/lib/stratum/backup/{id}.tar.age")),
-            encrypted: Some(true),
-        }),
-    )
-    .await;
+    backed_up(store, bus, &id).await;
     let rebooted = (chrono::Utc::now() + chrono::Duration::days(7)).to_rfc3339();
     for n in nodes(&u) {
         until(store, &id, |u| {
@@ -303,22 +301,8 @@ pub(super) async fn upgrade_security_alarm(store: &Arc<dyn EventStore>, bus: &Co
 pub(super) async fn upgrade_node_rolled_back(store: &Arc<dyn EventStore>, bus: &CommandBus) {
     cluster(store, bus, 2, "1.1.0").await;
     let id = create(bus, "1.1.0", "now").await;
-    let u = until(store, &id, |u| u.state == UpgradeState::Fetching).await;
-    for n in nodes(&u) {
-        report(bus, &id, &n, "fetch").await;
-    }
-    until(store, &id, |u| u.state == UpgradeState::BackingUp).await;
-    exec(
-        bus,
-        "node/n-msst0001",
-        up(UpgradeCommand::ReportBackup {
-            upgrade_id: id.clone(),
-            location: Some("node".into()),
-            bundle: Some(format!("/var/lib/stratum/backup/{id}.tar.age")),
-            encrypted: Some(true),
-        }),
-    )
-    .await;
+    fetched(store, bus, &id).await;
+    backed_up(store, bus, &id).await;
     until(store, &id, |u| {
         u.state == UpgradeState::Rolling && u.turn == Some(0)
     })
@@ -338,10 +322,7 @@ pub(super) async fn upgrade_node_rolled_back(store: &Arc<dyn EventStore>, bus: &
 pub(super) async fn upgrade_staged_canceled(store: &Arc<dyn EventStore>, bus: &CommandBus) {
     cluster(store, bus, 2, "1.1.0").await;
     let id = create(bus, "1.1.0", "stage-only").await;
-    let u = until(store, &id, |u| u.state == UpgradeState::Fetching).await;
-    for n in nodes(&u) {
-        report(bus, &id, &n, "fetch").await;
-    }
+    fetched(store, bus, &id).await;
     until(store, &id, |u| u.state == UpgradeState::Staged).await;
     exec(
         bus,
