@@ -241,7 +241,9 @@ async fn recording_proxy(upstream: String) -> (String, Seen, Arc<AtomicBool>) {
 /// in it; the OpenBao adapter's removal calls are in it too, though they
 /// run after the answer, in the raft cleanup: the first, refused, marked an
 /// error and saying why, then its retry; and OpenBao is sent the trace in
-/// `traceparent`, with the adapter call's span as parent.
+/// `traceparent`, with the adapter call's span as parent. A later read of
+/// the raft's listing that OpenBao refuses is a span of its own, marked an
+/// error and saying why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
     if !available(&["bao"]) {
@@ -477,7 +479,7 @@ async fn a_decommission_is_one_trace_from_the_client_to_openbao() {
         "{refused_call}"
     );
     // Calls outside any request start traces of their own, never the
-    // client's (the listing reads before the decommission).
+    // client's (the listing reads after the removal).
     drop(down);
 }
 

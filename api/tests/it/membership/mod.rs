@@ -1,4 +1,5 @@
-//! Membership over HTTP, centred on the seed endpoint (join-failed).
+//! Membership over HTTP, centred on the seed endpoint (join-failed): the
+//! helpers and the scenario other tests share; the tests by subject.
 
 mod decommission;
 mod history;

@@ -76,8 +76,7 @@ fn names_peer(listing: &str, id: &str, ip: &str) -> bool {
 /// If it does, the raft took the peer back after the removal (a node
 /// that still runs its member; a removal an election undid): then within
 /// 30 s the listing must drop it, or the service must record the return
-/// (`RaftPeerReturned`), so no stale voter is left unseen. Answers how
-/// many removals it checked, or the first that broke that.
+/// (`RaftPeerReturned`), so no stale voter is left unseen.
 struct RemovalWatch {
     stop: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<Result<usize, String>>,
@@ -108,7 +107,8 @@ impl RemovalWatch {
     }
 }
 
-/// [`RemovalWatch`]'s task.
+/// [`RemovalWatch`]'s task: answers how many removals it checked, or the
+/// first that broke the rule.
 fn watch_removals(
     base: String,
     dir: PathBuf,

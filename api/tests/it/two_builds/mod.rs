@@ -4,7 +4,8 @@
 //! - [`PREVIOUS`], the commit the storage version started from: it knows
 //!   no registry and no storage level;
 //! - [`REGISTERED`], the first build that registers itself (its stored
-//!   formats and settings) but knows no storage level.
+//!   formats and settings) but knows no storage level;
+//! - `BEFORE_THE_TREE` (in `tree.rs`), a build that keeps no Merkle tree.
 //!
 //! Until `stratum replicas finalize`, the previous build runs again on a
 //! database this build wrote, with nothing lost; after it, it refuses the

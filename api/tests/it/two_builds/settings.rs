@@ -156,8 +156,7 @@ async fn a_previous_build_started_beside_the_replica_with_the_agreed_settings_ne
     // The previous build beside it, with no raft adapter: its settings
     // differ, which this build's list names; it never gets the lock.
     let old = start_program(&registered, &place(dir.path(), "old"), None, &[], &base).await;
-    let (_, own) = old.get("/v1/admin/replicas").await;
-    let old_id = this_replica(&own)["id"].clone();
+    let old_id = this_replica(&old.replicas().await)["id"].clone();
     let list = new.replicas().await;
     assert_eq!(list["alarms"].as_array().unwrap().len(), 1, "{list}");
     assert_eq!(list["alarms"][0]["replica"], old_id, "{list}");
