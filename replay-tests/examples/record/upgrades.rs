@@ -396,23 +396,17 @@ pub(super) async fn upgrade_rollback_restore_required(
             if r.code == stratum_domain::ErrorCode::RestoreRequired),
         "{refused:?}"
     );
-    let rollback = exec(
-        bus,
-        "user/alice",
-        up(UpgradeCommand::Rollback {
-            upgrade_id: undone,
-            new_upgrade_id: stratum_api::auth::new_id("upg"),
-            restore_backup: true,
-            config: Default::default(),
-        }),
-    )
-    .await;
-    let id = rollback["id"].as_str().unwrap().to_owned();
-    drive_to_done(store, bus, &id).await;
+    rolled_back(store, bus, undone).await;
 }
 
 pub(super) async fn upgrade_rollback(store: &Arc<dyn EventStore>, bus: &CommandBus) {
     let undone = upgrade_to_done(store, bus, 2, "1.1.0").await;
+    rolled_back(store, bus, undone).await;
+}
+
+/// Rolls upgrade `undone` back, its backup restored, and runs the rollback
+/// to `done`.
+async fn rolled_back(store: &Arc<dyn EventStore>, bus: &CommandBus, undone: String) {
     let rollback = exec(
         bus,
         "user/alice",
