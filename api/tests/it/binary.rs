@@ -584,6 +584,17 @@ impl Server {
             .await;
     }
 
+    /// `node_id`'s agent reports its join failed at `step`, saying `error`:
+    /// the member as it then stands.
+    pub(crate) async fn join_failed(&self, node_id: &str, step: &str, error: &str) -> Value {
+        self.member_post(
+            node_id,
+            "join-failed",
+            json!({ "step": step, "error": error }),
+        )
+        .await
+    }
+
     pub(crate) async fn member(&self, node_id: &str) -> Value {
         let (status, body) = self.get(&format!("{MEMBERS}/{node_id}")).await;
         assert_eq!(status, 200, "member {node_id}: {body}");

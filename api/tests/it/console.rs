@@ -76,11 +76,7 @@ async fn seeded(dir: &std::path::Path) -> Server {
         assert_eq!(status, 200, "{body}");
     }
     server
-        .member_post(
-            "n-3",
-            "join-failed",
-            json!({"step": "join/raft-openbao", "error": "raft join timed out"}),
-        )
+        .join_failed("n-3", "join/raft-openbao", "raft join timed out")
         .await;
     server
         .member_post(

@@ -59,11 +59,7 @@ async fn metrics_pass_promtool_and_move_with_a_join_failure_its_cleanup_and_an_u
     server.admit_three().await;
     server.progress("n-3", "join/raft-patroni").await;
     server
-        .member_post(
-            "n-3",
-            "join-failed",
-            json!({"step": "join/raft-openbao", "error": "timed out"}),
-        )
+        .join_failed("n-3", "join/raft-openbao", "timed out")
         .await;
     server.cleaned("n-3").await;
     assert_eq!(

@@ -71,11 +71,7 @@ async fn serve_with_the_readme_settings_removes_a_failed_member_from_every_raft(
     server.progress("n-3", "join/raft-patroni").await;
     server.progress("n-3", "join/raft-openbao").await;
     let failed = server
-        .member_post(
-            "n-3",
-            "join-failed",
-            json!({"step": "join/raft-ovn", "error": "ovsdb-server: connection refused"}),
-        )
+        .join_failed("n-3", "join/raft-ovn", "ovsdb-server: connection refused")
         .await;
     assert_eq!(failed["state"], "failed", "{failed}");
     assert_eq!(failed["failedStep"], "join/raft-ovn", "{failed}");
@@ -227,11 +223,7 @@ async fn serve_without_raft_settings_records_record_only_removals() {
     server.admit_three().await;
     server.progress("n-3", "join/raft-openbao").await;
     let failed = server
-        .member_post(
-            "n-3",
-            "join-failed",
-            json!({"step": "join/raft-patroni", "error": "patroni: no raft leader"}),
-        )
+        .join_failed("n-3", "join/raft-patroni", "patroni: no raft leader")
         .await;
     assert_eq!(failed["state"], "failed", "{failed}");
     let m = server.cleaned("n-3").await;
@@ -298,10 +290,10 @@ async fn serve_runs_configured_commands_and_the_ovn_server_forms_it_is_given() {
     server.admit("n-6", "2001:db8::6").await;
     server.progress("n-6", "join/raft-patroni").await;
     server
-        .member_post(
+        .join_failed(
             "n-6",
-            "join-failed",
-            json!({"step": "join/raft-ovn", "error": "ovsdb-server: cluster/join timed out"}),
+            "join/raft-ovn",
+            "ovsdb-server: cluster/join timed out",
         )
         .await;
     server.cleaned("n-6").await;
@@ -459,13 +451,7 @@ async fn a_removal_retried_keeps_what_its_earlier_tries_did() {
     server.announces("patroni", "patroni-syncobj").await;
     server.admit_three().await;
     server.progress("n-3", "join/raft-patroni").await;
-    server
-        .member_post(
-            "n-3",
-            "join-failed",
-            json!({"step": "join/services", "error": "x"}),
-        )
-        .await;
+    server.join_failed("n-3", "join/services", "x").await;
     server
         .eventually("a refused -remove of n-3, after the transfer", || async {
             let calls = lines(&calls);

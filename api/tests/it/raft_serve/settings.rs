@@ -227,11 +227,7 @@ async fn serve_takes_the_raft_settings_as_flags_and_a_node_token_from_the_host_c
     // Fails at OVN's raft before it reached OpenBao's: only OVN is cleaned,
     // through the configured commands.
     server
-        .member_post(
-            "n-3",
-            "join-failed",
-            json!({"step": "join/raft-ovn", "error": "ovsdb-server: connection refused"}),
-        )
+        .join_failed("n-3", "join/raft-ovn", "ovsdb-server: connection refused")
         .await;
     server.cleaned("n-3").await;
     assert_eq!(lines(&kicks), ["nb n-3 192.0.2.13", "sb n-3 192.0.2.13"]);

@@ -25,11 +25,7 @@ async fn failed_joins_and_a_decommission_leave_no_stale_voter_in_the_real_rafts(
     }
     let failed_at = Instant::now();
     server
-        .member_post(
-            "j-1",
-            "join-failed",
-            json!({"step": "join/services", "error": "etcd: timeout"}),
-        )
+        .join_failed("j-1", "join/services", "etcd: timeout")
         .await;
     let m = server.cleaned("j-1").await;
     eprintln!("j-1 out of three real rafts in {:?}", failed_at.elapsed());
@@ -98,13 +94,7 @@ async fn failed_joins_and_a_decommission_leave_no_stale_voter_in_the_real_rafts(
     // j-6 was taken out of OpenBao's raft by hand before stratum got to it.
     joined(&rafts, &server, "j-6", 26, &RAFTS).await;
     rafts.sh("openbao", "remove", &["j-6"]).await;
-    server
-        .member_post(
-            "j-6",
-            "join-failed",
-            json!({"step": "join/services", "error": "x"}),
-        )
-        .await;
+    server.join_failed("j-6", "join/services", "x").await;
     server.cleaned("j-6").await;
     let removed = removals(&server, "j-6").await;
     assert_eq!(
@@ -203,13 +193,7 @@ async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
     // it is back, without a restart.
     joined(&rafts, &server, "j-2", 22, &RAFTS).await;
     rafts.sh("openbao", "stop", &["f-1"]).await;
-    server
-        .member_post(
-            "j-2",
-            "join-failed",
-            json!({"step": "join/services", "error": "x"}),
-        )
-        .await;
+    server.join_failed("j-2", "join/services", "x").await;
     server
         .eventually("j-2 out of OVN's and Patroni's rafts", || async {
             (removals(&server, "j-2").await.len() == 2).then_some(())
@@ -231,22 +215,10 @@ async fn a_leader_an_outage_and_a_hung_tool_in_the_real_rafts() {
     joined(&rafts, &server, "j-4", 24, &["patroni", "openbao"]).await;
     rafts.sh("ovn", "pause", &["f-1"]).await;
     let failed_at = Instant::now();
-    server
-        .member_post(
-            "j-3",
-            "join-failed",
-            json!({"step": "join/services", "error": "x"}),
-        )
-        .await;
+    server.join_failed("j-3", "join/services", "x").await;
     // Another member fails while OVN's tool hangs on j-3.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    server
-        .member_post(
-            "j-4",
-            "join-failed",
-            json!({"step": "join/services", "error": "x"}),
-        )
-        .await;
+    server.join_failed("j-4", "join/services", "x").await;
     server.cleaned("j-4").await;
     // OVN hangs for 30 s: well under that, j-4's removals did not wait
     // for it, and neither did j-3's from OpenBao's and Patroni's rafts

@@ -26,11 +26,7 @@ async fn a_removed_peer_that_comes_back_is_noticed_and_removed_again_in_the_real
 
     joined(&rafts, &server, "j-1", 21, &RAFTS).await;
     server
-        .member_post(
-            "j-1",
-            "join-failed",
-            json!({"step": "join/services", "error": "etcd: timeout"}),
-        )
+        .join_failed("j-1", "join/services", "etcd: timeout")
         .await;
     server.cleaned("j-1").await;
     for raft in RAFTS {

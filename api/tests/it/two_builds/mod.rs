@@ -164,11 +164,7 @@ async fn failed_join(server: &Server, node_id: &str, ip: &str) {
     server.admit(node_id, ip).await;
     server.progress(node_id, "join/raft-patroni").await;
     let m = server
-        .member_post(
-            node_id,
-            "join-failed",
-            json!({"step": "join/raft-openbao", "error": "bao: connection refused"}),
-        )
+        .join_failed(node_id, "join/raft-openbao", "bao: connection refused")
         .await;
     assert_eq!(m["state"], "failed", "{m}");
 }
