@@ -1,9 +1,11 @@
 //! Load generator for the write path and for replay.
 //!
-//! `cargo bench -p stratum-api --bench store -- [commands|replay|all] [--pg URL]`
+//! `cargo bench -p stratum-api --bench store -- [commands|replay|tree|all] [--pg URL]
+//! [--writers N[,N...]] [--backend sqlite|postgres]`
 //!
 //! commands: for SQLite (WAL, synchronous=FULL) and PostgreSQL
-//! (synchronous_commit on), with 1, 8 and 64 concurrent writers, each
+//! (synchronous_commit on), with 1, 8 and 64 concurrent writers (or those
+//! `--writers` names, on the one `--backend` names), each
 //! command loads its stream's state, is decided, appends one event of about
 //! 200 bytes with its expected version and updates the inline read model,
 //! through the one write path (`CommandBus`).
@@ -349,6 +351,24 @@ async fn main() {
         .and_then(|i| args.get(i + 1).cloned())
         .or_else(|| std::env::var("STRATUM_TEST_PG_URL").ok())
         .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".into());
+    // `--writers 64` or `--writers 8,64`: only those runs of `commands`.
+    let writers: Vec<usize> = args
+        .iter()
+        .position(|a| a == "--writers")
+        .and_then(|i| args.get(i + 1))
+        .map_or_else(
+            || vec![1, 8, 64],
+            |v| {
+                v.split(',')
+                    .map(|n| n.parse().expect("--writers N[,N...]"))
+                    .collect()
+            },
+        );
+    let backend = args
+        .iter()
+        .position(|a| a == "--backend")
+        .and_then(|i| args.get(i + 1).cloned());
+    let on = |b: &str| backend.as_deref().is_none_or(|only| only == b);
     let events: u64 = std::env::var("STRATUM_BENCH_EVENTS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -358,14 +378,19 @@ async fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     if what == "commands" || what == "all" {
-        for writers in [1, 8, 64] {
-            let dir = tempfile::tempdir().unwrap();
-            let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-            let (n, rate) = commands(&url, writers).await;
-            println!(
-                "commands sqlite   writers={writers:>2}: {rate:>9.0} commands/s ({n} in {}s)",
-                RUN.as_secs()
-            );
+        for &writers in &writers {
+            if on("sqlite") {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+                let (n, rate) = commands(&url, writers).await;
+                println!(
+                    "commands sqlite   writers={writers:>2}: {rate:>9.0} commands/s ({n} in {}s)",
+                    RUN.as_secs()
+                );
+            }
+            if !on("postgres") {
+                continue;
+            }
             if let Some(pg) = Pg::new(&pg_admin).await {
                 let (n, rate) = commands(&pg.url(), writers).await;
                 println!(
