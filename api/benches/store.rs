@@ -4,8 +4,9 @@
 //! [--writers N[,N...]] [--backend sqlite|postgres]`
 //!
 //! commands: for SQLite (WAL, synchronous=FULL) and PostgreSQL
-//! (synchronous_commit on), with 1, 8 and 64 concurrent writers (or those
-//! `--writers` names, on the one `--backend` names), each
+//! (synchronous_commit on), with 1, 8 and 64 concurrent writers (or only
+//! the counts `--writers` gives, on only the backend `--backend` gives;
+//! `replay` and `tree` run on both), each
 //! command loads its stream's state, is decided, appends one event of about
 //! 200 bytes with its expected version and updates the inline read model,
 //! through the one write path (`CommandBus`).
@@ -338,13 +339,31 @@ async fn tree_costs(backend: &str, url: &str, n: u64) {
     );
 }
 
+const USAGE: &str = "usage: store [commands|replay|tree|all] [--pg URL] \
+                     [--writers N[,N...]] [--backend sqlite|postgres]";
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
-    let what = args.first().cloned().unwrap_or_else(|| "all".into());
+    // The one measurement named, outside the flags and their values.
+    let mut named = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if matches!(a.as_str(), "--pg" | "--writers" | "--backend") {
+            it.next()
+                .unwrap_or_else(|| panic!("{a} wants a value\n{USAGE}"));
+        } else {
+            named.push(a.as_str());
+        }
+    }
+    let what = match named[..] {
+        [] => "all",
+        [w @ ("commands" | "replay" | "tree" | "all")] => w,
+        _ => panic!("{USAGE}"),
+    };
     let pg_admin = args
         .iter()
         .position(|a| a == "--pg")
@@ -368,6 +387,12 @@ async fn main() {
         .iter()
         .position(|a| a == "--backend")
         .and_then(|i| args.get(i + 1).cloned());
+    if let Some(b) = &backend {
+        assert!(
+            b == "sqlite" || b == "postgres",
+            "--backend sqlite|postgres"
+        );
+    }
     let on = |b: &str| backend.as_deref().is_none_or(|only| only == b);
     let events: u64 = std::env::var("STRATUM_BENCH_EVENTS")
         .ok()
@@ -391,14 +416,18 @@ async fn main() {
             if !on("postgres") {
                 continue;
             }
-            if let Some(pg) = Pg::new(&pg_admin).await {
-                let (n, rate) = commands(&pg.url(), writers).await;
-                println!(
-                    "commands postgres writers={writers:>2}: {rate:>9.0} commands/s ({n} in {}s)",
-                    RUN.as_secs()
+            let Some(pg) = Pg::new(&pg_admin).await else {
+                eprintln!(
+                    "commands postgres: cannot create a database (--pg, STRATUM_TEST_PG_URL)"
                 );
-                pg.drop_db().await;
-            }
+                continue;
+            };
+            let (n, rate) = commands(&pg.url(), writers).await;
+            println!(
+                "commands postgres writers={writers:>2}: {rate:>9.0} commands/s ({n} in {}s)",
+                RUN.as_secs()
+            );
+            pg.drop_db().await;
         }
     }
     if what == "tree" || what == "all" {
