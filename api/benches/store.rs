@@ -344,55 +344,36 @@ const USAGE: &str = "usage: store [commands|replay|tree|all] [--pg URL] \
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    // The one measurement named, outside the flags and their values.
-    let mut named = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if matches!(a.as_str(), "--pg" | "--writers" | "--backend") {
-            it.next()
-                .unwrap_or_else(|| panic!("{a} wants a value\n{USAGE}"));
-        } else {
-            named.push(a.as_str());
+    // One pass over the arguments: the one measurement named, and each
+    // flag's value.
+    let (mut what, mut pg, mut writers, mut backend) = (None, None, None, None);
+    let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
+    while let Some(a) = args.next() {
+        let mut value = || {
+            args.next()
+                .unwrap_or_else(|| panic!("{a} wants a value\n{USAGE}"))
+        };
+        match a.as_str() {
+            "--pg" => pg = Some(value()),
+            // `--writers 64` or `--writers 8,64`: only those runs of `commands`.
+            "--writers" => {
+                let v = value();
+                let counts = v.split(',').map(|n| n.parse().expect("--writers N[,N...]"));
+                writers = Some(counts.collect::<Vec<usize>>());
+            }
+            "--backend" => match value().as_str() {
+                b @ ("sqlite" | "postgres") => backend = Some(b.to_owned()),
+                _ => panic!("--backend sqlite|postgres"),
+            },
+            "commands" | "replay" | "tree" | "all" if what.is_none() => what = Some(a),
+            _ => panic!("{USAGE}"),
         }
     }
-    let what = match named[..] {
-        [] => "all",
-        [w @ ("commands" | "replay" | "tree" | "all")] => w,
-        _ => panic!("{USAGE}"),
-    };
-    let pg_admin = args
-        .iter()
-        .position(|a| a == "--pg")
-        .and_then(|i| args.get(i + 1).cloned())
+    let what = what.unwrap_or_else(|| "all".to_owned());
+    let pg_admin = pg
         .or_else(|| std::env::var("STRATUM_TEST_PG_URL").ok())
         .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".into());
-    // `--writers 64` or `--writers 8,64`: only those runs of `commands`.
-    let writers: Vec<usize> = args
-        .iter()
-        .position(|a| a == "--writers")
-        .and_then(|i| args.get(i + 1))
-        .map_or_else(
-            || vec![1, 8, 64],
-            |v| {
-                v.split(',')
-                    .map(|n| n.parse().expect("--writers N[,N...]"))
-                    .collect()
-            },
-        );
-    let backend = args
-        .iter()
-        .position(|a| a == "--backend")
-        .and_then(|i| args.get(i + 1).cloned());
-    if let Some(b) = &backend {
-        assert!(
-            b == "sqlite" || b == "postgres",
-            "--backend sqlite|postgres"
-        );
-    }
+    let writers = writers.unwrap_or_else(|| vec![1, 8, 64]);
     let on = |b: &str| backend.as_deref().is_none_or(|only| only == b);
     let events: u64 = std::env::var("STRATUM_BENCH_EVENTS")
         .ok()
