@@ -50,44 +50,79 @@ fn write_text(at: bool) -> String {
     } else {
         (String::new(), "", ") SELECT 1".to_owned())
     };
+    let e = unnest(
+        1,
+        &[
+            "int8", "text", "int8", "text", "int8", "text", "int8", "text", "text", "int8", "text",
+            "bytea", "bytea", "bytea", "text",
+        ],
+    );
+    let t = unnest(16, &["int8", "int8", "bytea"]);
+    let m = unnest(
+        19,
+        &["text", "text", "text", "text", "int8", "int8", "text"],
+    );
+    let j = unnest(26, &["text", "text", "int8", "text"]);
+    let k = unnest(
+        30,
+        &[
+            "text", "bytea", "text", "text", "text", "int8", "int8", "text",
+        ],
+    );
+    let d = unnest(38, &["text", "text", "int8", "text"]);
+    let i = unnest(
+        42,
+        &["text", "text", "bytea", "int8", "text", "int8", "int8"],
+    );
     format!(
         concat!(
             "WITH {head}e AS (INSERT INTO events (",
             event_columns!(),
-            ") SELECT * FROM UNNEST($1::int8[], $2::text[], $3::int8[], $4::text[], $5::int8[], \
-             $6::text[], $7::int8[], $8::text[], $9::text[], $10::int8[], $11::text[], $12::bytea[], \
-             $13::bytea[], $14::bytea[], $15::text[]){gate}), \
-             t AS (INSERT INTO log_tree (level, idx, hash) \
-             SELECT * FROM UNNEST($16::int8[], $17::int8[], $18::bytea[]){gate}), \
+            ") SELECT {e}{gate}), \
+             t AS (INSERT INTO log_tree (level, idx, hash) SELECT {t}{gate}), \
              m AS (INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc, \
-             projection_version) SELECT *, {m} FROM UNNEST($19::text[], $20::text[], $21::text[], \
-             $22::text[], $23::int8[], $24::int8[], $25::text[]){gate}",
+             projection_version) SELECT {m}, {mv}{gate}",
             members_on_conflict!(),
             "), j AS (INSERT INTO rm_join_requests (request_id, status, version, doc, \
-             projection_version) SELECT *, {j} FROM UNNEST($26::text[], $27::text[], $28::int8[], \
-             $29::text[]){gate}",
+             projection_version) SELECT {j}, {jv}{gate}",
             join_requests_on_conflict!(),
             "), k AS (INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, principal, \
-             policies, expires_at, revoked_at, doc, projection_version) SELECT *, {k} FROM \
-             UNNEST($30::text[], $31::bytea[], $32::text[], $33::text[], $34::text[], $35::int8[], \
-             $36::int8[], $37::text[]){gate}",
+             policies, expires_at, revoked_at, doc, projection_version) SELECT {k}, {kv}{gate}",
             tokens_on_conflict!(),
             "), d AS (INSERT INTO rm_docs (kind, id, sort_key, doc, projection_version) \
-             SELECT u.*, {d} FROM UNNEST($38::text[], $39::text[], $40::int8[], $41::text[]) \
-             AS u (kind, id, sort_key, doc){gate}",
+             SELECT u.*, {dv} FROM (SELECT {d}{gate}) AS u (kind, id, sort_key, doc)",
             docs_on_conflict!(),
             "), i AS (INSERT INTO idempotency (principal, idem_key, request_hash, status, body, \
-             etag, position) SELECT * FROM UNNEST($42::text[], $43::text[], $44::bytea[], \
-             $45::int8[], $46::text[], $47::int8[], $48::int8[]){gate}{tail}"
+             etag, position) SELECT {i}{gate}{tail}"
         ),
         head = head,
         gate = gate,
         tail = tail,
-        m = crate::sql::pv("member"),
-        j = crate::sql::pv("join-request"),
-        k = crate::sql::pv("token"),
-        d = crate::sql::doc_pv("u.kind"),
+        e = e,
+        t = t,
+        m = m,
+        j = j,
+        k = k,
+        d = d,
+        i = i,
+        mv = crate::sql::pv("member"),
+        jv = crate::sql::pv("join-request"),
+        kv = crate::sql::pv("token"),
+        dv = crate::sql::doc_pv("u.kind"),
     )
+}
+
+/// One `UNNEST` per array parameter, from `$first` on, each of the given
+/// element type: set-returning functions in a select list, which
+/// PostgreSQL runs in step, a row at a time, where `FROM UNNEST(...)`
+/// would first copy every row into a tuple store.
+fn unnest(first: usize, types: &[&str]) -> String {
+    types
+        .iter()
+        .enumerate()
+        .map(|(n, t)| format!("UNNEST(${}::{t}[])", first + n))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The rows a write has not sent yet. Each kind holds one call's rows: a
