@@ -1,13 +1,13 @@
 //! What a PostgreSQL write appends and changes, kept until it runs as one
 //! statement: one data-modifying CTE per table, each inserting from
-//! arrays (`UNNEST`), so a batch is one round trip whatever it holds, one
-//! statement text prepared once per connection. Inside a transaction
-//! begun under the lock ([`WRITE`]), a batch is three round trips with
-//! the begin and the commit; a write begun at a head sends it as a
-//! statement of its own ([`WRITE_AT`]), which checks the head, writes and
-//! commits in one round trip.
+//! arrays (`UNNEST`), so a batch is one round trip whatever it holds; a
+//! statement names only the tables its rows go into, each text prepared
+//! once per connection ([`write_text`]). Inside a transaction begun under
+//! the lock, a batch is three round trips with the begin and the commit;
+//! a write begun at a head sends it as a statement of its own, which
+//! checks the head, writes and commits in one round trip.
 
-use std::sync::LazyLock;
+use std::sync::OnceLock;
 
 use sqlx::postgres::PgArguments;
 use sqlx::{PgConnection, Postgres};
@@ -20,96 +20,164 @@ use crate::{Head, IdempotencyRecord, StoreResult};
 
 type PgQuery<'q> = sqlx::query::Query<'q, Postgres, PgArguments>;
 
-/// Every table a write inserts into, each from arrays; an empty array
-/// inserts nothing. Each read-model row gets this build's projection
-/// version for its kind, written into the text. Sent inside a transaction
-/// that holds the log's lock.
-static WRITE: LazyLock<String> = LazyLock::new(|| write_text(false));
+/// The tables a write inserts into, one bit each, in the statement's
+/// order: a statement names only the tables its write has rows for.
+const EVENTS: u8 = 1;
+const TREE: u8 = 2;
+const MEMBERS: u8 = 4;
+const JOIN_REQUESTS: u8 = 8;
+const TOKENS: u8 = 16;
+const DOCS: u8 = 32;
+const IDEMPOTENCY: u8 = 64;
+/// The bit of a statement of its own ([`write_text`]'s `at`).
+const AT: u8 = 128;
 
-/// [`WRITE`] as a statement of its own (its own transaction), for a write
-/// begun without the lock: `h` moves the head only where it still is where
-/// the writer expects ($49, $50), to $51 and $52, locking its row; every
-/// insert and the cluster row ($53 whether to set it, $54, $55) wait on
-/// `h` and write nothing when it moved nothing. It returns one row, with
-/// the commit announced, only when it wrote.
-static WRITE_AT: LazyLock<String> = LazyLock::new(|| write_text(true));
+/// Each statement text, made the first time a write needs it: a few
+/// sets of tables occur (a command's event and its member row, with a
+/// tree row now and then), so a connection prepares a few texts, and
+/// PostgreSQL starts no plan for a table a write leaves alone.
+static TEXTS: [OnceLock<String>; 256] = [const { OnceLock::new() }; 256];
 
-fn write_text(at: bool) -> String {
-    let (head, gate, tail) = if at {
-        (
-            "h AS (UPDATE log_head SET position = $51, hash = $52 WHERE id = 1 AND position = $49 \
-             AND hash = $50 RETURNING position), "
-                .to_owned(),
-            " WHERE EXISTS (SELECT 1 FROM h)",
-            format!(
-                "), c AS (UPDATE rm_cluster SET generation = COALESCE($54, generation), \
-                 checkpoint = $55 WHERE id = 1 AND $53 AND EXISTS (SELECT 1 FROM h)) \
-                 SELECT pg_notify('{NOTIFY_CHANNEL}', position::text) FROM h"
-            ),
-        )
+fn text(at: bool, tables: u8) -> &'static str {
+    let key = tables | if at { AT } else { 0 };
+    TEXTS[usize::from(key)].get_or_init(|| write_text(at, tables))
+}
+
+/// The statement that inserts into `tables`, each from arrays, each
+/// read-model row with this build's projection version for its kind,
+/// written into the text.
+///
+/// Without `at`, it is sent inside a transaction that holds the log's
+/// lock, and its arrays are `$1` on. With `at`, it is a statement of its
+/// own (its own transaction), for a write begun without the lock: `h`
+/// moves the head only where it still is where the writer expects (`$1`,
+/// `$2`), to `$3` and `$4`, locking its row; every insert and the cluster
+/// row (`$5` whether to set it, `$6`, `$7`) wait on `h` and write nothing
+/// when it moved nothing; the arrays are `$8` on. It returns one row,
+/// with the commit announced, only when it wrote.
+fn write_text(at: bool, tables: u8) -> String {
+    let gate = if at {
+        " WHERE EXISTS (SELECT 1 FROM h)"
     } else {
-        (String::new(), "", ") SELECT 1".to_owned())
+        ""
     };
-    let e = unnest(
-        1,
-        &[
+    let mut ctes = Vec::new();
+    let mut taken = 0;
+    if at {
+        ctes.push(
+            "h AS (UPDATE log_head SET position = $3, hash = $4 WHERE id = 1 AND position = $1 \
+             AND hash = $2 RETURNING position)"
+                .to_owned(),
+        );
+        taken = 7;
+    }
+    let mut arrays = |types: &[&str]| {
+        let list = unnest(taken + 1, types);
+        taken += types.len();
+        list
+    };
+    if tables & EVENTS != 0 {
+        let e = arrays(&[
             "int8", "text", "int8", "text", "int8", "text", "int8", "text", "text", "int8", "text",
             "bytea", "bytea", "bytea", "text",
-        ],
-    );
-    let t = unnest(16, &["int8", "int8", "bytea"]);
-    let m = unnest(
-        19,
-        &["text", "text", "text", "text", "int8", "int8", "text"],
-    );
-    let j = unnest(26, &["text", "text", "int8", "text"]);
-    let k = unnest(
-        30,
-        &[
+        ]);
+        ctes.push(format!(
+            concat!(
+                "e AS (INSERT INTO events (",
+                event_columns!(),
+                ") SELECT {e}{gate})"
+            ),
+            e = e,
+            gate = gate
+        ));
+    }
+    if tables & TREE != 0 {
+        let t = arrays(&["int8", "int8", "bytea"]);
+        ctes.push(format!(
+            "t AS (INSERT INTO log_tree (level, idx, hash) SELECT {t}{gate})"
+        ));
+    }
+    if tables & MEMBERS != 0 {
+        let m = arrays(&["text", "text", "text", "text", "int8", "int8", "text"]);
+        ctes.push(format!(
+            concat!(
+                "m AS (INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc, \
+                 projection_version) SELECT {m}, {v}{gate}",
+                members_on_conflict!(),
+                ")"
+            ),
+            m = m,
+            v = crate::sql::pv("member"),
+            gate = gate
+        ));
+    }
+    if tables & JOIN_REQUESTS != 0 {
+        let j = arrays(&["text", "text", "int8", "text"]);
+        ctes.push(format!(
+            concat!(
+                "j AS (INSERT INTO rm_join_requests (request_id, status, version, doc, \
+                 projection_version) SELECT {j}, {v}{gate}",
+                join_requests_on_conflict!(),
+                ")"
+            ),
+            j = j,
+            v = crate::sql::pv("join-request"),
+            gate = gate
+        ));
+    }
+    if tables & TOKENS != 0 {
+        let k = arrays(&[
             "text", "bytea", "text", "text", "text", "int8", "int8", "text",
-        ],
-    );
-    let d = unnest(38, &["text", "text", "int8", "text"]);
-    let i = unnest(
-        42,
-        &["text", "text", "bytea", "int8", "text", "int8", "int8"],
-    );
-    format!(
-        concat!(
-            "WITH {head}e AS (INSERT INTO events (",
-            event_columns!(),
-            ") SELECT {e}{gate}), \
-             t AS (INSERT INTO log_tree (level, idx, hash) SELECT {t}{gate}), \
-             m AS (INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc, \
-             projection_version) SELECT {m}, {mv}{gate}",
-            members_on_conflict!(),
-            "), j AS (INSERT INTO rm_join_requests (request_id, status, version, doc, \
-             projection_version) SELECT {j}, {jv}{gate}",
-            join_requests_on_conflict!(),
-            "), k AS (INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, principal, \
-             policies, expires_at, revoked_at, doc, projection_version) SELECT {k}, {kv}{gate}",
-            tokens_on_conflict!(),
-            "), d AS (INSERT INTO rm_docs (kind, id, sort_key, doc, projection_version) \
-             SELECT u.*, {dv} FROM (SELECT {d}{gate}) AS u (kind, id, sort_key, doc)",
-            docs_on_conflict!(),
-            "), i AS (INSERT INTO idempotency (principal, idem_key, request_hash, status, body, \
-             etag, position) SELECT {i}{gate}{tail}"
-        ),
-        head = head,
-        gate = gate,
-        tail = tail,
-        e = e,
-        t = t,
-        m = m,
-        j = j,
-        k = k,
-        d = d,
-        i = i,
-        mv = crate::sql::pv("member"),
-        jv = crate::sql::pv("join-request"),
-        kv = crate::sql::pv("token"),
-        dv = crate::sql::doc_pv("u.kind"),
-    )
+        ]);
+        ctes.push(format!(
+            concat!(
+                "k AS (INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, \
+                 principal, policies, expires_at, revoked_at, doc, projection_version) \
+                 SELECT {k}, {v}{gate}",
+                tokens_on_conflict!(),
+                ")"
+            ),
+            k = k,
+            v = crate::sql::pv("token"),
+            gate = gate
+        ));
+    }
+    if tables & DOCS != 0 {
+        let d = arrays(&["text", "text", "int8", "text"]);
+        ctes.push(format!(
+            concat!(
+                "d AS (INSERT INTO rm_docs (kind, id, sort_key, doc, projection_version) \
+                 SELECT u.*, {v} FROM (SELECT {d}{gate}) AS u (kind, id, sort_key, doc)",
+                docs_on_conflict!(),
+                ")"
+            ),
+            d = d,
+            v = crate::sql::doc_pv("u.kind"),
+            gate = gate
+        ));
+    }
+    if tables & IDEMPOTENCY != 0 {
+        let i = arrays(&["text", "text", "bytea", "int8", "text", "int8", "int8"]);
+        ctes.push(format!(
+            "i AS (INSERT INTO idempotency (principal, idem_key, request_hash, status, body, \
+             etag, position) SELECT {i}{gate})"
+        ));
+    }
+    let tail = if at {
+        ctes.push(
+            "c AS (UPDATE rm_cluster SET generation = COALESCE($6, generation), checkpoint = $7 \
+             WHERE id = 1 AND $5 AND EXISTS (SELECT 1 FROM h))"
+                .to_owned(),
+        );
+        format!("SELECT pg_notify('{NOTIFY_CHANNEL}', position::text) FROM h")
+    } else {
+        "SELECT 1".to_owned()
+    };
+    if ctes.is_empty() {
+        tail
+    } else {
+        format!("WITH {} {tail}", ctes.join(", "))
+    }
 }
 
 /// One `UNNEST` per array parameter, from `$first` on, each of the given
@@ -181,7 +249,9 @@ impl Pending {
             return Ok(());
         }
         let p = std::mem::take(self);
-        p.bind(sqlx::query(WRITE.as_str())).execute(c).await?;
+        p.bind(sqlx::query(text(false, p.tables())))
+            .execute(c)
+            .await?;
         Ok(())
     }
 
@@ -197,22 +267,38 @@ impl Pending {
         cluster: Option<(Option<u64>, u64)>,
     ) -> Result<bool, sqlx::Error> {
         let (generation, checkpoint) = cluster.unwrap_or_default();
-        let written = self
-            .bind(sqlx::query(WRITE_AT.as_str()))
+        let q = sqlx::query(text(true, self.tables()))
             .bind(expected.position as i64)
             .bind(expected.hash.as_slice())
             .bind(head.position as i64)
             .bind(head.hash.as_slice())
             .bind(cluster.is_some())
             .bind(generation.map(|g| g as i64))
-            .bind(checkpoint as i64)
-            .fetch_optional(c)
-            .await?;
+            .bind(checkpoint as i64);
+        let written = self.bind(q).fetch_optional(c).await?;
         Ok(written.is_some())
     }
 
-    /// Binds the kept rows: `$1` to `$48` of both statements.
-    fn bind<'q>(&'q self, q: PgQuery<'q>) -> PgQuery<'q> {
+    /// The tables the kept rows go into.
+    fn tables(&self) -> u8 {
+        let c = &self.changes;
+        [
+            (EVENTS, self.events.is_empty()),
+            (TREE, self.tree.is_empty()),
+            (MEMBERS, c.members.is_empty()),
+            (JOIN_REQUESTS, c.join_requests.is_empty()),
+            (TOKENS, c.tokens.is_empty()),
+            (DOCS, c.docs.is_empty()),
+            (IDEMPOTENCY, self.idempotency.is_empty()),
+        ]
+        .into_iter()
+        .filter(|(_, empty)| !empty)
+        .fold(0, |tables, (table, _)| tables | table)
+    }
+
+    /// Binds the kept rows' arrays, those of each table [`Self::tables`]
+    /// names, in [`write_text`]'s order, after what `q` holds.
+    fn bind<'q>(&'q self, mut q: PgQuery<'q>) -> PgQuery<'q> {
         let e = &self.events;
         let (m, j, k, d, i) = (
             &self.changes.members,
@@ -222,101 +308,124 @@ impl Pending {
             &self.idempotency,
         );
         let tree = &self.tree;
-        q.bind(e.iter().map(|e| e.position as i64).collect::<Vec<_>>())
-            .bind(e.iter().map(|e| e.stream_id.as_str()).collect::<Vec<_>>())
-            .bind(
-                e.iter()
-                    .map(|e| e.stream_version as i64)
-                    .collect::<Vec<_>>(),
-            )
-            .bind(e.iter().map(|e| e.event_type.as_str()).collect::<Vec<_>>())
-            .bind(
-                e.iter()
-                    .map(|e| i64::from(e.schema_version))
-                    .collect::<Vec<_>>(),
-            )
-            .bind(e.iter().map(|e| e.event_id.to_string()).collect::<Vec<_>>())
-            .bind(
-                e.iter()
-                    .map(|e| e.occurred_at.timestamp_micros())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                e.iter()
-                    .map(|e| e.meta.principal.as_str())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                e.iter()
-                    .map(|e| e.meta.request_id.as_deref())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                e.iter()
-                    .map(|e| e.meta.causation.map(|c| c as i64))
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                e.iter()
-                    .map(|e| e.meta.correlation.as_deref())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(e.iter().map(|e| e.payload.as_slice()).collect::<Vec<_>>())
-            .bind(e.iter().map(|e| e.prev_hash.as_slice()).collect::<Vec<_>>())
-            .bind(e.iter().map(|e| e.hash.as_slice()).collect::<Vec<_>>())
-            .bind(
-                e.iter()
-                    .map(|e| e.meta.client_request_id.as_deref())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(tree.iter().map(|r| i64::from(r.level)).collect::<Vec<_>>())
-            .bind(tree.iter().map(|r| r.index as i64).collect::<Vec<_>>())
-            .bind(tree.iter().map(|r| r.hash.as_slice()).collect::<Vec<_>>())
-            .bind(m.iter().map(|r| r.node_id.as_str()).collect::<Vec<_>>())
-            .bind(m.iter().map(|r| r.state).collect::<Vec<_>>())
-            .bind(m.iter().map(|r| r.role).collect::<Vec<_>>())
-            .bind(m.iter().map(|r| r.rack.as_deref()).collect::<Vec<_>>())
-            .bind(m.iter().map(|r| i64::from(r.ordinal)).collect::<Vec<_>>())
-            .bind(m.iter().map(|r| r.version as i64).collect::<Vec<_>>())
-            .bind(m.iter().map(|r| r.doc.as_str()).collect::<Vec<_>>())
-            .bind(j.iter().map(|r| r.request_id.as_str()).collect::<Vec<_>>())
-            .bind(j.iter().map(|r| r.status).collect::<Vec<_>>())
-            .bind(j.iter().map(|r| r.version as i64).collect::<Vec<_>>())
-            .bind(j.iter().map(|r| r.doc.as_str()).collect::<Vec<_>>())
-            .bind(k.iter().map(|r| r.token_id.as_str()).collect::<Vec<_>>())
-            .bind(
-                k.iter()
-                    .map(|r| r.secret_sha256.as_ref().map(|h| h.as_slice()))
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                k.iter()
-                    .map(|r| r.secret_argon2id.as_deref())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(k.iter().map(|r| r.principal.as_str()).collect::<Vec<_>>())
-            .bind(k.iter().map(|r| r.policies.as_str()).collect::<Vec<_>>())
-            .bind(k.iter().map(|r| r.expires_at).collect::<Vec<_>>())
-            .bind(k.iter().map(|r| r.revoked_at).collect::<Vec<_>>())
-            .bind(k.iter().map(|r| r.doc.as_str()).collect::<Vec<_>>())
-            .bind(d.iter().map(|r| r.kind).collect::<Vec<_>>())
-            .bind(d.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())
-            .bind(d.iter().map(|r| r.sort_key).collect::<Vec<_>>())
-            .bind(d.iter().map(|r| r.doc.as_str()).collect::<Vec<_>>())
-            .bind(i.iter().map(|r| r.principal.as_str()).collect::<Vec<_>>())
-            .bind(i.iter().map(|r| r.key.as_str()).collect::<Vec<_>>())
-            .bind(
-                i.iter()
-                    .map(|r| r.request_hash.as_slice())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(i.iter().map(|r| i64::from(r.status)).collect::<Vec<_>>())
-            .bind(i.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
-            .bind(
-                i.iter()
-                    .map(|r| r.etag.map(|e| e as i64))
-                    .collect::<Vec<_>>(),
-            )
-            .bind(i.iter().map(|r| r.position as i64).collect::<Vec<_>>())
+        let tables = self.tables();
+        if tables & EVENTS != 0 {
+            q = q
+                .bind(e.iter().map(|e| e.position as i64).collect::<Vec<_>>())
+                .bind(e.iter().map(|e| e.stream_id.as_str()).collect::<Vec<_>>())
+                .bind(
+                    e.iter()
+                        .map(|e| e.stream_version as i64)
+                        .collect::<Vec<_>>(),
+                )
+                .bind(e.iter().map(|e| e.event_type.as_str()).collect::<Vec<_>>())
+                .bind(
+                    e.iter()
+                        .map(|e| i64::from(e.schema_version))
+                        .collect::<Vec<_>>(),
+                )
+                .bind(e.iter().map(|e| e.event_id.to_string()).collect::<Vec<_>>())
+                .bind(
+                    e.iter()
+                        .map(|e| e.occurred_at.timestamp_micros())
+                        .collect::<Vec<_>>(),
+                )
+                .bind(
+                    e.iter()
+                        .map(|e| e.meta.principal.as_str())
+                        .collect::<Vec<_>>(),
+                )
+                .bind(
+                    e.iter()
+                        .map(|e| e.meta.request_id.as_deref())
+                        .collect::<Vec<_>>(),
+                )
+                .bind(
+                    e.iter()
+                        .map(|e| e.meta.causation.map(|c| c as i64))
+                        .collect::<Vec<_>>(),
+                )
+                .bind(
+                    e.iter()
+                        .map(|e| e.meta.correlation.as_deref())
+                        .collect::<Vec<_>>(),
+                )
+                .bind(e.iter().map(|e| e.payload.as_slice()).collect::<Vec<_>>())
+                .bind(e.iter().map(|e| e.prev_hash.as_slice()).collect::<Vec<_>>())
+                .bind(e.iter().map(|e| e.hash.as_slice()).collect::<Vec<_>>())
+                .bind(
+                    e.iter()
+                        .map(|e| e.meta.client_request_id.as_deref())
+                        .collect::<Vec<_>>(),
+                );
+        }
+        if tables & TREE != 0 {
+            q = q
+                .bind(tree.iter().map(|r| i64::from(r.level)).collect::<Vec<_>>())
+                .bind(tree.iter().map(|r| r.index as i64).collect::<Vec<_>>())
+                .bind(tree.iter().map(|r| r.hash.as_slice()).collect::<Vec<_>>());
+        }
+        if tables & MEMBERS != 0 {
+            q = q
+                .bind(m.iter().map(|r| r.node_id.as_str()).collect::<Vec<_>>())
+                .bind(m.iter().map(|r| r.state).collect::<Vec<_>>())
+                .bind(m.iter().map(|r| r.role).collect::<Vec<_>>())
+                .bind(m.iter().map(|r| r.rack.as_deref()).collect::<Vec<_>>())
+                .bind(m.iter().map(|r| i64::from(r.ordinal)).collect::<Vec<_>>())
+                .bind(m.iter().map(|r| r.version as i64).collect::<Vec<_>>())
+                .bind(m.iter().map(|r| r.doc.as_str()).collect::<Vec<_>>());
+        }
+        if tables & JOIN_REQUESTS != 0 {
+            q = q
+                .bind(j.iter().map(|r| r.request_id.as_str()).collect::<Vec<_>>())
+                .bind(j.iter().map(|r| r.status).collect::<Vec<_>>())
+                .bind(j.iter().map(|r| r.version as i64).collect::<Vec<_>>())
+                .bind(j.iter().map(|r| r.doc.as_str()).collect::<Vec<_>>());
+        }
+        if tables & TOKENS != 0 {
+            q = q
+                .bind(k.iter().map(|r| r.token_id.as_str()).collect::<Vec<_>>())
+                .bind(
+                    k.iter()
+                        .map(|r| r.secret_sha256.as_ref().map(|h| h.as_slice()))
+                        .collect::<Vec<_>>(),
+                )
+                .bind(
+                    k.iter()
+                        .map(|r| r.secret_argon2id.as_deref())
+                        .collect::<Vec<_>>(),
+                )
+                .bind(k.iter().map(|r| r.principal.as_str()).collect::<Vec<_>>())
+                .bind(k.iter().map(|r| r.policies.as_str()).collect::<Vec<_>>())
+                .bind(k.iter().map(|r| r.expires_at).collect::<Vec<_>>())
+                .bind(k.iter().map(|r| r.revoked_at).collect::<Vec<_>>())
+                .bind(k.iter().map(|r| r.doc.as_str()).collect::<Vec<_>>());
+        }
+        if tables & DOCS != 0 {
+            q = q
+                .bind(d.iter().map(|r| r.kind).collect::<Vec<_>>())
+                .bind(d.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())
+                .bind(d.iter().map(|r| r.sort_key).collect::<Vec<_>>())
+                .bind(d.iter().map(|r| r.doc.as_str()).collect::<Vec<_>>());
+        }
+        if tables & IDEMPOTENCY != 0 {
+            q = q
+                .bind(i.iter().map(|r| r.principal.as_str()).collect::<Vec<_>>())
+                .bind(i.iter().map(|r| r.key.as_str()).collect::<Vec<_>>())
+                .bind(
+                    i.iter()
+                        .map(|r| r.request_hash.as_slice())
+                        .collect::<Vec<_>>(),
+                )
+                .bind(i.iter().map(|r| i64::from(r.status)).collect::<Vec<_>>())
+                .bind(i.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
+                .bind(
+                    i.iter()
+                        .map(|r| r.etag.map(|e| e as i64))
+                        .collect::<Vec<_>>(),
+                )
+                .bind(i.iter().map(|r| r.position as i64).collect::<Vec<_>>());
+        }
+        q
     }
 }
