@@ -206,6 +206,9 @@ impl store::EventStore for CountingStore {
         let tx = self.inner.begin_write_at(expected).await?;
         Ok(self.hooked(tx))
     }
+    fn defers_writes(&self) -> bool {
+        self.inner.defers_writes()
+    }
     async fn head(&self) -> store::StoreResult<store::Head> {
         self.count("head");
         self.inner.head().await

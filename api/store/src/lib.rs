@@ -248,6 +248,13 @@ pub trait EventStore: Send + Sync + 'static {
         at_head(self.begin_write().await?, expected).await
     }
 
+    /// Whether a write begun at a head ([`Self::begin_write_at`]) does
+    /// nothing until its commit, which checks the head, writes and commits
+    /// in one round trip: a writer then sends it before other work.
+    fn defers_writes(&self) -> bool {
+        false
+    }
+
     /// The head as last committed.
     async fn head(&self) -> StoreResult<Head>;
 

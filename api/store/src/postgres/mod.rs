@@ -359,6 +359,11 @@ impl EventStore for PgStore {
         Ok(Box::new(PgTx::deferred(conn, expected, tree)))
     }
 
+    /// A write begun at a head is kept until its commit's one statement.
+    fn defers_writes(&self) -> bool {
+        true
+    }
+
     async fn head(&self) -> StoreResult<Head> {
         R::head(&self.pool).await
     }
