@@ -109,7 +109,8 @@ pub(super) enum Action<F, B, D, E> {
     /// Answer the commit that ended: when stored, publish what it leaves
     /// and then send its answers; when not, answer every command of it the
     /// error, or, when `then` is [`Then::DecideAgain`], decide them again.
-    /// Then do `then`.
+    /// Then do `then` (the writer may begin a [`Then::CommitAhead`] just
+    /// before the stored commit's answers go out).
     Land {
         in_flight: F,
         landed: Result<B, E>,
@@ -120,7 +121,8 @@ pub(super) enum Action<F, B, D, E> {
     FallBack(B),
 }
 
-/// What follows the answers of a commit that ended.
+/// What follows the answers of a commit that ended (or, for a batch
+/// decided ahead, what may begin just before them).
 #[derive(Debug, PartialEq)]
 pub(super) enum Then<B, D> {
     /// Nothing more (a batch being decided goes on under the lock).

@@ -8,7 +8,9 @@
 //! first leaves; its write begins once the first has committed and must
 //! find the log's head where the first left it (checked as it begins, or
 //! by its commit's one statement on PostgreSQL), and its answers are sent
-//! only after its own commit. When the commit in flight fails, or another
+//! only after its own commit. On PostgreSQL, where that statement is the
+//! whole write, it goes out before a landed commit's many answers do
+//! ([`ANSWERS_AFTER_NEXT`]). When the commit in flight fails, or another
 //! process wrote in between, what was decided after it is thrown away and
 //! decided again from the log as the database holds it: no answer comes
 //! from a state that was not stored. A commit that lost that race stored
@@ -27,6 +29,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::task::Poll;
@@ -134,9 +137,9 @@ struct Started {
 /// How many answers a stored commit must have for the next commit to be
 /// sent before them (where the store writes a commit in one round trip):
 /// answering that many keeps the database idle long enough to matter.
-/// With fewer, sending first lost: `commands`, PostgreSQL, 8 writers (4-5
-/// answers a commit) 5-30 % slower, 16 writers even, 32 and 64 writers
-/// 8-51 % faster (`docs/benchmarks.md`).
+/// With every commit sent first, `commands` on PostgreSQL ran 16-27 %
+/// slower at 8 writers and 4-12 % slower at 16, and 8-51 % faster at 32
+/// and 64 (`docs/benchmarks.md`, issue 33, thirteenth session).
 const ANSWERS_AFTER_NEXT: usize = 16;
 
 /// A stored commit's read models and answers, not yet sent.
@@ -282,8 +285,10 @@ impl Writer {
 
     /// Decides `jobs` and begins their commit. With a commit in flight,
     /// they are decided against the state it leaves while it runs; then it
-    /// lands (its answers go out), and only if it was stored does theirs
-    /// begin. Answers the commit now in flight, if any.
+    /// lands, and only if it was stored does theirs begin: after its
+    /// answers go out, or, with [`ANSWERS_AFTER_NEXT`] of them on a store
+    /// that defers writes, just before. Answers the commit now in flight,
+    /// if any.
     async fn process(&mut self, jobs: Vec<Job>, state: &mut State) {
         let reqs: Vec<&CommandRequest> = jobs.iter().map(|j| &j.req).collect();
         // A batch decided ahead that must be decided again (another
@@ -449,8 +454,8 @@ impl Writer {
     }
 
     /// [`Self::landed`], but a stored commit's publication and answers are
-    /// handed back, for [`Self::answer`] to send (after the next commit
-    /// has begun).
+    /// handed back, for [`Self::answer`] to send (where the next commit
+    /// goes out first, after it has).
     fn land(
         &mut self,
         state: &mut State,
@@ -652,9 +657,18 @@ impl Writer {
         let commit = if !send_now {
             tokio::spawn(commit)
         } else {
-            match std::future::poll_fn(|cx| Poll::Ready(commit.as_mut().poll(cx))).await {
-                Poll::Ready(done) => tokio::spawn(async move { done }),
-                Poll::Pending => tokio::spawn(commit),
+            // A panic in that step ends the commit's task, as it would
+            // have in the task (an outcome not known), not the writer.
+            let first = std::future::poll_fn(|cx| {
+                Poll::Ready(std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    commit.as_mut().poll(cx)
+                })))
+            })
+            .await;
+            match first {
+                Ok(Poll::Ready(done)) => tokio::spawn(async move { done }),
+                Ok(Poll::Pending) => tokio::spawn(commit),
+                Err(panic) => tokio::spawn(async move { std::panic::resume_unwind(panic) }),
             }
         };
         let after = Arc::new(self.rm.clone());

@@ -248,9 +248,11 @@ pub trait EventStore: Send + Sync + 'static {
         at_head(self.begin_write().await?, expected).await
     }
 
-    /// Whether a write begun at a head ([`Self::begin_write_at`]) does
-    /// nothing until its commit, which checks the head, writes and commits
-    /// in one round trip: a writer then sends it before other work.
+    /// Whether a write begun at a head ([`Self::begin_write_at`]) is, as a
+    /// rule, kept until its commit, which checks the head, writes and
+    /// commits in one round trip: a writer may then send it before other
+    /// work (a write that must lock first, or remove rows, takes a round
+    /// trip before).
     fn defers_writes(&self) -> bool {
         false
     }

@@ -415,3 +415,137 @@ async fn a_batch_whose_head_another_process_moved_is_decided_again_and_answered_
         .await;
     }
 }
+
+/// Holds the commits it is armed for, one at a time, and records in one
+/// sequence each commit as it begins and each answer as the test hears
+/// it.
+#[derive(Default)]
+struct Sequenced {
+    armed: AtomicBool,
+    holding: Notify,
+    release: Notify,
+    heard: std::sync::Mutex<Vec<&'static str>>,
+}
+
+impl Sequenced {
+    fn hear(&self, what: &'static str) {
+        self.heard.lock().unwrap().push(what);
+    }
+}
+
+#[async_trait]
+impl CommitHook for Sequenced {
+    async fn commit(&self, tx: Box<dyn WriteTx>) -> StoreResult<()> {
+        self.hear("commit");
+        if self.armed.swap(false, Ordering::SeqCst) {
+            self.holding.notify_one();
+            self.release.notified().await;
+        }
+        tx.commit().await
+    }
+}
+
+/// A commit of 20 commands (batch C) lands while batch D is decided ahead
+/// of it. On PostgreSQL, where D's write is its commit's one statement, D
+/// goes out before C's 20 answers do (`ANSWERS_AFTER_NEXT`); on SQLite
+/// C's answers go first. Either way every command is answered once, as
+/// committed, C's before D's in the log, and the log is chained.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_with_many_answers_lets_the_next_one_go_out_first_on_postgresql() {
+    for db in each_backend().await {
+        let backend = db.backend;
+        let inner = store::connect(&db.url).await.unwrap();
+        let seq = Arc::new(Sequenced::default());
+        let store: Arc<dyn EventStore> =
+            Arc::new(CountingStore::new(inner.clone()).committing_through(seq.clone()));
+        let bus = CommandBus::start(store).await.unwrap();
+        let nodes: Vec<String> = (0..21).map(|i| format!("n-{i}")).collect();
+        for (i, node) in nodes.iter().enumerate() {
+            let ip = format!("10.0.1.{}", i + 1);
+            bus.execute(admit(node, &ip))
+                .await
+                .unwrap()
+                .committed()
+                .unwrap();
+        }
+        let send = |req: CommandRequest, heard: Option<&'static str>| {
+            let (bus, seq) = (bus.clone(), seq.clone());
+            tokio::spawn(async move {
+                let r = bus.execute(req).await;
+                if let Some(what) = heard {
+                    seq.hear(what);
+                }
+                r.unwrap().committed().unwrap()
+            })
+        };
+        let settle = || tokio::time::sleep(Duration::from_millis(300));
+        let held = |what: &'static str| {
+            let seq = seq.clone();
+            async move {
+                tokio::time::timeout(Duration::from_secs(10), seq.holding.notified())
+                    .await
+                    .unwrap_or_else(|_| panic!("{backend}: {what}'s commit is held"));
+            }
+        };
+        // Batch A (one admission) is held; batch B (one command) is
+        // decided ahead of it, and C's 20 commands queue behind.
+        seq.armed.store(true, Ordering::SeqCst);
+        let a = send(admit("n-x", "10.0.2.1"), None);
+        held("batch A").await;
+        let b = send(progress(&nodes[0], "join/b"), None);
+        settle().await;
+        let c: Vec<_> = nodes[1..]
+            .iter()
+            .map(|n| send(progress(n, "join/c"), Some("answer C")))
+            .collect();
+        settle().await;
+        // A lands; B commits, held, while C is decided ahead of it.
+        seq.armed.store(true, Ordering::SeqCst);
+        seq.release.notify_one();
+        held("batch B").await;
+        settle().await;
+        // B lands; C commits, held, while D is decided ahead of it.
+        seq.armed.store(true, Ordering::SeqCst);
+        seq.release.notify_one();
+        held("batch C").await;
+        let d = send(progress(&nodes[0], "join/d"), None);
+        settle().await;
+        seq.heard.lock().unwrap().clear();
+        seq.release.notify_one();
+
+        let a = a.await.unwrap();
+        let b = b.await.unwrap();
+        let mut c_at = Vec::new();
+        for t in c {
+            c_at.push(t.await.unwrap().position.unwrap());
+        }
+        let d = d.await.unwrap();
+        c_at.sort_unstable();
+        let (first_c, last_c) = (c_at[0], c_at[c_at.len() - 1]);
+        assert_eq!(a.position, Some(22), "{backend}");
+        assert_eq!(b.position, Some(23), "{backend}: {}", b.body);
+        assert_eq!(
+            c_at,
+            (24..44).collect::<Vec<_>>(),
+            "{backend}: C's 20 commands commit together, once each"
+        );
+        assert_eq!(d.position, Some(last_c + 1), "{backend}: {}", d.body);
+        assert!(first_c > 23);
+        let heard = seq.heard.lock().unwrap().clone();
+        let d_began = heard.iter().position(|h| *h == "commit");
+        let first_answer = heard.iter().position(|h| *h == "answer C");
+        assert!(
+            d_began.is_some() && first_answer.is_some(),
+            "{backend}: {heard:?}"
+        );
+        if backend == "postgres" {
+            assert!(
+                d_began < first_answer,
+                "{backend}: D's commit began before C's answers went out: {heard:?}"
+            );
+        }
+        let log = inner.read_after(0, 100).await.unwrap();
+        assert_eq!(log.len(), 44, "{backend}");
+        assert_chained(&log, backend);
+    }
+}

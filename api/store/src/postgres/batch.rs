@@ -32,6 +32,23 @@ const IDEMPOTENCY: u8 = 64;
 /// The bit of a statement of its own ([`write_text`]'s `at`).
 const AT: u8 = 128;
 
+/// The element types of each table's arrays, in the order they are bound
+/// ([`Pending::bind`]).
+const EVENT_ARRAYS: &[&str] = &[
+    "int8", "text", "int8", "text", "int8", "text", "int8", "text", "text", "int8", "text",
+    "bytea", "bytea", "bytea", "text",
+];
+const TREE_ARRAYS: &[&str] = &["int8", "int8", "bytea"];
+const MEMBER_ARRAYS: &[&str] = &["text", "text", "text", "text", "int8", "int8", "text"];
+const JOIN_REQUEST_ARRAYS: &[&str] = &["text", "text", "int8", "text"];
+const TOKEN_ARRAYS: &[&str] = &[
+    "text", "bytea", "text", "text", "text", "int8", "int8", "text",
+];
+const DOC_ARRAYS: &[&str] = &["text", "text", "int8", "text"];
+const IDEMPOTENCY_ARRAYS: &[&str] = &["text", "text", "bytea", "int8", "text", "int8", "int8"];
+/// The head's parameters of a statement of its own, before the arrays.
+const HEAD_PARAMETERS: usize = 7;
+
 /// Each statement text, made the first time a write needs it: a few
 /// sets of tables occur (a command's event and its member row, with a
 /// tree row now and then), so a connection prepares a few texts, and
@@ -69,7 +86,7 @@ fn write_text(at: bool, tables: u8) -> String {
              AND hash = $2 RETURNING position)"
                 .to_owned(),
         );
-        taken = 7;
+        taken = HEAD_PARAMETERS;
     }
     let mut arrays = |types: &[&str]| {
         let list = unnest(taken + 1, types);
@@ -77,10 +94,7 @@ fn write_text(at: bool, tables: u8) -> String {
         list
     };
     if tables & EVENTS != 0 {
-        let e = arrays(&[
-            "int8", "text", "int8", "text", "int8", "text", "int8", "text", "text", "int8", "text",
-            "bytea", "bytea", "bytea", "text",
-        ]);
+        let e = arrays(EVENT_ARRAYS);
         ctes.push(format!(
             concat!(
                 "e AS (INSERT INTO events (",
@@ -92,13 +106,13 @@ fn write_text(at: bool, tables: u8) -> String {
         ));
     }
     if tables & TREE != 0 {
-        let t = arrays(&["int8", "int8", "bytea"]);
+        let t = arrays(TREE_ARRAYS);
         ctes.push(format!(
             "t AS (INSERT INTO log_tree (level, idx, hash) SELECT {t}{gate})"
         ));
     }
     if tables & MEMBERS != 0 {
-        let m = arrays(&["text", "text", "text", "text", "int8", "int8", "text"]);
+        let m = arrays(MEMBER_ARRAYS);
         ctes.push(format!(
             concat!(
                 "m AS (INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc, \
@@ -112,7 +126,7 @@ fn write_text(at: bool, tables: u8) -> String {
         ));
     }
     if tables & JOIN_REQUESTS != 0 {
-        let j = arrays(&["text", "text", "int8", "text"]);
+        let j = arrays(JOIN_REQUEST_ARRAYS);
         ctes.push(format!(
             concat!(
                 "j AS (INSERT INTO rm_join_requests (request_id, status, version, doc, \
@@ -126,9 +140,7 @@ fn write_text(at: bool, tables: u8) -> String {
         ));
     }
     if tables & TOKENS != 0 {
-        let k = arrays(&[
-            "text", "bytea", "text", "text", "text", "int8", "int8", "text",
-        ]);
+        let k = arrays(TOKEN_ARRAYS);
         ctes.push(format!(
             concat!(
                 "k AS (INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, \
@@ -143,7 +155,7 @@ fn write_text(at: bool, tables: u8) -> String {
         ));
     }
     if tables & DOCS != 0 {
-        let d = arrays(&["text", "text", "int8", "text"]);
+        let d = arrays(DOC_ARRAYS);
         ctes.push(format!(
             concat!(
                 "d AS (INSERT INTO rm_docs (kind, id, sort_key, doc, projection_version) \
@@ -157,7 +169,7 @@ fn write_text(at: bool, tables: u8) -> String {
         ));
     }
     if tables & IDEMPOTENCY != 0 {
-        let i = arrays(&["text", "text", "bytea", "int8", "text", "int8", "int8"]);
+        let i = arrays(IDEMPOTENCY_ARRAYS);
         ctes.push(format!(
             "i AS (INSERT INTO idempotency (principal, idem_key, request_hash, status, body, \
              etag, position) SELECT {i}{gate})"
@@ -427,5 +439,54 @@ impl Pending {
                 .bind(i.iter().map(|r| r.position as i64).collect::<Vec<_>>());
         }
         q
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::{Connection, Either, Executor};
+
+    use super::*;
+
+    /// Every statement text, with the head's check and without, for every
+    /// set of tables: PostgreSQL prepares it against the schema, and it
+    /// takes as many parameters as a write binds (the head's, then each
+    /// table's arrays).
+    #[tokio::test]
+    async fn every_statement_text_is_prepared_by_postgresql_with_the_parameters_bound() {
+        let Some(db) = crate::testing::postgres().await else {
+            return;
+        };
+        drop(crate::connect(&db.url).await.expect("the schema is made"));
+        let mut c = sqlx::PgConnection::connect(&db.url).await.unwrap();
+        let widths = [
+            (EVENTS, EVENT_ARRAYS),
+            (TREE, TREE_ARRAYS),
+            (MEMBERS, MEMBER_ARRAYS),
+            (JOIN_REQUESTS, JOIN_REQUEST_ARRAYS),
+            (TOKENS, TOKEN_ARRAYS),
+            (DOCS, DOC_ARRAYS),
+            (IDEMPOTENCY, IDEMPOTENCY_ARRAYS),
+        ];
+        for at in [false, true] {
+            for tables in 0..AT {
+                let want = widths
+                    .iter()
+                    .filter(|(t, _)| tables & t != 0)
+                    .map(|(_, a)| a.len())
+                    .sum::<usize>()
+                    + if at { HEAD_PARAMETERS } else { 0 };
+                let d = (&mut c)
+                    .describe(text(at, tables))
+                    .await
+                    .unwrap_or_else(|e| panic!("at {at}, tables {tables:#09b}: {e}"));
+                let got = match d.parameters() {
+                    Some(Either::Left(types)) => types.len(),
+                    Some(Either::Right(n)) => n,
+                    None => 0,
+                };
+                assert_eq!(got, want, "at {at}, tables {tables:#09b}");
+            }
+        }
     }
 }
