@@ -111,48 +111,40 @@ fn write_text(at: bool, tables: u8) -> String {
             "t AS (INSERT INTO log_tree (level, idx, hash) SELECT {t}{gate})"
         ));
     }
-    if tables & MEMBERS != 0 {
-        let m = arrays(MEMBER_ARRAYS);
-        ctes.push(format!(
-            concat!(
-                "m AS (INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc, \
-                 projection_version) SELECT {m}, {v}{gate}",
-                members_on_conflict!(),
-                ")"
-            ),
-            m = m,
-            v = crate::sql::pv("member"),
-            gate = gate
-        ));
-    }
-    if tables & JOIN_REQUESTS != 0 {
-        let j = arrays(JOIN_REQUEST_ARRAYS);
-        ctes.push(format!(
-            concat!(
-                "j AS (INSERT INTO rm_join_requests (request_id, status, version, doc, \
-                 projection_version) SELECT {j}, {v}{gate}",
-                join_requests_on_conflict!(),
-                ")"
-            ),
-            j = j,
-            v = crate::sql::pv("join-request"),
-            gate = gate
-        ));
-    }
-    if tables & TOKENS != 0 {
-        let k = arrays(TOKEN_ARRAYS);
-        ctes.push(format!(
-            concat!(
-                "k AS (INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, \
-                 principal, policies, expires_at, revoked_at, doc, projection_version) \
-                 SELECT {k}, {v}{gate}",
-                tokens_on_conflict!(),
-                ")"
-            ),
-            k = k,
-            v = crate::sql::pv("token"),
-            gate = gate
-        ));
+    // The read models' rows, each upserted with this build's projection
+    // version for its kind.
+    let upserts = [
+        (
+            MEMBERS,
+            MEMBER_ARRAYS,
+            "m AS (INSERT INTO rm_members (node_id, state, role, rack, ordinal, version, doc, \
+             projection_version)",
+            "member",
+            members_on_conflict!(),
+        ),
+        (
+            JOIN_REQUESTS,
+            JOIN_REQUEST_ARRAYS,
+            "j AS (INSERT INTO rm_join_requests (request_id, status, version, doc, \
+             projection_version)",
+            "join-request",
+            join_requests_on_conflict!(),
+        ),
+        (
+            TOKENS,
+            TOKEN_ARRAYS,
+            "k AS (INSERT INTO rm_tokens (token_id, secret_sha256, secret_argon2id, principal, \
+             policies, expires_at, revoked_at, doc, projection_version)",
+            "token",
+            tokens_on_conflict!(),
+        ),
+    ];
+    for (table, types, insert, kind, on_conflict) in upserts {
+        if tables & table != 0 {
+            let rows = arrays(types);
+            let v = crate::sql::pv(kind);
+            ctes.push(format!("{insert} SELECT {rows}, {v}{gate}{on_conflict})"));
+        }
     }
     if tables & DOCS != 0 {
         let d = arrays(DOC_ARRAYS);
