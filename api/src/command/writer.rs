@@ -315,33 +315,31 @@ impl Writer {
                         .in_flight_mut()
                         .expect("a commit in flight, decided ahead of");
                     let landed = (&mut f.commit).await;
-                    let (then, stored) = self.land(state, landed);
+                    let (then, mut stored) = self.land(state, landed);
+                    // Where the store defers a write to its commit's one
+                    // round trip, and the stored commit has many answers,
+                    // the next commit goes out before them: the database
+                    // writes while they go out. Else the answers go first
+                    // (see [`ANSWERS_AFTER_NEXT`]).
+                    let send_first = matches!(then, Then::CommitAhead(_))
+                        && self.store.defers_writes()
+                        && stored
+                            .as_ref()
+                            .is_some_and(|s| s.replies.len() >= ANSWERS_AFTER_NEXT);
+                    if !send_first {
+                        self.answer(stored.take());
+                    }
                     match then {
-                        // Where the store defers a write to its commit's
-                        // one round trip, and the stored commit has many
-                        // answers, the next commit goes out before them:
-                        // the database writes while they go out. Else the
-                        // answers go first (see [`ANSWERS_AFTER_NEXT`]).
-                        Then::CommitAhead((batch, replies))
-                            if self.store.defers_writes()
-                                && stored
-                                    .as_ref()
-                                    .is_some_and(|s| s.replies.len() >= ANSWERS_AFTER_NEXT) =>
-                        {
-                            let r = self.commit_ahead(batch, replies, true).await;
+                        Then::CommitAhead((batch, replies)) => {
+                            let r = self.commit_ahead(batch, replies, send_first).await;
                             self.answer(stored);
                             r
-                        }
-                        Then::CommitAhead((batch, replies)) => {
-                            self.answer(stored);
-                            self.commit_ahead(batch, replies, false).await
                         }
                         // What was decided ahead could not be decided whole:
                         // it is decided again on what the commit stored. Or
                         // the commit lost a race: this batch and its commands
                         // are decided again from what the log held before it.
                         Then::FallBack(base) | Then::DecideAgain(base) => {
-                            self.answer(stored);
                             self.rm = ReadModels::clone(&base);
                             action = state.step(Event::Decide);
                             continue;
@@ -349,7 +347,6 @@ impl Writer {
                         // The state it was decided on was not stored: it is
                         // decided again from the log.
                         Then::Nothing => {
-                            self.answer(stored);
                             action = state.step(Event::Decide);
                             continue;
                         }

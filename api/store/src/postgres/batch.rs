@@ -211,13 +211,6 @@ pub(super) struct Pending {
 }
 
 impl Pending {
-    pub(super) fn is_empty(&self) -> bool {
-        self.events.is_empty()
-            && self.tree.is_empty()
-            && !self.changed
-            && self.idempotency.is_empty()
-    }
-
     /// Whether rows of `events`, `tree` rows, changes or records must go
     /// out before more of the same kind are kept.
     pub(super) fn holds_events(&self) -> bool {
@@ -247,15 +240,13 @@ impl Pending {
     }
 
     /// Sends what is kept, as one statement inside the write's
-    /// transaction, and forgets it.
+    /// transaction, and forgets it; with no row to write, it sends nothing.
     pub(super) async fn send(&mut self, c: &mut PgConnection) -> StoreResult<()> {
-        if self.is_empty() {
-            return Ok(());
-        }
         let p = std::mem::take(self);
-        p.bind(sqlx::query(text(false, p.tables())))
-            .execute(c)
-            .await?;
+        let tables = p.tables();
+        if tables != 0 {
+            p.bind(sqlx::query(text(false, tables))).execute(c).await?;
+        }
         Ok(())
     }
 
