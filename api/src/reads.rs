@@ -206,6 +206,11 @@ pub struct Rendered {
     /// head hash is unknown (a fold of events without their hashes) are
     /// rendered every time.
     digest: Memo<(u64, [u8; 32]), String>,
+    /// Each member's document, kept with the record it was rendered from,
+    /// for the digest at a new position: while agents report, each
+    /// position is a new digest, yet a report changes one member, and
+    /// only changed members are rendered again.
+    member_docs: std::sync::Mutex<stratum_projections::MemberDocs>,
 }
 
 impl Rendered {
@@ -233,9 +238,12 @@ impl Rendered {
     /// [`ReadModels::membership_digest`] of `rm`.
     pub fn membership_digest(&self, rm: &ReadModels) -> String {
         match rm.head_hash {
-            Some(hash) => self
-                .digest
-                .get_or((rm.state.position, hash), || rm.membership_digest()),
+            Some(hash) => self.digest.get_or((rm.state.position, hash), || {
+                self.member_docs
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .membership_digest(rm)
+            }),
             None => rm.membership_digest(),
         }
     }

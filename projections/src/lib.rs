@@ -11,6 +11,7 @@
 // by clippy.toml; a use of one is an error, not a warning.
 #![deny(clippy::disallowed_methods)]
 
+pub mod digest;
 pub mod dump;
 pub mod iam;
 pub mod members;
@@ -25,6 +26,7 @@ use stratum_domain::state::{EventCtx, State};
 use stratum_domain::stored::{decode, DecodeError};
 use stratum_domain::DomainEvent;
 
+pub use digest::MemberDocs;
 pub use members::{
     member_record, member_records, membership_summary, peers, transport_admission, with_lagging,
     JoinRequestRecord, MemberRecord,

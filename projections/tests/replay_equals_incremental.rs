@@ -10,7 +10,7 @@ use stratum_domain::membership::{MemberCommand, Raft};
 use stratum_domain::state::stream_of;
 use stratum_domain::stored::encode_at;
 use stratum_domain::{Command, CommandContext};
-use stratum_projections::{Changes, ReadModels};
+use stratum_projections::{Changes, MemberDocs, ReadModels};
 
 const NODES: [&str; 4] = ["n-a", "n-b", "n-c", "n-d"];
 const ROLES: [&str; 4] = ["control", "compute", "storage", "hybrid"];
@@ -126,6 +126,8 @@ proptest! {
         let mut tables = Tables::default();
         let mut log: Vec<Recorded> = Vec::new();
         let mut prev = GENESIS_HASH;
+        // The digest a server keeps between its summaries.
+        let mut docs = MemberDocs::default();
         let t0 = stratum_domain::testing::t0();
         for batch in batches {
             for cmd in batch {
@@ -161,6 +163,8 @@ proptest! {
             }
             // One commit: the rows the batch changed.
             tables.write(rm.take_changes());
+            // The kept documents give the digest rendered whole.
+            prop_assert_eq!(docs.membership_digest(&rm), rm.membership_digest());
         }
         let replayed = ReadModels::replay(&log).unwrap();
         let mut rebuilt = Tables::default();

@@ -1,0 +1,146 @@
+//! The membership digest, kept between calls: each member's stored
+//! document is kept with the record it was rendered from, and a digest
+//! renders again only the members whose record changed since.
+//!
+//! At 5,000 members a digest rendered whole serializes 5,000 documents;
+//! while node agents report their applied generations, every position
+//! is a new digest, yet each report changes one member. Kept documents
+//! leave the SHA-256 over them and one comparison per member.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use stratum_domain::membership::Member;
+
+use crate::{member_doc, members, ReadModels};
+
+/// Each member's stored document, with the member record and the
+/// `record_only_shown` it was rendered from. A document is used again
+/// only where both are equal to what it would be rendered from now, so
+/// the digest is [`ReadModels::membership_digest`]'s, byte for byte,
+/// whatever read models it is asked about and in whatever order.
+#[derive(Default)]
+pub struct MemberDocs {
+    kept: HashMap<String, Kept>,
+}
+
+struct Kept {
+    member: Member,
+    record_only_shown: bool,
+    doc: Arc<str>,
+}
+
+impl MemberDocs {
+    /// [`ReadModels::membership_digest`] of `rm`, rendering only the
+    /// documents of members whose record is not the one kept.
+    pub fn membership_digest(&mut self, rm: &ReadModels) -> String {
+        let m = &rm.state.membership;
+        let shown = m.record_only_shown;
+        // A member no longer in these read models (other read models, of
+        // a log that was taken back) is not kept.
+        if self.kept.len() > m.members.len() {
+            self.kept.retain(|id, _| m.members.contains_key(id));
+        }
+        let docs: Vec<(&str, Arc<str>)> = m
+            .members
+            .iter()
+            .map(|(id, member)| {
+                let doc = match self.kept.get(id) {
+                    Some(k) if k.record_only_shown == shown && k.member == *member => k.doc.clone(),
+                    _ => {
+                        let doc: Arc<str> = member_doc(member, shown).into();
+                        self.kept.insert(
+                            id.clone(),
+                            Kept {
+                                member: member.clone(),
+                                record_only_shown: shown,
+                                doc: doc.clone(),
+                            },
+                        );
+                        doc
+                    }
+                };
+                (member.node_id.as_str(), doc)
+            })
+            .collect();
+        members::membership_digest(m.generation, docs.iter().map(|(id, doc)| (*id, &**doc)))
+    }
+
+    /// How many documents are kept.
+    pub fn len(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.kept.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MemberDocs;
+    use crate::ReadModels;
+    use stratum_domain::membership::{Raft, Role};
+    use stratum_domain::testing::{admitted, given};
+
+    fn models(members: &[(&str, u64)]) -> ReadModels {
+        let events: Vec<_> = members
+            .iter()
+            .map(|(id, _)| admitted(id, Role::Compute, 1))
+            .collect();
+        let mut rm = ReadModels {
+            state: given(&events),
+            ..ReadModels::default()
+        };
+        for (id, applied) in members {
+            rm.state
+                .membership
+                .members
+                .get_mut(*id)
+                .unwrap()
+                .applied_generation = *applied;
+        }
+        rm
+    }
+
+    /// Kept documents give the digest rendered whole, as members change,
+    /// come and go, and as read models older than the kept ones are asked
+    /// about.
+    #[test]
+    fn kept_documents_give_the_digest_rendered_whole() {
+        let mut docs = MemberDocs::default();
+        let a = models(&[("n-1", 0), ("n-2", 0), ("n-3", 0)]);
+        assert_eq!(docs.membership_digest(&a), a.membership_digest());
+        assert_eq!(docs.len(), 3);
+
+        // One member's record changes: its document is rendered again.
+        let b = models(&[("n-1", 0), ("n-2", 7), ("n-3", 0)]);
+        assert_ne!(a.membership_digest(), b.membership_digest());
+        assert_eq!(docs.membership_digest(&b), b.membership_digest());
+        // Back to the older read models: the kept document is not theirs.
+        assert_eq!(docs.membership_digest(&a), a.membership_digest());
+
+        // Members gone from the read models are not kept.
+        let c = models(&[("n-1", 0)]);
+        assert_eq!(docs.membership_digest(&c), c.membership_digest());
+        assert_eq!(docs.len(), 1);
+
+        // Whether record-only removals are shown (from a storage level
+        // on) changes a document's rendering, not the member's record.
+        let mut d = models(&[("n-1", 0), ("n-2", 7)]);
+        d.state
+            .membership
+            .members
+            .get_mut("n-2")
+            .unwrap()
+            .rafts_recorded_only
+            .insert(Raft::Openbao);
+        let hidden = docs.membership_digest(&d);
+        assert_eq!(hidden, d.membership_digest());
+        d.state.membership.record_only_shown = !d.state.membership.record_only_shown;
+        let shown = docs.membership_digest(&d);
+        assert_eq!(shown, d.membership_digest());
+        assert_ne!(shown, hidden);
+    }
+}
