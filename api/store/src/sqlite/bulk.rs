@@ -182,7 +182,7 @@ impl Bulk {
         self.with(|conn| {
             let mut stmt = conn.prepare_cached(sql::SELECT_FOR_REPLAY)?;
             let mut rows = stmt.query((after as i64, i64::from(limit)))?;
-            let mut chunk = ChunkBuilder::with_capacity(limit.min(4096) as usize);
+            let mut chunk = ChunkBuilder::with_payloads(limit.min(4096) as usize);
             while let Some(row) = rows.next()? {
                 let c = Columns::of(row)?;
                 let unsigned = |n: i64, what: &'static str| {
@@ -216,8 +216,9 @@ impl Bulk {
 pub(super) fn range(conn: &Connection, after: u64, until: u64) -> StoreResult<VerifyChunk> {
     let mut stmt = conn.prepare_cached(sql::SELECT_RANGE)?;
     let mut rows = stmt.query((after as i64, until.min(i64::MAX as u64) as i64))?;
-    let mut chunk = VerifyBuilder::with_capacity(until.saturating_sub(after).min(4096) as usize);
-    let mut payloads = Vec::new();
+    let expected = until.saturating_sub(after).min(4096) as usize;
+    let mut chunk = VerifyBuilder::with_capacity(expected);
+    let mut payloads = Vec::with_capacity(expected * crate::chunk::PAYLOAD_BYTES);
     while let Some(row) = rows.next()? {
         let c = Columns::of(row)?;
         let start = payloads.len();

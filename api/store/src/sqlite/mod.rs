@@ -303,7 +303,7 @@ impl SqliteStore {
             .bind(after as i64)
             .bind(i64::from(limit))
             .fetch(&self.read);
-        let mut chunk = ChunkBuilder::with_capacity(limit.min(2_000) as usize);
+        let mut chunk = ChunkBuilder::with_payloads(limit.min(2_000) as usize);
         while let Some(row) = rows.try_next().await? {
             use sqlx::Row;
             chunk.push(
