@@ -209,7 +209,9 @@ pub struct Rendered {
     /// Each member's document, kept with the record it was rendered from,
     /// for the digest at a new position: while agents report, each
     /// position is a new digest, yet a report changes one member, and
-    /// only changed members are rendered again.
+    /// only changed members are rendered again. Read models of another
+    /// position (an `asOf` read whose head hash is known) replace the
+    /// documents kept with theirs: a cost, never another digest.
     member_docs: std::sync::Mutex<stratum_projections::MemberDocs>,
 }
 
@@ -239,10 +241,15 @@ impl Rendered {
     pub fn membership_digest(&self, rm: &ReadModels) -> String {
         match rm.head_hash {
             Some(hash) => self.digest.get_or((rm.state.position, hash), || {
-                self.member_docs
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .membership_digest(rm)
+                // A caller at another key does not wait for the documents
+                // kept while one renders with them: it renders them all.
+                match self.member_docs.try_lock() {
+                    Ok(mut docs) => docs.membership_digest(rm),
+                    Err(std::sync::TryLockError::Poisoned(e)) => {
+                        e.into_inner().membership_digest(rm)
+                    }
+                    Err(std::sync::TryLockError::WouldBlock) => rm.membership_digest(),
+                }
             }),
             None => rm.membership_digest(),
         }

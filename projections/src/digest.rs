@@ -7,7 +7,7 @@
 //! is a new digest, yet each report changes one member. Kept documents
 //! leave the SHA-256 over them and one comparison per member.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use stratum_domain::membership::Member;
@@ -21,7 +21,9 @@ use crate::{member_doc, members, ReadModels};
 /// whatever read models it is asked about and in whatever order.
 #[derive(Default)]
 pub struct MemberDocs {
-    kept: HashMap<String, Kept>,
+    kept: BTreeMap<String, Kept>,
+    /// How many documents it rendered, in all.
+    renders: u64,
 }
 
 struct Kept {
@@ -36,11 +38,6 @@ impl MemberDocs {
     pub fn membership_digest(&mut self, rm: &ReadModels) -> String {
         let m = &rm.state.membership;
         let shown = m.record_only_shown;
-        // A member no longer in these read models (other read models, of
-        // a log that was taken back) is not kept.
-        if self.kept.len() > m.members.len() {
-            self.kept.retain(|id, _| m.members.contains_key(id));
-        }
         let docs: Vec<(&str, Arc<str>)> = m
             .members
             .iter()
@@ -49,6 +46,7 @@ impl MemberDocs {
                     Some(k) if k.record_only_shown == shown && k.member == *member => k.doc.clone(),
                     _ => {
                         let doc: Arc<str> = member_doc(member, shown).into();
+                        self.renders += 1;
                         self.kept.insert(
                             id.clone(),
                             Kept {
@@ -63,7 +61,17 @@ impl MemberDocs {
                 (member.node_id.as_str(), doc)
             })
             .collect();
+        // Every member of these read models is kept now: any more is one
+        // they do not hold (other read models, of a log taken back).
+        if self.kept.len() > m.members.len() {
+            self.kept.retain(|id, _| m.members.contains_key(id));
+        }
         members::membership_digest(m.generation, docs.iter().map(|(id, doc)| (*id, &**doc)))
+    }
+
+    /// How many documents it rendered, in all.
+    pub fn renders(&self) -> u64 {
+        self.renders
     }
 
     /// How many documents are kept.
@@ -112,14 +120,19 @@ mod tests {
         let mut docs = MemberDocs::default();
         let a = models(&[("n-1", 0), ("n-2", 0), ("n-3", 0)]);
         assert_eq!(docs.membership_digest(&a), a.membership_digest());
-        assert_eq!(docs.len(), 3);
+        assert_eq!((docs.len(), docs.renders()), (3, 3));
+        // Asked again, nothing is rendered.
+        assert_eq!(docs.membership_digest(&a), a.membership_digest());
+        assert_eq!(docs.renders(), 3);
 
         // One member's record changes: its document is rendered again.
         let b = models(&[("n-1", 0), ("n-2", 7), ("n-3", 0)]);
         assert_ne!(a.membership_digest(), b.membership_digest());
         assert_eq!(docs.membership_digest(&b), b.membership_digest());
+        assert_eq!(docs.renders(), 4, "only n-2 is rendered again");
         // Back to the older read models: the kept document is not theirs.
         assert_eq!(docs.membership_digest(&a), a.membership_digest());
+        assert_eq!(docs.renders(), 5);
 
         // Members gone from the read models are not kept.
         let c = models(&[("n-1", 0)]);
@@ -139,8 +152,14 @@ mod tests {
         let hidden = docs.membership_digest(&d);
         assert_eq!(hidden, d.membership_digest());
         d.state.membership.record_only_shown = !d.state.membership.record_only_shown;
+        let before = docs.renders();
         let shown = docs.membership_digest(&d);
         assert_eq!(shown, d.membership_digest());
         assert_ne!(shown, hidden);
+        assert_eq!(
+            docs.renders(),
+            before + 2,
+            "every document, no record changed"
+        );
     }
 }

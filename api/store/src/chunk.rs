@@ -101,8 +101,8 @@ pub(crate) struct Numbers {
 /// The payload bytes a chunk that copies its payloads reserves per event
 /// it expects: a stored event's payload is about 120 bytes (122 on the
 /// history bench's log). Reserved up front, the buffer of a chunk of
-/// 4,096 events is not grown and copied nine times, each time into pages
-/// the kernel must zero first; a reserve left untouched costs no page.
+/// 4,096 events is not grown and copied about a dozen times, each time
+/// into pages the kernel must zero first; a reserve left untouched costs no page.
 pub(crate) const PAYLOAD_BYTES: usize = 160;
 
 impl ChunkBuilder {
