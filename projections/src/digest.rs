@@ -8,7 +8,6 @@
 //! leave the SHA-256 over them and one comparison per member.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use stratum_domain::membership::Member;
 
@@ -23,13 +22,14 @@ use crate::{member_doc, members, ReadModels};
 pub struct MemberDocs {
     kept: BTreeMap<String, Kept>,
     /// How many documents it rendered, in all.
+    #[cfg(test)]
     renders: u64,
 }
 
 struct Kept {
     member: Member,
     record_only_shown: bool,
-    doc: Arc<str>,
+    doc: String,
 }
 
 impl MemberDocs {
@@ -38,50 +38,47 @@ impl MemberDocs {
     pub fn membership_digest(&mut self, rm: &ReadModels) -> String {
         let m = &rm.state.membership;
         let shown = m.record_only_shown;
-        let docs: Vec<(&str, Arc<str>)> = m
-            .members
-            .iter()
-            .map(|(id, member)| {
-                let doc = match self.kept.get(id) {
-                    Some(k) if k.record_only_shown == shown && k.member == *member => k.doc.clone(),
-                    _ => {
-                        let doc: Arc<str> = member_doc(member, shown).into();
-                        self.renders += 1;
-                        self.kept.insert(
-                            id.clone(),
-                            Kept {
-                                member: member.clone(),
-                                record_only_shown: shown,
-                                doc: doc.clone(),
-                            },
-                        );
-                        doc
-                    }
+        for (id, member) in &m.members {
+            let fresh = self
+                .kept
+                .get(id)
+                .is_some_and(|k| k.record_only_shown == shown && k.member == *member);
+            if !fresh {
+                #[cfg(test)]
+                {
+                    self.renders += 1;
+                }
+                let kept = Kept {
+                    member: member.clone(),
+                    record_only_shown: shown,
+                    doc: member_doc(member, shown),
                 };
-                (member.node_id.as_str(), doc)
-            })
-            .collect();
+                self.kept.insert(id.clone(), kept);
+            }
+        }
         // Every member of these read models is kept now: any more is one
         // they do not hold (other read models, of a log taken back).
         if self.kept.len() > m.members.len() {
             self.kept.retain(|id, _| m.members.contains_key(id));
         }
-        members::membership_digest(m.generation, docs.iter().map(|(id, doc)| (*id, &**doc)))
+        members::membership_digest(
+            m.generation,
+            self.kept
+                .values()
+                .map(|k| (k.member.node_id.as_str(), k.doc.as_str())),
+        )
     }
 
     /// How many documents it rendered, in all.
-    pub fn renders(&self) -> u64 {
+    #[cfg(test)]
+    fn renders(&self) -> u64 {
         self.renders
     }
 
     /// How many documents are kept.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.kept.len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.kept.is_empty()
     }
 }
 

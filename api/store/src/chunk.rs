@@ -102,7 +102,8 @@ pub(crate) struct Numbers {
 /// it expects: a stored event's payload is about 120 bytes (122 on the
 /// history bench's log). Reserved up front, the buffer of a chunk of
 /// 4,096 events is not grown and copied about a dozen times, each time
-/// into pages the kernel must zero first; a reserve left untouched costs no page.
+/// into pages the kernel must zero first; a reserve left untouched costs
+/// no page.
 pub(crate) const PAYLOAD_BYTES: usize = 160;
 
 impl ChunkBuilder {
