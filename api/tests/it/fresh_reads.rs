@@ -175,6 +175,133 @@ async fn a_detached_policy_is_refused_by_every_server_on_the_next_request() {
     }
 }
 
+/// `POST /v1/admin/cluster/members` on `base` with `token`: admits `node`.
+async fn admit_as(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    node: &str,
+    ip: &str,
+) -> (u16, Value) {
+    let url = format!("{base}/v1/admin/cluster/members");
+    let body = json!({"nodeId": node, "role": "compute", "mgmtIp": ip});
+    call(client, reqwest::Method::POST, url, token, Some(body)).await
+}
+
+/// Whether `node` is a member, read through `base` as the administrator.
+async fn is_member(client: &reqwest::Client, base: &str, node: &str) -> bool {
+    let url = format!("{base}/v1/admin/cluster/members/{node}");
+    let (status, body) = call(client, reqwest::Method::GET, url, ADMIN_TOKEN, None).await;
+    assert!(matches!(status, 200 | 404), "{status}: {body}");
+    status == 200
+}
+
+/// Writes are held to the reads' rule: a token made on the host writes at
+/// once through either server, and once it is revoked on the host, its
+/// next write is refused by both, and nothing of it is written. Two gates
+/// that skip the head check for writes fail it: one that authenticates
+/// them against the read models in memory refuses the token just made,
+/// and one that falls back to the checked read models only when those
+/// refuse stores the revoked token's write (`docs/benchmarks.md`,
+/// fifteenth session).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_revoked_on_the_host_writes_nothing_on_the_next_request() {
+    for db in each_backend().await {
+        let a = serve(&db.url).await;
+        let b = serve(&db.url).await;
+        let client = reqwest::Client::new();
+        for round in 0..3 {
+            let made = host(
+                &db.url,
+                &[
+                    "token",
+                    "create",
+                    "--principal",
+                    "user/operator",
+                    "--policy",
+                    "ClusterOperator",
+                ],
+            );
+            let secret = made["token"].as_str().unwrap().to_owned();
+            let id = made["id"].as_str().unwrap().to_owned();
+            for (i, base) in [&a.base, &b.base].into_iter().enumerate() {
+                let node = format!("made-{round}-{i}");
+                let ip = format!("10.2.{round}.{}", i + 1);
+                let (status, body) = admit_as(&client, base, &secret, &node, &ip).await;
+                assert_eq!(status, 201, "{} round {round}: {body}", db.backend);
+            }
+            host(&db.url, &["token", "revoke", &id]);
+            for (i, (base, other)) in [(&a.base, &b.base), (&b.base, &a.base)]
+                .into_iter()
+                .enumerate()
+            {
+                let node = format!("revoked-{round}-{i}");
+                let ip = format!("10.3.{round}.{}", i + 1);
+                let (status, body) = admit_as(&client, base, &secret, &node, &ip).await;
+                assert_eq!(status, 401, "{} round {round}: {body}", db.backend);
+                assert_eq!(body["code"], "UNAUTHENTICATED", "{body}");
+                assert!(
+                    !is_member(&client, other, &node).await,
+                    "{} round {round}: a revoked token's write was stored",
+                    db.backend
+                );
+            }
+        }
+    }
+}
+
+/// A policy detached through one server refuses the next write through
+/// the other (403), and nothing of it is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detached_policy_refuses_the_next_write_through_every_server() {
+    for db in each_backend().await {
+        let a = serve(&db.url).await;
+        let b = serve(&db.url).await;
+        let client = reqwest::Client::new();
+        let made = host(&db.url, &["token", "create", "--principal", "user/ann"]);
+        let secret = made["token"].as_str().unwrap().to_owned();
+        let attach = |policies: Value| {
+            let client = client.clone();
+            let url = format!("{}/v1/admin/iam/principals/user%2Fann/policies", a.base);
+            async move {
+                let (status, body) = call(
+                    &client,
+                    reqwest::Method::PUT,
+                    url,
+                    ADMIN_TOKEN,
+                    Some(json!({ "policies": policies })),
+                )
+                .await;
+                assert_eq!(status, 200, "{body}");
+            }
+        };
+        for round in 0..3 {
+            attach(json!(["ClusterOperator"])).await;
+            let (status, body) = admit_as(
+                &client,
+                &b.base,
+                &secret,
+                &format!("held-{round}"),
+                &format!("10.4.{round}.1"),
+            )
+            .await;
+            assert_eq!(status, 201, "{} round {round}: {body}", db.backend);
+            attach(json!([])).await;
+            for (i, base) in [&b.base, &a.base].into_iter().enumerate() {
+                let node = format!("detached-{round}-{i}");
+                let ip = format!("10.5.{round}.{}", i + 1);
+                let (status, body) = admit_as(&client, base, &secret, &node, &ip).await;
+                assert_eq!(status, 403, "{} round {round}: {body}", db.backend);
+                assert!(
+                    !is_member(&client, &a.base, &node).await,
+                    "{} round {round}: a write refused by policy was stored",
+                    db.backend
+                );
+            }
+        }
+    }
+}
+
 /// The common read path and the gate read nothing of the database but the
 /// shared head check: 1,000 concurrent `GET`s of a member and of the peers
 /// make no token, policy or read-model query, and far fewer head queries
