@@ -196,6 +196,45 @@ async fn is_member(client: &reqwest::Client, base: &str, node: &str) -> bool {
     status == 200
 }
 
+/// Admits `{prefix}-{round}-{i}` through each of `bases` in turn with
+/// `token`, at `10.{subnet}.{round}.{i + 1}`: each is refused with
+/// `status` and `code`. Both are sent before anything is read back, so
+/// each server is asked while its read models may be behind.
+async fn refused_through(
+    client: &reqwest::Client,
+    bases: [&str; 2],
+    token: &str,
+    (prefix, subnet, round): (&str, u8, usize),
+    (status, code): (u16, &str),
+    backend: impl std::fmt::Display,
+) {
+    for (i, base) in bases.into_iter().enumerate() {
+        let node = format!("{prefix}-{round}-{i}");
+        let ip = format!("10.{subnet}.{round}.{}", i + 1);
+        let (got, body) = admit_as(client, base, token, &node, &ip).await;
+        assert_eq!(got, status, "{backend} round {round}: {body}");
+        assert_eq!(body["code"], code, "{body}");
+    }
+}
+
+/// No member `{prefix}-{round}-{i}` of [`refused_through`]'s `rounds`
+/// was stored, read through each of `bases`.
+async fn none_stored(
+    client: &reqwest::Client,
+    bases: [&str; 2],
+    (prefix, rounds): (&str, usize),
+    backend: impl std::fmt::Display,
+) {
+    for node in (0..rounds).flat_map(|r| (0..2).map(move |i| format!("{prefix}-{r}-{i}"))) {
+        for base in bases {
+            assert!(
+                !is_member(client, base, &node).await,
+                "{backend}: a refused write was stored ({node})"
+            );
+        }
+    }
+}
+
 /// Writes are held to the reads' rule: a token made on the host writes at
 /// once through either server, and once it is revoked on the host, its
 /// next write is refused by both, and nothing of it is written. Two gates
@@ -233,26 +272,21 @@ async fn a_token_revoked_on_the_host_writes_nothing_on_the_next_request() {
                 assert_eq!(status, 201, "{} round {round}: {body}", db.backend);
             }
             host(&db.url, &["token", "revoke", &id]);
-            // Both writes first: each server is asked before anything
-            // else could have brought its read models up to the revocation.
-            for (i, base) in [&a.base, &b.base].into_iter().enumerate() {
-                let node = format!("revoked-{round}-{i}");
-                let ip = format!("10.3.{round}.{}", i + 1);
-                let (status, body) = admit_as(&client, base, &secret, &node, &ip).await;
-                assert_eq!(status, 401, "{} round {round}: {body}", db.backend);
-                assert_eq!(body["code"], "UNAUTHENTICATED", "{body}");
-            }
+            let bases = [a.base.as_str(), b.base.as_str()];
+            let refused = (401, "UNAUTHENTICATED");
+            refused_through(
+                &client,
+                bases,
+                &secret,
+                ("revoked", 3, round),
+                refused,
+                &db.backend,
+            )
+            .await;
         }
         // Nothing of the refused writes was stored, then or since.
-        for node in (0..3).flat_map(|r| (0..2).map(move |i| format!("revoked-{r}-{i}"))) {
-            for base in [&a.base, &b.base] {
-                assert!(
-                    !is_member(&client, base, &node).await,
-                    "{}: a revoked token's write was stored ({node})",
-                    db.backend
-                );
-            }
-        }
+        let bases = [a.base.as_str(), b.base.as_str()];
+        none_stored(&client, bases, ("revoked", 3), &db.backend).await;
     }
 }
 
@@ -297,24 +331,21 @@ async fn a_detached_policy_refuses_the_next_write_through_every_server() {
             attach(json!([])).await;
             // Through B first, whose read models were not the ones
             // changed; then through A, which detached it.
-            for (i, base) in [&b.base, &a.base].into_iter().enumerate() {
-                let node = format!("detached-{round}-{i}");
-                let ip = format!("10.5.{round}.{}", i + 1);
-                let (status, body) = admit_as(&client, base, &secret, &node, &ip).await;
-                assert_eq!(status, 403, "{} round {round}: {body}", db.backend);
-                assert_eq!(body["code"], "ACCESS_DENIED", "{body}");
-            }
+            let bases = [b.base.as_str(), a.base.as_str()];
+            let refused = (403, "ACCESS_DENIED");
+            refused_through(
+                &client,
+                bases,
+                &secret,
+                ("detached", 5, round),
+                refused,
+                &db.backend,
+            )
+            .await;
         }
         // Nothing of the refused writes was stored, then or since.
-        for node in (0..3).flat_map(|r| (0..2).map(move |i| format!("detached-{r}-{i}"))) {
-            for base in [&a.base, &b.base] {
-                assert!(
-                    !is_member(&client, base, &node).await,
-                    "{}: a write refused by policy was stored ({node})",
-                    db.backend
-                );
-            }
-        }
+        let bases = [a.base.as_str(), b.base.as_str()];
+        none_stored(&client, bases, ("detached", 3), &db.backend).await;
     }
 }
 
