@@ -217,15 +217,18 @@ async fn refused_through(
     }
 }
 
-/// No member `{prefix}-{round}-{i}` of [`refused_through`]'s `rounds`
-/// was stored, read through each of `bases`.
+/// None of the members [`refused_through`] asked for in `rounds` rounds
+/// through `bases` (`{prefix}-{round}-{i}`) was stored, read through each
+/// of them.
 async fn none_stored(
     client: &reqwest::Client,
     bases: [&str; 2],
     (prefix, rounds): (&str, usize),
     backend: impl std::fmt::Display,
 ) {
-    for node in (0..rounds).flat_map(|r| (0..2).map(move |i| format!("{prefix}-{r}-{i}"))) {
+    let nodes =
+        (0..rounds).flat_map(|r| (0..bases.len()).map(move |i| format!("{prefix}-{r}-{i}")));
+    for node in nodes {
         for base in bases {
             assert!(
                 !is_member(client, base, &node).await,
