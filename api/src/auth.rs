@@ -22,7 +22,7 @@ use crate::error::ApiError;
 use crate::tls::ClientCertificate;
 
 /// The authenticated principal of a request.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Caller {
     /// Shared: the request's log line keeps it too.
     pub principal: Arc<str>,
@@ -30,6 +30,184 @@ pub struct Caller {
     /// The policies it holds: its token's, and once authorized, its
     /// principal's attached ones too.
     pub policies: Vec<String>,
+    /// Set when the gate admitted the caller against the read models in
+    /// memory, which may be behind the log (see [`Admission`]).
+    pub unconfirmed: Option<Arc<Admission>>,
+}
+
+/// How the gate of a command route admitted a caller against the read
+/// models in memory, without first learning the log's head: what the
+/// caller must be authorized by again against read models that include
+/// the log as it stood when the request arrived. The writer does it
+/// against its own state before it decides the command; an answer it
+/// allowed at a decision the log backs (under the log's lock, or in a
+/// stored commit conditional on the log's head) is sent as it is, and
+/// any other waits for the checked read models to settle the caller
+/// (`http::gate::confirm`). A credential revoked or a policy detached by
+/// another process so counts for this request as it would at the gate.
+#[derive(Debug)]
+pub struct Admission {
+    /// Who, by which credential (`Caller::token_id`).
+    pub principal: Arc<str>,
+    pub token_id: String,
+    pub action: Action,
+    pub resource: String,
+    pub policy_key: Option<String>,
+    /// The address the request came from: a refusal found later counts
+    /// against it as the gate's would.
+    pub peer: Option<Peer>,
+    /// Whether the writer's own authorization allowed the command at its
+    /// last decision (`command::writer`).
+    allowed_by_writer: std::sync::atomic::AtomicBool,
+    /// `OPEN`, `CHECKED` or `BACKED`.
+    settled: std::sync::atomic::AtomicU8,
+    /// Whether the checked read models found the caller unauthenticated
+    /// (or could not be read): its request's log line names no principal.
+    unnamed: std::sync::atomic::AtomicBool,
+}
+
+/// Nothing has settled the caller yet.
+const OPEN: u8 = 0;
+/// The checked read models did (`http::gate::confirm`), whatever they found.
+const CHECKED: u8 = 1;
+/// The writer allowed the command at a decision the log backs.
+const BACKED: u8 = 2;
+
+impl Admission {
+    /// What `caller` was admitted to.
+    pub fn new(
+        caller: &Caller,
+        action: Action,
+        resource: String,
+        policy_key: Option<String>,
+        peer: Option<Peer>,
+    ) -> Self {
+        Self {
+            principal: caller.principal.clone(),
+            token_id: caller.token_id.clone(),
+            action,
+            resource,
+            policy_key,
+            peer,
+            allowed_by_writer: Default::default(),
+            settled: std::sync::atomic::AtomicU8::new(OPEN),
+            unnamed: Default::default(),
+        }
+    }
+
+    fn state(&self) -> u8 {
+        self.settled.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether the caller's authorization was settled against read models
+    /// that include the log as it stood when the request arrived: by the
+    /// writer at a decision the log backs, or by the checked read models
+    /// (allowed, or refused and that refusal logged and counted, once).
+    pub fn settled(&self) -> bool {
+        self.state() != OPEN
+    }
+
+    /// Whether the writer allowed the command at a decision the log backs
+    /// (`command::Unconfirmed::backed`): its answer needs nothing more.
+    pub fn backed_by_writer(&self) -> bool {
+        self.state() == BACKED
+    }
+
+    /// Whether the request's log line names the caller's principal.
+    pub fn named(&self) -> bool {
+        !self.unnamed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The checked read models found the caller unauthenticated, or could
+    /// not be read.
+    pub fn unnamed(&self) {
+        self.unnamed
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The checked read models settle the caller, whatever they find.
+    pub fn checked(&self) {
+        self.settled
+            .fetch_max(CHECKED, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+impl crate::command::Unconfirmed for Admission {
+    fn authorize_again(
+        &self,
+        rm: &ReadModels,
+        now: chrono::DateTime<Utc>,
+    ) -> Result<Vec<String>, stratum_domain::Refusal> {
+        use stratum_domain::{ErrorCode, Refusal};
+        let found = authorize_again(rm, self, now);
+        self.allowed_by_writer
+            .store(found.is_ok(), std::sync::atomic::Ordering::Release);
+        found.map_err(|refused| match refused {
+            Refused::Ended(why) => Refusal::new(ErrorCode::Unauthenticated, why.reason()),
+            Refused::Denied => Refusal::new(
+                ErrorCode::AccessDenied,
+                "the caller's policies do not allow this",
+            ),
+        })
+    }
+
+    /// If the writer's authorization allowed the command at the decision
+    /// the log backs, the caller is settled.
+    fn backed(&self) {
+        if self
+            .allowed_by_writer
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            self.settled
+                .fetch_max(BACKED, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
+}
+
+/// Why a credential no longer stands: one name for each, for the gate's
+/// refusal and for a stream's end, so a new reason is a compile error in
+/// both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    UnknownToken,
+    RevokedToken,
+    ExpiredToken,
+    /// A node's token, its node decommissioned.
+    NodeToken,
+    /// A node's certificate, its node decommissioned.
+    NodeCertificate,
+}
+
+impl Ended {
+    /// As the gate's refusal logs it (`reason_label` counts it).
+    pub fn reason(self) -> &'static str {
+        match self {
+            Ended::UnknownToken => "unknown token",
+            Ended::RevokedToken => "revoked token",
+            Ended::ExpiredToken => "expired token",
+            Ended::NodeToken => "token of a decommissioned node",
+            Ended::NodeCertificate => "certificate of a decommissioned node",
+        }
+    }
+
+    /// As an open stream, export or long-poll says it ends.
+    fn why(self) -> &'static str {
+        match self {
+            Ended::UnknownToken => "its token is unknown",
+            Ended::RevokedToken => "its token was revoked",
+            Ended::ExpiredToken => "its token expired",
+            Ended::NodeToken | Ended::NodeCertificate => "its node was decommissioned",
+        }
+    }
+}
+
+/// Why an admitted caller is refused on a second look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Its credential no longer stands (a 401).
+    Ended(Ended),
+    /// Its policies do not allow the action (a 403).
+    Denied,
 }
 
 /// SHA-256 of a token secret.
@@ -473,14 +651,10 @@ async fn identify(
             // decommission is accepted (its removal from the rafts may
             // still be running), it authenticates nothing.
             if node_gone(view, &node.node_id) {
-                return Err(refused("certificate of a decommissioned node"));
+                return Err(refused(Ended::NodeCertificate.reason()));
             }
             tracing::debug!(node = %node.node_id, certificate = %node.fingerprint, "client certificate");
-            return Ok(Caller {
-                principal: format!("node/{}", node.node_id).into(),
-                token_id: format!("x509:{}", node.fingerprint),
-                policies: vec![stratum_domain::policy::NODE_AGENT.to_owned()],
-            });
+            return Ok(node_caller(node));
         }
         (None, Some(ClientCertificate::NoNode)) => {
             return Err(refused(
@@ -490,28 +664,17 @@ async fn identify(
         (None, None) => return Err(refused("no bearer token")),
     };
     let presented = secret_hash(secret);
-    let token = match view.token_by_secret(&presented) {
-        // The token was found by its hash; compare the whole hash again in
-        // constant time, so no answer depends on how much of it matched.
-        Some(t)
-            if t.verifier.sha256().is_some_and(|h| {
-                bool::from(subtle::ConstantTimeEq::ct_eq(
-                    h.as_slice(),
-                    presented.as_slice(),
-                ))
-            }) =>
-        {
-            t
-        }
-        Some(_) => return Err(refused("unknown token")),
-        None if is_generated(secret) => return Err(refused("unknown token")),
-        None => {
+    let token = match by_digest(view, &presented) {
+        Ok(Some(t)) => t,
+        Err(()) => return Err(refused(Ended::UnknownToken.reason())),
+        Ok(None) if is_generated(secret) => return Err(refused(Ended::UnknownToken.reason())),
+        Ok(None) => {
             let candidates: Vec<(String, String)> = view
                 .argon2id_tokens()
                 .filter_map(|t| Some((t.token_id.clone(), t.verifier.argon2id()?.to_owned())))
                 .collect();
             if candidates.is_empty() {
-                return Err(refused("unknown token"));
+                return Err(refused(Ended::UnknownToken.reason()));
             }
             // A secret this process verified is known at once; any other
             // takes the slow check, which a guessing address never reaches.
@@ -536,19 +699,29 @@ async fn identify(
                         )
                     }
                 })?
-                .ok_or_else(|| refused("unknown token"))?;
+                .ok_or_else(|| refused(Ended::UnknownToken.reason()))?;
             view.state
                 .iam
                 .tokens
                 .get(&id)
-                .ok_or_else(|| refused("unknown token"))?
+                .ok_or_else(|| refused(Ended::UnknownToken.reason()))?
         }
     };
+    standing(view, token, Utc::now()).map_err(|e| refused(e.reason()))?;
+    Ok(token_caller(token))
+}
+
+/// Why `token` no longer stands in `view` at `now`, if it does not.
+fn standing(
+    view: &ReadModels,
+    token: &stratum_domain::iam::Token,
+    now: chrono::DateTime<Utc>,
+) -> Result<(), Ended> {
     if token.revoked_at.is_some() {
-        return Err(refused("revoked token"));
+        return Err(Ended::RevokedToken);
     }
-    if !token.valid_at(Utc::now()) {
-        return Err(refused("expired token"));
+    if !token.valid_at(now) {
+        return Err(Ended::ExpiredToken);
     }
     // A node's token ends with its node, as its certificate does.
     if token
@@ -556,13 +729,146 @@ async fn identify(
         .strip_prefix("node/")
         .is_some_and(|n| node_gone(view, n))
     {
-        return Err(refused("token of a decommissioned node"));
+        return Err(Ended::NodeToken);
     }
-    Ok(Caller {
+    Ok(())
+}
+
+fn token_caller(token: &stratum_domain::iam::Token) -> Caller {
+    Caller {
         principal: token.principal.as_str().into(),
         token_id: token.token_id.clone(),
         policies: token.policies.clone(),
-    })
+        unconfirmed: None,
+    }
+}
+
+/// The policies a node's certificate holds of its own.
+fn node_policies() -> Vec<String> {
+    vec![stratum_domain::policy::NODE_AGENT.to_owned()]
+}
+
+fn node_caller(node: &crate::tls::ClientNode) -> Caller {
+    Caller {
+        principal: format!("node/{}", node.node_id).into(),
+        token_id: format!("x509:{}", node.fingerprint),
+        policies: node_policies(),
+        unconfirmed: None,
+    }
+}
+
+/// The token whose secret hashes to `presented`, compared whole again in
+/// constant time, so no answer depends on how much of the hash matched;
+/// `Err` for a hash found that does not match.
+fn by_digest<'a>(
+    view: &'a ReadModels,
+    presented: &[u8; 32],
+) -> Result<Option<&'a stratum_domain::iam::Token>, ()> {
+    match view.token_by_secret(presented) {
+        Some(t)
+            if t.verifier.sha256().is_some_and(|h| {
+                bool::from(subtle::ConstantTimeEq::ct_eq(
+                    h.as_slice(),
+                    presented.as_slice(),
+                ))
+            }) =>
+        {
+            Ok(Some(t))
+        }
+        Some(_) => Err(()),
+        None => Ok(None),
+    }
+}
+
+/// The caller of a request as `view` knows it at once, or `None`: a
+/// generated token found by its hash, a chosen secret this process has
+/// verified, a node's certificate, each still standing. No side effect: a
+/// request not recognized here is authenticated as [`authenticate`] does,
+/// which alone logs, counts and throttles a refusal.
+pub fn recognize(
+    view: &ReadModels,
+    chosen: &ChosenSecrets,
+    headers: &HeaderMap,
+    client: Option<&ClientCertificate>,
+) -> Option<Caller> {
+    let secret = match (bearer(headers), client) {
+        (Some(secret), _) => secret,
+        (None, Some(ClientCertificate::Node(node))) => {
+            return (!node_gone(view, &node.node_id)).then(|| node_caller(node));
+        }
+        (None, _) => return None,
+    };
+    let presented = secret_hash(secret);
+    let token = match by_digest(view, &presented).ok()? {
+        Some(t) => t,
+        None => view.state.iam.tokens.get(&chosen.verified(&presented)?)?,
+    };
+    standing(view, token, Utc::now()).ok()?;
+    Some(token_caller(token))
+}
+
+/// Authorizes an admitted caller again, against `rm`, for what the gate
+/// admitted it to: its credential must still stand there, and
+/// its credential's own policies as `rm` holds them, with whatever `rm`
+/// attaches to its principal, must allow the action. Answers every policy
+/// the caller holds. No side effect: a refusal is only answered.
+pub fn authorize_again(
+    rm: &ReadModels,
+    admission: &Admission,
+    now: chrono::DateTime<Utc>,
+) -> Result<Vec<String>, Refused> {
+    if let Some(reason) = ended(rm, &admission.principal, &admission.token_id, now) {
+        return Err(Refused::Ended(reason));
+    }
+    // The credential's own policies: a node certificate's are fixed, a
+    // token's (which `ended` found) are as `rm` holds them.
+    let own = if admission.token_id.starts_with("x509:") {
+        node_policies()
+    } else {
+        rm.state
+            .iam
+            .tokens
+            .get(&admission.token_id)
+            .map(|t| t.policies.clone())
+            .unwrap_or_default()
+    };
+    rm.state
+        .iam
+        .authorize(
+            &admission.principal,
+            &own,
+            admission.action,
+            &admission.resource,
+            admission.policy_key.as_deref(),
+        )
+        .map_err(|_| Refused::Denied)
+}
+
+/// [`authorize_again`] as the gate answers a refusal: a credential that no
+/// longer stands is logged, counted, and counted against its address (the
+/// 429 throttle) as [`authenticate`] does.
+pub fn confirm(
+    rm: &ReadModels,
+    chosen: &ChosenSecrets,
+    admission: &Admission,
+) -> Result<Vec<String>, ApiError> {
+    match authorize_again(rm, admission, Utc::now()) {
+        Ok(held) => Ok(held),
+        Err(Refused::Denied) => Err(ApiError::access_denied(
+            admission.action.name(),
+            &admission.resource,
+        )),
+        Err(Refused::Ended(ended)) => {
+            let e = refused(ended.reason());
+            let bearer = !admission.token_id.starts_with("x509:");
+            if let (Some(Peer(ip)), true) = (admission.peer, bearer) {
+                if let Some(wait) = chosen.throttle.refused(ip) {
+                    return Err(throttled(wait));
+                }
+            }
+            Err(e)
+        }
+    }
 }
 
 /// Whether a node's credentials (its certificate, its tokens) stand for
@@ -586,22 +892,27 @@ pub fn credential_ended(
     caller: &Caller,
     now: chrono::DateTime<Utc>,
 ) -> Option<&'static str> {
-    if caller
-        .principal
-        .strip_prefix("node/")
-        .is_some_and(|n| node_gone(view, n))
-    {
-        return Some("its node was decommissioned");
+    ended(view, &caller.principal, &caller.token_id, now).map(Ended::why)
+}
+
+/// Why the credential `token_id` of `principal` no longer stands in
+/// `view` at `now`, if it does not.
+fn ended(
+    view: &ReadModels,
+    principal: &str,
+    token_id: &str,
+    now: chrono::DateTime<Utc>,
+) -> Option<Ended> {
+    if token_id.starts_with("x509:") {
+        // A certificate ends with its node.
+        return principal
+            .strip_prefix("node/")
+            .is_none_or(|n| node_gone(view, n))
+            .then_some(Ended::NodeCertificate);
     }
-    if caller.token_id.starts_with("x509:") {
-        // A certificate ends with its node, above.
-        return None;
-    }
-    match view.state.iam.tokens.get(&caller.token_id) {
-        None => Some("its token is unknown"),
-        Some(t) if t.revoked_at.is_some() => Some("its token was revoked"),
-        Some(t) if !t.valid_at(now) => Some("its token expired"),
-        Some(_) => None,
+    match view.state.iam.tokens.get(token_id) {
+        None => Some(Ended::UnknownToken),
+        Some(t) => standing(view, t, now).err(),
     }
 }
 

@@ -110,6 +110,11 @@ pub struct CommandRequest {
     /// The policies the caller holds; `None` for the service itself and the
     /// host's operator.
     pub held_policies: Option<Vec<String>>,
+    /// A caller the gate admitted against the read models in memory
+    /// (`auth::Admission`): the writer authorizes the command again against
+    /// its own state before it decides it, and decides it with the
+    /// policies it finds the caller holding there.
+    pub unconfirmed: Option<Arc<dyn Unconfirmed>>,
     /// The span the command was submitted in: its decision and commit are
     /// traced under it.
     pub trace: tracing::Span,
@@ -128,9 +133,33 @@ impl CommandRequest {
             creates: false,
             input_errors: Vec::new(),
             held_policies: None,
+            unconfirmed: None,
             trace: tracing::Span::none(),
         }
     }
+}
+
+/// A caller admitted against read models that may be behind the log, as
+/// the writer sees it: `auth::Admission` is the one kind. The writer
+/// authorizes the command again against the state it decides it on, on
+/// every decision (a batch decided again after a conflict too), before the
+/// domain decides.
+pub trait Unconfirmed: Send + Sync + std::fmt::Debug {
+    /// Every policy the caller holds in `rm` at `now` if it may still do
+    /// what it was admitted to; else the refusal, which its request never
+    /// answers as it is (it settles the caller against the checked read
+    /// models first). Each decision again replaces what the last found.
+    fn authorize_again(
+        &self,
+        rm: &ReadModels,
+        now: chrono::DateTime<Utc>,
+    ) -> Result<Vec<String>, Refusal>;
+
+    /// The writer's answer is backed by the log: decided against the log's
+    /// state at a moment after the request arrived (under the log's lock,
+    /// or in a batch whose commit, conditional on the log's head, was
+    /// stored).
+    fn backed(&self);
 }
 
 /// What the write path answers a command: carried out (or found carried

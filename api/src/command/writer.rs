@@ -295,7 +295,10 @@ impl Writer {
         // process wrote in between) does not use up one of the attempts.
         let mut attempt = 0;
         let mut action = state.step(Event::Decide);
+        // Whether the result was decided under the log's lock.
+        let mut locked;
         let result = loop {
+            locked = matches!(action, Action::Decide { .. });
             let r = match action {
                 Action::DecideAhead => {
                     let before = &state
@@ -421,6 +424,13 @@ impl Writer {
             }
             Ok(Decided::Answered(replies)) => {
                 for (job, reply) in jobs.into_iter().zip(replies) {
+                    // Decided under the log's lock, after folding in what
+                    // others wrote: against the log as it then stood. A
+                    // batch decided ahead with nothing to write checked
+                    // nothing against the log.
+                    if let (true, Some(a)) = (locked, &job.req.unconfirmed) {
+                        a.backed();
+                    }
                     let _ = job.reply.send(reply);
                 }
             }
@@ -539,6 +549,10 @@ impl Writer {
         {
             self.publish(after);
             for (job, reply) in jobs.into_iter().zip(replies) {
+                // Its commit was conditional on the log's head.
+                if let Some(a) = &job.req.unconfirmed {
+                    a.backed();
+                }
                 let _ = job.reply.send(reply);
             }
         }

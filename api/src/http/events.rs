@@ -28,6 +28,7 @@ pub fn routes() -> Vec<Route> {
             action: Some(Action::ReadEvents),
             handler: get(list_events),
             watch: super::Watch::No,
+            by_command: false,
         },
         Route {
             method: Method::GET,
@@ -35,6 +36,7 @@ pub fn routes() -> Vec<Route> {
             action: Some(Action::ReadEvents),
             handler: get(verify),
             watch: super::Watch::No,
+            by_command: false,
         },
         Route {
             method: Method::GET,
@@ -43,6 +45,7 @@ pub fn routes() -> Vec<Route> {
             handler: get(export),
             // As long as the log is: it holds a watcher permit instead.
             watch: super::Watch::Stream,
+            by_command: false,
         },
         Route {
             method: Method::GET,
@@ -50,6 +53,7 @@ pub fn routes() -> Vec<Route> {
             action: Some(Action::ReadEvents),
             handler: get(stream),
             watch: super::Watch::Stream,
+            by_command: false,
         },
     ]
 }

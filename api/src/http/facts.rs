@@ -35,7 +35,8 @@ pub fn routes() -> Vec<Route> {
             "/v1/admin/cluster/members/{nodeId}/facts",
             Action::ReportNodeFacts,
             post(report_facts),
-        ),
+        )
+        .by_command(),
         r(
             Method::GET,
             "/v1/admin/cluster/members/{nodeId}/facts",

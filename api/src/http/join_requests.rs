@@ -33,7 +33,8 @@ pub fn routes() -> Vec<Route> {
             "/v1/admin/cluster/join-requests",
             Action::RequestJoin,
             post(request_join),
-        ),
+        )
+        .by_command(),
         r(
             Method::GET,
             "/v1/admin/cluster/join-requests",
@@ -45,13 +46,15 @@ pub fn routes() -> Vec<Route> {
             "/v1/admin/cluster/join-requests/{id}/approve",
             Action::ApproveNodeJoin,
             post(approve_join),
-        ),
+        )
+        .by_command(),
         r(
             Method::POST,
             "/v1/admin/cluster/join-requests/{id}/reject",
             Action::RejectNodeJoin,
             post(reject_join),
-        ),
+        )
+        .by_command(),
     ]
 }
 

@@ -35,7 +35,8 @@ pub fn routes() -> Vec<Route> {
             "/v1/admin/cluster/members",
             Action::AdmitMember,
             post(admit),
-        ),
+        )
+        .by_command(),
         r(
             Method::GET,
             "/v1/admin/cluster/members",
@@ -53,7 +54,8 @@ pub fn routes() -> Vec<Route> {
             "/v1/admin/cluster/members/{nodeId}",
             Action::UpdateMember,
             patch(update_member),
-        ),
+        )
+        .by_command(),
         r(
             Method::GET,
             "/v1/admin/cluster/members/{nodeId}/history",
@@ -65,37 +67,43 @@ pub fn routes() -> Vec<Route> {
             "/v1/admin/cluster/members/{nodeId}/join-progress",
             Action::ReportJoinProgress,
             post(join_progress),
-        ),
+        )
+        .by_command(),
         r(
             Method::POST,
             "/v1/admin/cluster/members/{nodeId}/join-complete",
             Action::CompleteJoin,
             post(join_complete),
-        ),
+        )
+        .by_command(),
         r(
             Method::POST,
             "/v1/admin/cluster/members/{nodeId}/join-failed",
             Action::ReportJoinFailure,
             post(join_failed),
-        ),
+        )
+        .by_command(),
         r(
             Method::POST,
             "/v1/admin/cluster/members/{nodeId}/retry-join",
             Action::AdmitMember,
             post(retry_join),
-        ),
+        )
+        .by_command(),
         r(
             Method::POST,
             "/v1/admin/cluster/members/{nodeId}/decommission",
             Action::DecommissionMember,
             post(decommission),
-        ),
+        )
+        .by_command(),
         r(
             Method::POST,
             "/v1/admin/cluster/members/{nodeId}/applied-generation",
             Action::ReportAppliedGeneration,
             post(applied_generation),
-        ),
+        )
+        .by_command(),
         r(
             Method::GET,
             "/v1/admin/cluster/membership",

@@ -51,6 +51,9 @@ pub struct Route {
     pub handler: MethodRouter<AppState>,
     /// Whether the route holds its request open to wait for news.
     pub watch: Watch,
+    /// Whether its handler answers only through the write path (see
+    /// [`Route::by_command`]).
+    pub by_command: bool,
 }
 
 impl Route {
@@ -68,7 +71,20 @@ impl Route {
             action: Some(action),
             handler,
             watch: Watch::No,
+            by_command: false,
         }
+    }
+
+    /// A route whose handler answers only by running a command
+    /// ([`run_command`]): it reads no read model of its own and acts on
+    /// nothing but the log (a member command also remembers its trace as
+    /// the cause of the raft cleanup it may start). Its gate may admit a
+    /// caller against the read models in memory, the writer authorizing
+    /// the command again as it decides it (see [`gate::gate`] and
+    /// `auth::Admission`): a write waits for no head check.
+    pub fn by_command(mut self) -> Self {
+        self.by_command = true;
+        self
     }
 }
 
@@ -126,7 +142,7 @@ pub fn app(state: AppState) -> Router {
             && r.path.starts_with(log::PUBLIC_PREFIX);
         let handler = match r.action.filter(|_| !public) {
             Some(action) => r.handler.route_layer(middleware::from_fn_with_state(
-                (state.clone(), action),
+                (state.clone(), action, r.by_command),
                 gate,
             )),
             None => r.handler,
@@ -368,8 +384,40 @@ async fn into_error_shape(res: Response, request_id: &str) -> Response {
 
 /// Runs a command and answers with its reply: the status, the record, its
 /// `ETag`, and `Idempotent-Replayed` for a kept answer.
-pub async fn execute(state: &AppState, req: CommandRequest) -> Response {
-    match state.bus.execute(req).await {
+///
+/// A command of a caller the gate admitted ahead (`auth::Admission`) was
+/// authorized again by the writer: an answer it decided against the log
+/// as it stood after the request arrived, and allowed there, is sent as
+/// it is. Any other (a request only validated, a batch decided ahead of a
+/// commit with nothing to write, the writer's own refusal) waits for the
+/// checked read models to settle the caller, and the command is then
+/// decided again after them (an error of the write path is answered as
+/// it was, once they allow the caller).
+pub async fn execute(state: &AppState, caller: &Caller, mut req: CommandRequest) -> Response {
+    let Some(admission) = &caller.unconfirmed else {
+        return answer(state.bus.execute(req).await);
+    };
+    // The writer authorizes the command again through it.
+    req.unconfirmed = Some(admission.clone() as std::sync::Arc<dyn crate::command::Unconfirmed>);
+    let mut again = req.clone();
+    let first = state.bus.execute(req).await;
+    if admission.backed_by_writer() {
+        return answer(first);
+    }
+    let held = match gate::confirm(state, caller).await {
+        Ok((_, held)) => held,
+        Err(e) => return e.into_response(),
+    };
+    if first.is_err() {
+        return answer(first);
+    }
+    again.unconfirmed = None;
+    again.held_policies = Some(held);
+    answer(state.bus.execute(again).await)
+}
+
+fn answer(outcome: Result<Outcome, crate::command::CommandError>) -> Response {
+    match outcome {
         Ok(outcome) => outcome_response(outcome),
         Err(e) => ApiError::from(e).into_response(),
     }
@@ -428,7 +476,7 @@ pub async fn run_command(
     req.if_match = headers.if_match;
     req.idempotency = headers.idempotency(raw);
     req.creates = success_status == 201;
-    execute(state, req).await
+    execute(state, caller, req).await
 }
 
 /// The metadata of events a caller's request causes.

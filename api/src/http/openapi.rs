@@ -19,6 +19,7 @@ pub fn routes() -> Vec<Route> {
         action: None,
         handler: get(openapi),
         watch: super::Watch::No,
+        by_command: false,
     }]
 }
 

@@ -34,7 +34,8 @@ pub fn routes() -> Vec<Route> {
             "/v1/admin/releases",
             Action::RegisterRelease,
             post(register_release),
-        ),
+        )
+        .by_command(),
         r(
             Method::GET,
             "/v1/admin/releases",
@@ -52,7 +53,8 @@ pub fn routes() -> Vec<Route> {
             "/v1/admin/cluster/release",
             Action::SetRunningRelease,
             put(set_running_release),
-        ),
+        )
+        .by_command(),
         r(
             Method::GET,
             "/v1/admin/cluster/release",

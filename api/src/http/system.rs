@@ -18,6 +18,7 @@ pub fn routes() -> Vec<Route> {
         action: None,
         handler,
         watch: super::Watch::No,
+        by_command: false,
     };
     vec![open("/healthz", get(healthz)), open("/readyz", get(readyz))]
 }

@@ -33,7 +33,8 @@ pub fn routes() -> Vec<Route> {
             "/v1/admin/upgrades",
             Action::CreateUpgrade,
             post(create_upgrade),
-        ),
+        )
+        .by_command(),
         r(
             Method::GET,
             "/v1/admin/upgrades",
@@ -57,31 +58,36 @@ pub fn routes() -> Vec<Route> {
             "/v1/admin/upgrades/{id}/apply",
             Action::ApplyUpgrade,
             post(apply),
-        ),
+        )
+        .by_command(),
         r(
             Method::POST,
             "/v1/admin/upgrades/{id}/cancel",
             Action::CancelUpgrade,
             post(cancel),
-        ),
+        )
+        .by_command(),
         r(
             Method::POST,
             "/v1/admin/upgrades/{id}/rollback",
             Action::RollbackUpgrade,
             post(rollback),
-        ),
+        )
+        .by_command(),
         r(
             Method::POST,
             "/v1/admin/upgrades/{id}/acknowledge",
             Action::AcknowledgeUpgrade,
             post(acknowledge),
-        ),
+        )
+        .by_command(),
         r(
             Method::POST,
             "/v1/admin/upgrades/{id}/backup",
             Action::ReportBackup,
             post(report_backup),
-        ),
+        )
+        .by_command(),
         r(
             Method::POST,
             "/v1/admin/upgrades/{id}/nodes/{nodeId}/report",

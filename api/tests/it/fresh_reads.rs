@@ -8,6 +8,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
+use crate::binary::metric;
 use crate::replicas::serve;
 use crate::support::{each_backend, ADMIN_TOKEN};
 
@@ -175,6 +176,24 @@ async fn a_detached_policy_is_refused_by_every_server_on_the_next_request() {
     }
 }
 
+/// A token of `user/operator` with `ClusterOperator`, made on the host:
+/// its secret and its id.
+fn operator_token(db_url: &str) -> (String, String) {
+    let made = host(
+        db_url,
+        &[
+            "token",
+            "create",
+            "--principal",
+            "user/operator",
+            "--policy",
+            "ClusterOperator",
+        ],
+    );
+    let field = |k: &str| made[k].as_str().unwrap().to_owned();
+    (field("token"), field("id"))
+}
+
 /// `POST /v1/admin/cluster/members` on `base` with `token`: admits `node`.
 async fn admit_as(
     client: &reqwest::Client,
@@ -255,19 +274,7 @@ async fn a_token_revoked_on_the_host_writes_nothing_on_the_next_request() {
         let b = serve(&db.url).await;
         let client = reqwest::Client::new();
         for round in 0..3 {
-            let made = host(
-                &db.url,
-                &[
-                    "token",
-                    "create",
-                    "--principal",
-                    "user/operator",
-                    "--policy",
-                    "ClusterOperator",
-                ],
-            );
-            let secret = made["token"].as_str().unwrap().to_owned();
-            let id = made["id"].as_str().unwrap().to_owned();
+            let (secret, id) = operator_token(&db.url);
             for (i, base) in [&a.base, &b.base].into_iter().enumerate() {
                 let node = format!("made-{round}-{i}");
                 let ip = format!("10.2.{round}.{}", i + 1);
@@ -349,6 +356,93 @@ async fn a_detached_policy_refuses_the_next_write_through_every_server() {
         // Nothing of the refused writes was stored, then or since.
         let bases = [a.base.as_str(), b.base.as_str()];
         none_stored(&client, bases, ("detached", 3), &db.backend).await;
+    }
+}
+
+/// An answer that stores nothing of its own is held to the same rule:
+/// once a token is revoked through one server, its retry of a write it
+/// made (the kept answer of its `Idempotency-Key`), a write the domain
+/// refuses (its node is a member already), a request only validated (a
+/// field is wrong) and a body that is not JSON are each refused (401)
+/// through the other server, not answered with what that server found,
+/// and each refusal is counted once, as the gate counts its own. The gate
+/// of a command route admits a caller against the read models in memory;
+/// the writer authorizes the command again, and any answer it did not
+/// allow at a decision the log backs waits for the checked read models.
+/// Without that wait, these are answered 400 or with the writer's own
+/// refusal, uncounted, on SQLite, where the other server learns of the
+/// revocation by polling the head each second; on PostgreSQL it hears of
+/// it within milliseconds, so there only when the request wins that race.
+/// One kind of answer per round: a server that refused once has caught
+/// up with the revocation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_token_learns_nothing_from_an_answer_no_commit_backs() {
+    const REVOKED: &str = "stratum_auth_refused_total{reason=\"revoked\"}";
+    for db in each_backend().await {
+        let a = serve(&db.url).await;
+        let b = serve(&db.url).await;
+        let client = reqwest::Client::new();
+        let kinds = [
+            "a kept answer",
+            "a refusal",
+            "a request only validated",
+            "a body that is not JSON",
+        ];
+        for (round, kind) in kinds.into_iter().enumerate() {
+            let (secret, id) = operator_token(&db.url);
+            let body = json!({"nodeId": format!("kept-{round}"), "role": "compute", "mgmtIp": format!("10.6.{round}.1")})
+                .to_string();
+            let key = format!("admit-{round}");
+            let admit = |base: &str, key: Option<&str>, body: &str| {
+                let mut req = client
+                    .post(format!("{base}/v1/admin/cluster/members"))
+                    .bearer_auth(&secret)
+                    .header("Content-Type", "application/json")
+                    .body(body.to_owned());
+                if let Some(key) = key {
+                    req = req.header("Idempotency-Key", key);
+                }
+                async move {
+                    let res = req.send().await.unwrap();
+                    let status = res.status().as_u16();
+                    (status, res.json::<Value>().await.unwrap_or(Value::Null))
+                }
+            };
+            let (status, got) = admit(&b.base, Some(&key), &body).await;
+            assert_eq!(status, 201, "{} round {round}: {got}", db.backend);
+            let url = format!("{}/v1/admin/iam/tokens/{id}/revoke", a.base);
+            let (status, got) = call(&client, reqwest::Method::POST, url, ADMIN_TOKEN, None).await;
+            assert_eq!(status, 200, "{got}");
+            let (key, body) = match kind {
+                "a kept answer" => (Some(key.as_str()), body),
+                "a refusal" => (None, body),
+                "a request only validated" => (
+                    None,
+                    json!({"nodeId": "n-x", "role": "bogus", "mgmtIp": "10.6.9.1"}).to_string(),
+                ),
+                _ => (None, "{not JSON".to_owned()),
+            };
+            for server in [&b, &a] {
+                let metrics = server.metrics.trim_start_matches("http://");
+                let counted = || metric(metrics, REVOKED);
+                let before = counted().await;
+                let (status, got) = admit(&server.base, key, &body).await;
+                assert_eq!(
+                    (status, got["code"].as_str()),
+                    (401, Some("UNAUTHENTICATED")),
+                    "{} round {round}, {kind} through {}: {got}",
+                    db.backend,
+                    server.base
+                );
+                // Refused as the gate refuses: logged and counted once.
+                assert_eq!(
+                    counted().await,
+                    before + 1,
+                    "{} round {round}, {kind}",
+                    db.backend
+                );
+            }
+        }
     }
 }
 

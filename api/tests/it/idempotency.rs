@@ -131,3 +131,37 @@ async fn a_refusal_is_not_kept_so_a_retry_with_the_key_is_decided_again() {
     let again = app.call_with(Method::POST, path, Some(body), &key).await;
     assert_eq!(again.headers["idempotent-replayed"], "true");
 }
+
+/// A change that changes nothing, sent with a new key, is answered as
+/// itself, not as a replay of its own kept answer; a retry with the key
+/// is the replay. (A command route's gate admits the caller against the
+/// read models in memory: an answer the writer decided at a commit the
+/// log backs is sent as it is, never decided a second time.)
+#[tokio::test]
+async fn a_change_that_changes_nothing_is_answered_as_itself_then_replayed() {
+    for db in each_backend().await {
+        let app = spawn_app(&db).await;
+        app.admit("n-1", "hybrid", "192.0.2.11").await;
+        let path = "/v1/admin/cluster/members/n-1/join-progress";
+        let step = json!({"step": "join/openbao"});
+        let r = app.post(path, step.clone()).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let head = app.head().await;
+        let key = [("idempotency-key", "progress-again")];
+        let first = app
+            .call_with(Method::POST, path, Some(step.clone()), &key)
+            .await;
+        assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+        assert_eq!(first.body["joinStep"], "join/openbao");
+        assert!(
+            !first.headers.contains_key("idempotent-replayed"),
+            "{}: {:?}",
+            db.backend,
+            first.headers
+        );
+        let again = app.call_with(Method::POST, path, Some(step), &key).await;
+        assert_eq!(again.headers["idempotent-replayed"], "true");
+        assert_eq!(again.body, first.body);
+        assert_eq!(app.head().await, head, "{}", db.backend);
+    }
+}

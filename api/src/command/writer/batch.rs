@@ -13,6 +13,7 @@ use uuid::Uuid;
 use super::Writer;
 use crate::command::decide::{context, if_match_refusal, render, replay_kept};
 use crate::command::{CommandRequest, Committed, Outcome};
+use stratum_domain::Refusal;
 
 /// A batch as it is decided: its events, the answers it keeps, and the
 /// head of the log it follows.
@@ -88,6 +89,14 @@ impl Writer {
         batch: &mut Batch,
         req: &CommandRequest,
     ) -> StoreResult<Outcome> {
+        // A caller the gate admitted against older read models is
+        // authorized again here, against the state this batch is decided
+        // on, before anything is decided or looked up for it: every
+        // decision, a batch decided again after a conflict too.
+        let held = match self.authorize_again(req) {
+            Ok(held) => held,
+            Err(refusal) => return Ok(Outcome::Refused(refusal)),
+        };
         if let Some(idem) = &req.idempotency {
             let principal = &req.meta.principal;
             let kept = match batch.kept(principal, &idem.key) {
@@ -103,7 +112,7 @@ impl Writer {
             "decide",
             stream = %req.command.stream_id()
         )
-        .in_scope(|| self.decide(batch, req));
+        .in_scope(|| self.decide(batch, req, held));
         // Only answers of commands that were carried out are kept: a refusal
         // appended nothing, so a retry with the same key is decided again
         // (a 503 during an upgrade's write freeze must not stick to the key).
@@ -126,11 +135,32 @@ impl Writer {
         Ok(outcome)
     }
 
-    fn decide(&mut self, batch: &mut Batch, req: &CommandRequest) -> Outcome {
+    /// The policies an unconfirmed caller (`req.unconfirmed`) holds in
+    /// this state, or the refusal it gets here; `None` for any other.
+    /// Never answered as it is: the request settles its caller against
+    /// the checked read models first (`http::execute`).
+    fn authorize_again(&self, req: &CommandRequest) -> Result<Option<Vec<String>>, Refusal> {
+        match &req.unconfirmed {
+            Some(caller) => caller.authorize_again(&self.rm, self.clock.now()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Decides one command; `held` replaces the policies the request says
+    /// its caller holds.
+    fn decide(
+        &mut self,
+        batch: &mut Batch,
+        req: &CommandRequest,
+        held: Option<Vec<String>>,
+    ) -> Outcome {
         if let Some(refusal) = if_match_refusal(&self.rm, req) {
             return Outcome::Refused(refusal);
         }
-        let ctx = context(&self.clock, req);
+        let mut ctx = context(&self.clock, req);
+        if held.is_some() {
+            ctx.held_policies = held;
+        }
         let decision = match self.rm.state.decide(&req.command, &ctx) {
             Ok(d) => d,
             Err(refusal) => return Outcome::Refused(refusal),
