@@ -51,7 +51,12 @@ pub struct CountingStore {
     observer: Option<Observer>,
     commits: Option<std::sync::Arc<dyn CommitHook>>,
     replay_reads: Option<ReplayReads>,
+    heads: Option<Heads>,
 }
+
+/// Awaited before each `head`: a test holds the head checks there so
+/// that requests pile up behind the one in flight.
+type Heads = Box<dyn Fn() -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
 
 /// Told the name of each method called of a [`CountingStore`].
 type Observer = Box<dyn Fn(&'static str) + Send + Sync>;
@@ -137,7 +142,17 @@ impl CountingStore {
             observer: None,
             commits: None,
             replay_reads: None,
+            heads: None,
         }
+    }
+
+    /// Has each `head` await `hook()` before it reads the head.
+    pub fn heading_through(
+        mut self,
+        hook: impl Fn() -> futures::future::BoxFuture<'static, ()> + Send + Sync + 'static,
+    ) -> Self {
+        self.heads = Some(Box::new(hook));
+        self
     }
 
     /// Has each `read_for_replay` await `hook(after, false)` before it
@@ -211,6 +226,9 @@ impl store::EventStore for CountingStore {
     }
     async fn head(&self) -> store::StoreResult<store::Head> {
         self.count("head");
+        if let Some(hook) = &self.heads {
+            hook().await;
+        }
         self.inner.head().await
     }
     async fn read_after(
