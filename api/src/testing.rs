@@ -1,7 +1,8 @@
 //! Test support of the service's tests and the replay tests (the `testing`
 //! feature; the release binary never turns it on): the store's fresh
 //! databases, a free port, promtool, and a store that counts what reaches
-//! it and lets a test hold or fail its commits.
+//! it and lets a test hold or fail its commits and hold its head and
+//! replay reads.
 
 use stratum_store as store;
 pub use stratum_store::testing::{each_backend, free_port, postgres, sqlite, TestDb};

@@ -497,9 +497,11 @@ async fn a_thousand_concurrent_gets_share_a_few_head_checks() {
         let generated = made.body["token"].as_str().unwrap().to_owned();
         counting.take();
         held.send_replace(true);
+        let started = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let gets: Vec<_> = (0..1000)
             .map(|i| {
                 let router = app.router.clone();
+                let started = started.clone();
                 let token = if i % 4 < 2 {
                     generated.clone()
                 } else {
@@ -507,6 +509,7 @@ async fn a_thousand_concurrent_gets_share_a_few_head_checks() {
                 };
                 tokio::spawn(async move {
                     use tower::ServiceExt;
+                    started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let path = if i % 2 == 0 {
                         "/v1/admin/cluster/members/n-1"
                     } else {
@@ -520,9 +523,16 @@ async fn a_thousand_concurrent_gets_share_a_few_head_checks() {
                 })
             })
             .collect();
-        // Time for the reads to reach the gate; one that comes later
-        // still shares a check with the others that do.
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        // Every read's task running (5 s at most), then a moment for the
+        // reads to reach the gate's check; a read that comes later costs
+        // at most one more check, shared with any other late reads.
+        let all_started = std::time::Instant::now();
+        while started.load(std::sync::atomic::Ordering::Relaxed) < 1000
+            && all_started.elapsed() < std::time::Duration::from_secs(5)
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         held.send_replace(false);
         for g in gets {
             assert_eq!(g.await.unwrap(), 200, "{}", db.backend);
