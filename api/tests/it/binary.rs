@@ -63,6 +63,17 @@ pub(crate) fn serve_command_under(
 /// This build's `stratum`.
 pub(crate) const THIS_BUILD: &str = env!("CARGO_BIN_EXE_stratum");
 
+/// The host's command that makes a token of `user/operator` with
+/// `ClusterOperator` (its JSON answer has the secret and the id).
+pub(crate) const OPERATOR_TOKEN: &[&str] = &[
+    "token",
+    "create",
+    "--principal",
+    "user/operator",
+    "--policy",
+    "ClusterOperator",
+];
+
 /// [`serve_command_under`] with the `stratum` binary at `bin` (another
 /// build's).
 pub(crate) fn serve_program(

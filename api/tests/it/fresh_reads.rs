@@ -179,17 +179,7 @@ async fn a_detached_policy_is_refused_by_every_server_on_the_next_request() {
 /// A token of `user/operator` with `ClusterOperator`, made on the host:
 /// its secret and its id.
 fn operator_token(db_url: &str) -> (String, String) {
-    let made = host(
-        db_url,
-        &[
-            "token",
-            "create",
-            "--principal",
-            "user/operator",
-            "--policy",
-            "ClusterOperator",
-        ],
-    );
+    let made = host(db_url, crate::binary::OPERATOR_TOKEN);
     let field = |k: &str| made[k].as_str().unwrap().to_owned();
     (field("token"), field("id"))
 }

@@ -6,12 +6,22 @@
 
 use serde_json::{json, Value};
 
-use crate::binary::{host_json, start, start_with, ADMIN, MEMBERS};
+use crate::binary::{host_json, start, start_with, ADMIN, MEMBERS, OPERATOR_TOKEN};
 
 fn lines(log: &str) -> Vec<Value> {
     log.lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect()
+}
+
+/// The one line of request `id` (the server's `x-request-id`) in `all`.
+fn request_line<'a>(all: &'a [Value], id: &str) -> &'a Value {
+    let of: Vec<&Value> = all
+        .iter()
+        .filter(|l| l["message"] == "request" && l["span"]["request_id"] == id)
+        .collect();
+    assert_eq!(of.len(), 1, "one line for request {id}");
+    of[0]
 }
 
 #[tokio::test]
@@ -61,12 +71,7 @@ async fn json_logs_have_one_line_per_request_and_never_a_secret() {
     }
     let all = lines(&log);
     for (id, status) in &ids {
-        let of_request: Vec<&Value> = all
-            .iter()
-            .filter(|l| l["message"] == "request" && l["span"]["request_id"] == id.as_str())
-            .collect();
-        assert_eq!(of_request.len(), 1, "one line for request {id}");
-        let l = of_request[0];
+        let l = request_line(&all, id);
         assert_eq!(l["level"], "INFO", "{l}");
         assert_eq!(l["method"], "GET", "{l}");
         assert_eq!(l["route"], MEMBERS, "{l}");
@@ -114,17 +119,7 @@ async fn a_write_refused_after_its_gate_admitted_it_names_no_principal() {
         |res: &reqwest::Response| res.headers()["x-request-id"].to_str().unwrap().to_owned();
     let mut ids = Vec::new();
     for round in 0..3 {
-        let made = host_json(
-            dir.path(),
-            &[
-                "token",
-                "create",
-                "--principal",
-                "user/operator",
-                "--policy",
-                "ClusterOperator",
-            ],
-        );
+        let made = host_json(dir.path(), OPERATOR_TOKEN);
         let secret = made["token"].as_str().unwrap().to_owned();
         let id = made["id"].as_str().unwrap();
         let admit = |node: String, ip: String| {
@@ -151,12 +146,7 @@ async fn a_write_refused_after_its_gate_admitted_it_names_no_principal() {
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let all = lines(&server.log());
     for (id, status) in ids {
-        let of: Vec<&Value> = all
-            .iter()
-            .filter(|l| l["message"] == "request" && l["span"]["request_id"] == id.as_str())
-            .collect();
-        assert_eq!(of.len(), 1, "one line for request {id}");
-        let l = of[0];
+        let l = request_line(&all, &id);
         assert_eq!(l["status"], status, "{l}");
         // Named on the line and in its span, or in neither.
         if status == 201 {
