@@ -748,10 +748,19 @@ fn node_policies() -> Vec<String> {
     vec![stratum_domain::policy::NODE_AGENT.to_owned()]
 }
 
+/// How a caller's credential names a node's certificate
+/// (`Caller::token_id`: this, then the certificate's fingerprint).
+const CERTIFICATE: &str = "x509:";
+
+/// Whether the credential `token_id` is a node's certificate, not a token.
+fn by_certificate(token_id: &str) -> bool {
+    token_id.starts_with(CERTIFICATE)
+}
+
 fn node_caller(node: &crate::tls::ClientNode) -> Caller {
     Caller {
         principal: format!("node/{}", node.node_id).into(),
-        token_id: format!("x509:{}", node.fingerprint),
+        token_id: format!("{CERTIFICATE}{}", node.fingerprint),
         policies: node_policies(),
         unconfirmed: None,
     }
@@ -822,7 +831,7 @@ pub fn authorize_again(
     }
     // The credential's own policies: a node certificate's are fixed, a
     // token's (which `ended` found) are as `rm` holds them.
-    let own = if admission.token_id.starts_with("x509:") {
+    let own = if by_certificate(&admission.token_id) {
         node_policies()
     } else {
         rm.state
@@ -860,7 +869,7 @@ pub fn confirm(
         )),
         Err(Refused::Ended(ended)) => {
             let e = refused(ended.reason());
-            let bearer = !admission.token_id.starts_with("x509:");
+            let bearer = !by_certificate(&admission.token_id);
             if let (Some(Peer(ip)), true) = (admission.peer, bearer) {
                 if let Some(wait) = chosen.throttle.refused(ip) {
                     return Err(throttled(wait));
@@ -903,7 +912,7 @@ fn ended(
     token_id: &str,
     now: chrono::DateTime<Utc>,
 ) -> Option<Ended> {
-    if token_id.starts_with("x509:") {
+    if by_certificate(token_id) {
         // A certificate ends with its node.
         return principal
             .strip_prefix("node/")
