@@ -220,15 +220,8 @@ impl Rendered {
     pub fn peers(&self, rm: &ReadModels) -> bytes::Bytes {
         let m = &rm.state.membership;
         let render = || {
-            let records: Vec<stratum_projections::MemberRecord> = m
-                .members
-                .values()
-                .filter(|member| member.state.in_peer_lists())
-                .map(|member| stratum_projections::member_record(member, Some(m.generation)))
-                .collect();
             bytes::Bytes::from(
-                serde_json::to_vec(&stratum_projections::peers(m.generation, &records))
-                    .expect("peers serialize"),
+                serde_json::to_vec(&stratum_projections::peers(m)).expect("peers serialize"),
             )
         };
         match rm.generation_hash {

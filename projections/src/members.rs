@@ -281,20 +281,25 @@ pub struct Peers {
     pub alertmanager: Vec<Peer>,
 }
 
-/// The peer lists from members in joining or active, ordered by ordinal.
-pub fn peers<'a>(generation: u64, members: impl IntoIterator<Item = &'a MemberRecord>) -> Peers {
-    let mut listed: Vec<&MemberRecord> = members
-        .into_iter()
-        .filter(|m| m.state.in_peer_lists())
+/// The peer lists of a membership: its members in joining or active,
+/// ordered by ordinal. Read straight from the members, not from their
+/// records: every node agent asks for them after each change, and a
+/// record renders every field of a member (its labels, its bindings, its
+/// times as text) where the lists want four.
+pub fn peers(m: &Membership) -> Peers {
+    let mut listed: Vec<&Member> = m
+        .members
+        .values()
+        .filter(|member| member.state.in_peer_lists())
         .collect();
-    listed.sort_by_key(|m| m.ordinal);
+    listed.sort_by_key(|member| member.ordinal);
     let list = |pick: fn(Role) -> bool| -> Vec<Peer> {
         listed
             .iter()
-            .filter(|m| pick(m.role))
-            .map(|m| Peer {
-                node_id: m.node_id.clone(),
-                address: m.mgmt_ip.clone(),
+            .filter(|member| pick(member.role))
+            .map(|member| Peer {
+                node_id: member.node_id.clone(),
+                address: member.mgmt_ip.clone(),
                 priority: None,
             })
             .collect()
@@ -309,7 +314,7 @@ pub fn peers<'a>(generation: u64, members: impl IntoIterator<Item = &'a MemberRe
         })
         .collect();
     Peers {
-        generation,
+        generation: m.generation,
         patroni: voters.clone(),
         openbao: voters.clone(),
         ovn: voters.clone(),

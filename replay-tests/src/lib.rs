@@ -76,7 +76,7 @@ pub fn render(rm: &ReadModels) -> Value {
         "position": rm.state.position,
         "membership": membership_summary(m),
         "members": records,
-        "peers": peers(m.generation, &records),
+        "peers": peers(m),
         "joinRequests": join_requests,
         "tokens": tokens,
         "releases": of_kind(doc_kind::RELEASE),

@@ -64,7 +64,7 @@ async fn as_of_every_position_equals_a_replay_to_it() {
             let peers_at = get(&app, &format!("/v1/admin/cluster/peers?asOf={p}")).await;
             assert_eq!(
                 peers_at,
-                serde_json::to_value(peers(m.generation, &records)).unwrap(),
+                serde_json::to_value(peers(m)).unwrap(),
                 "asOf={p}"
             );
             let summary = get(&app, &format!("/v1/admin/cluster/membership?asOf={p}")).await;
