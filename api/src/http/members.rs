@@ -595,6 +595,9 @@ pub async fn get_peers(
     finish(errors)?;
     let rm = match (at, after, wait) {
         (None, Some(after), Some(wait)) if view.state.membership.generation <= after => {
+            // A long-poll holds no read models while it waits (see
+            // `wait_for_generation`): the ones it arrived at go now.
+            drop(view);
             wait_for_generation(&state, &caller, after, std::time::Duration::from_secs(wait))
                 .await?
         }
@@ -615,6 +618,14 @@ pub async fn get_peers(
 /// waits: it sleeps on the writer's publications that move the generation
 /// or change the tokens (a commit of this process or a fold of another's),
 /// and reads the newest published read models when woken.
+///
+/// Nor does it hold read models while it sleeps: it sleeps through the
+/// commits that change neither (agents' reports of their applied
+/// generations), and read models it held would stay alive through them
+/// all. 5,000 agents waiting between two changes so kept a version of the
+/// read models per commit of their reports, and freed them at the next
+/// change, in the way of the answers it had to deliver (3.8 % of the
+/// server's samples in the agents bench; `docs/benchmarks.md`).
 async fn wait_for_generation(
     state: &AppState,
     caller: &crate::auth::Caller,
@@ -624,30 +635,35 @@ async fn wait_for_generation(
     let deadline = tokio::time::Instant::now() + wait;
     let _watcher = state.watcher()?;
     let mut wakes = state.bus.wakes();
+    // Set when the wait is over: the newest read models are answered as
+    // they are, once the caller's credential is judged on them.
+    let mut over = false;
     loop {
         // Seen before reading, so a publication in between wakes it again.
         wakes.borrow_and_update();
-        let rm = state.bus.published();
-        // A credential that ends while it waits ends the wait: 401.
-        if let Some(why) = crate::auth::credential_ended(&rm, caller, chrono::Utc::now()) {
-            tracing::info!(reason = why, "a long-poll's credential ended");
-            return Err(ApiError::unauthenticated());
-        }
-        if rm.state.membership.generation > after {
-            return Ok(rm);
-        }
-        // An expiry is no commit: wake for it too.
-        let expires = crate::auth::credential_expires(&rm, caller)
-            .and_then(|t| (t - chrono::Utc::now()).to_std().ok())
-            .map_or(deadline, |d| deadline.min(tokio::time::Instant::now() + d));
+        let expires = {
+            let rm = state.bus.published();
+            // A credential that ends while it waits ends the wait: 401.
+            if let Some(why) = crate::auth::credential_ended(&rm, caller, chrono::Utc::now()) {
+                tracing::info!(reason = why, "a long-poll's credential ended");
+                return Err(ApiError::unauthenticated());
+            }
+            if over || rm.state.membership.generation > after {
+                return Ok(rm);
+            }
+            // An expiry is no commit: wake for it too.
+            crate::auth::credential_expires(&rm, caller)
+                .and_then(|t| (t - chrono::Utc::now()).to_std().ok())
+                .map_or(deadline, |d| deadline.min(tokio::time::Instant::now() + d))
+        };
         tokio::select! {
             changed = tokio::time::timeout_at(expires, wakes.changed()) => match changed {
-                Err(_) if expires < deadline => continue,
-                Ok(Ok(())) => continue,
-                _ => return Ok(rm),
+                Err(_) if expires < deadline => {}
+                Ok(Ok(())) => {}
+                _ => over = true,
             },
             // Stopping: answer the generation as it stands.
-            _ = state.shutdown.cancelled() => return Ok(rm),
+            _ = state.shutdown.cancelled() => over = true,
         }
     }
 }

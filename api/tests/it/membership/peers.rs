@@ -65,6 +65,57 @@ async fn the_peer_long_poll_answers_within_100ms_of_a_generation_change() {
     }
 }
 
+/// A waiting peer long-poll holds no read models: it sleeps through the
+/// commits that move neither the generation nor the tokens, and the read
+/// models it arrived at are freed as soon as a newer version is published,
+/// not when it is answered. (5,000 agents waiting between two changes kept
+/// a version per commit of their reports, and freed them all on the way of
+/// the next change's answers.)
+#[tokio::test]
+async fn a_waiting_peer_long_poll_holds_no_read_models() {
+    for db in each_backend().await {
+        let app = Arc::new(spawn_app(&db).await);
+        app.admit("n-1", "hybrid", "192.0.2.11").await;
+        app.admit("n-2", "hybrid", "192.0.2.12").await;
+        let g = generation(&app).await;
+        let bus = &app.svc.state.bus;
+        let poll = {
+            let app = app.clone();
+            tokio::spawn(async move {
+                app.get(&format!("/v1/admin/cluster/peers?after={g}&waitSeconds=30"))
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!poll.is_finished(), "{}: it waits", db.backend);
+        for node in ["n-1", "n-2"] {
+            let arrived_at = Arc::downgrade(&bus.published());
+            let r = report_applied(&app, node, g).await;
+            assert_eq!(r.status, 200, "{}: {}", db.backend, r.body);
+            assert!(
+                arrived_at.upgrade().is_none(),
+                "{}: the read models before {node}'s report outlived it, held by the long-poll",
+                db.backend
+            );
+        }
+        assert!(
+            !poll.is_finished(),
+            "{}: it sleeps through reports",
+            db.backend
+        );
+        let r = app
+            .post(&format!("{MEMBERS}/n-1/join-complete"), json!({}))
+            .await;
+        assert_eq!(r.status, 200, "{}: {}", db.backend, r.body);
+        let r = tokio::time::timeout(Duration::from_secs(2), poll)
+            .await
+            .expect("the change answers the long-poll")
+            .unwrap();
+        assert_eq!(r.status, 200, "{}: {}", db.backend, r.body);
+        assert!(r.body["generation"].as_u64().unwrap() > g, "{}", db.backend);
+    }
+}
+
 /// A peer long-poll wakes only for what can change its answer or end its
 /// caller's credential: commits that leave the generation and the tokens
 /// alone (5,000 agents' applied generations, say) let every waiting agent
