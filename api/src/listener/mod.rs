@@ -389,7 +389,11 @@ pub async fn serve(
                 _registered: registered,
                 app: app.clone(),
                 cfg: cfg.clone(),
-                stopping: stopping.clone(),
+                // A token of its own that the service's stop cancels: the
+                // connection checks it each time its task runs, and the
+                // service's token is one lock that every connection's
+                // check would take, on every core.
+                stopping: stopping.child_token(),
             },
         ));
     }
