@@ -84,8 +84,19 @@ pub fn is_pattern(p: &str) -> bool {
     p.contains(['*', '?'])
 }
 
+/// Whether `text` matches `pattern` (`*` any run of characters, `?` one).
+/// Every statement of every request's authorization asks this, and
+/// building a matcher allocates: the patterns policies are written with
+/// (a literal, `*`, a literal and a trailing `*`) are decided without one,
+/// as the matcher decides them (`fast_matching_agrees_with_wildmatch`).
 fn matches(pattern: &str, text: &str) -> bool {
-    WildMatch::new(pattern).matches(text)
+    match pattern.find(['*', '?']) {
+        None => pattern == text,
+        Some(at) if at + 1 == pattern.len() && pattern.ends_with('*') => {
+            text.starts_with(&pattern[..at])
+        }
+        Some(_) => WildMatch::new(pattern).matches(text),
+    }
 }
 
 /// The catalog actions an action pattern matches.
@@ -418,14 +429,25 @@ pub enum Verdict {
 }
 
 fn resource_matches(pattern: &str, principal: &str, resource: &str) -> bool {
-    if pattern.contains("${nodeId}") {
-        let Some(node) = principal.strip_prefix("node/") else {
-            return false;
-        };
-        return matches(&pattern.replace("${nodeId}", node), resource);
+    let Some((before, after)) = pattern.split_once(NODE_ID) else {
+        return matches(pattern, resource);
+    };
+    let Some(node) = principal.strip_prefix("node/") else {
+        return false;
+    };
+    // One placeholder between literals (as the managed policies write it):
+    // the node's own resource, compared without a pattern made for it.
+    if !is_pattern(before) && !is_pattern(after) && !is_pattern(node) && !after.contains(NODE_ID) {
+        return resource
+            .strip_prefix(before)
+            .and_then(|r| r.strip_suffix(after))
+            == Some(node);
     }
-    matches(pattern, resource)
+    matches(&pattern.replace(NODE_ID, node), resource)
 }
+
+/// What a resource pattern writes for the calling node's id.
+const NODE_ID: &str = "${nodeId}";
 
 /// Decides a request against every policy that applies to it: the caller's
 /// identity policies and the resource's policy.
@@ -463,6 +485,94 @@ pub fn evaluate<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_matching_agrees_with_wildmatch() {
+        let patterns = [
+            "",
+            "*",
+            "**",
+            "?",
+            "a",
+            "ab",
+            "a*",
+            "*a",
+            "a*b",
+            "a?",
+            "?a",
+            "a?*",
+            "cluster:*",
+            "cluster:Get*",
+            "*:Get*",
+            "cluster:GetMember",
+            "stratum:member/*",
+            "stratum:upgrade/*/node/n-1",
+            "node/*",
+            "user/alice",
+        ];
+        let texts = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "b",
+            "ba",
+            "cluster:GetMember",
+            "cluster:ListMembers",
+            "iam:GetToken",
+            "stratum:member/n-1",
+            "stratum:member/",
+            "stratum:upgrade/u-1/node/n-1",
+            "node/n-1",
+            "user/alice",
+            "user/alice2",
+        ];
+        for p in patterns {
+            for t in texts {
+                assert_eq!(
+                    matches(p, t),
+                    WildMatch::new(p).matches(t),
+                    "pattern {p:?}, text {t:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_node_placeholder_matches_as_the_pattern_it_stands_for() {
+        let patterns = [
+            "stratum:member/${nodeId}",
+            "stratum:upgrade/*/node/${nodeId}",
+            "stratum:member/${nodeId}*",
+            "stratum:${nodeId}/${nodeId}",
+            "${nodeId}",
+        ];
+        let resources = [
+            "stratum:member/n-1",
+            "stratum:member/n-12",
+            "stratum:member/n-",
+            "stratum:member/",
+            "stratum:upgrade/u-1/node/n-1",
+            "stratum:upgrade/u-1/node/n-2",
+            "stratum:n-1/n-1",
+            "stratum:n-1/n-2",
+            "n-1",
+        ];
+        for principal in ["node/n-1", "node/n-2", "user/n-1"] {
+            for p in patterns {
+                for r in resources {
+                    let expected = principal
+                        .strip_prefix("node/")
+                        .is_some_and(|node| WildMatch::new(&p.replace(NODE_ID, node)).matches(r));
+                    assert_eq!(
+                        resource_matches(p, principal, r),
+                        expected,
+                        "pattern {p:?}, principal {principal:?}, resource {r:?}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn a_statement_must_name_its_resources_yet_a_recorded_one_without_them_reads_as_written() {
