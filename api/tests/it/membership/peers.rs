@@ -65,6 +65,15 @@ async fn the_peer_long_poll_answers_within_100ms_of_a_generation_change() {
     }
 }
 
+/// An app with two members admitted, and its generation then.
+async fn two_members(db: &stratum_api::testing::TestDb) -> (Arc<TestApp>, u64) {
+    let app = Arc::new(spawn_app(db).await);
+    app.admit("n-1", "hybrid", "192.0.2.11").await;
+    app.admit("n-2", "hybrid", "192.0.2.12").await;
+    let g = generation(&app).await;
+    (app, g)
+}
+
 /// A waiting peer long-poll holds no read models: it sleeps through the
 /// commits that move neither the generation nor the tokens, and the read
 /// models it arrived at are freed as soon as a newer version is published,
@@ -74,10 +83,7 @@ async fn the_peer_long_poll_answers_within_100ms_of_a_generation_change() {
 #[tokio::test]
 async fn a_waiting_peer_long_poll_holds_no_read_models() {
     for db in each_backend().await {
-        let app = Arc::new(spawn_app(&db).await);
-        app.admit("n-1", "hybrid", "192.0.2.11").await;
-        app.admit("n-2", "hybrid", "192.0.2.12").await;
-        let g = generation(&app).await;
+        let (app, g) = two_members(&db).await;
         let bus = &app.svc.state.bus;
         let poll = {
             let app = app.clone();
@@ -124,10 +130,7 @@ async fn a_waiting_peer_long_poll_holds_no_read_models() {
 #[tokio::test]
 async fn a_peer_long_poll_sleeps_through_applied_generations_and_ends_when_its_token_is_revoked() {
     for db in each_backend().await {
-        let app = Arc::new(spawn_app(&db).await);
-        app.admit("n-1", "hybrid", "192.0.2.11").await;
-        app.admit("n-2", "hybrid", "192.0.2.12").await;
-        let g = generation(&app).await;
+        let (app, g) = two_members(&db).await;
         let bus = &app.svc.state.bus;
         let mut wakes = bus.wakes();
         wakes.borrow_and_update();
