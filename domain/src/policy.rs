@@ -447,7 +447,7 @@ fn resource_matches(pattern: &str, principal: &str, resource: &str) -> bool {
 }
 
 /// What a resource pattern writes for the calling node's id.
-const NODE_ID: &str = "${nodeId}";
+pub(crate) const NODE_ID: &str = "${nodeId}";
 
 /// Decides a request against every policy that applies to it: the caller's
 /// identity policies and the resource's policy.

@@ -624,8 +624,8 @@ pub async fn get_peers(
 /// generations), and read models it held would stay alive through them
 /// all. 5,000 agents waiting between two changes so kept a version of the
 /// read models per commit of their reports, and freed them at the next
-/// change, in the way of the answers it had to deliver (3.8 % of the
-/// server's samples in the agents bench; `docs/benchmarks.md`).
+/// change, as they answered (3.8 % of the server's samples in a whole run
+/// of the agents bench; `docs/benchmarks.md`).
 async fn wait_for_generation(
     state: &AppState,
     caller: &crate::auth::Caller,

@@ -25,7 +25,9 @@
 use serde_json::json;
 
 use crate::error::{ErrorCode, Refusal};
-use crate::policy::{actions_matching, evaluate, Effect, PolicyDocument, Statement, Verdict};
+use crate::policy::{
+    actions_matching, evaluate, Effect, PolicyDocument, Statement, Verdict, NODE_ID,
+};
 use crate::state::{CommandContext, State};
 
 use super::*;
@@ -67,7 +69,7 @@ impl Iam {
         self.document(name).is_some_and(|d| {
             d.statements
                 .iter()
-                .any(|s| s.resources.iter().any(|r| r.contains("${nodeId}")))
+                .any(|s| s.resources.iter().any(|r| r.contains(NODE_ID)))
         })
     }
 

@@ -85,6 +85,8 @@ async fn a_waiting_peer_long_poll_holds_no_read_models() {
     for db in each_backend().await {
         let (app, g) = two_members(&db).await;
         let bus = &app.svc.state.bus;
+        let watchers = app.svc.state.watchers.clone();
+        let free = watchers.available_permits();
         let poll = {
             let app = app.clone();
             tokio::spawn(async move {
@@ -92,7 +94,17 @@ async fn a_waiting_peer_long_poll_holds_no_read_models() {
                     .await
             })
         };
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Waiting once it holds a watcher's place (its gate is behind it).
+        let started = std::time::Instant::now();
+        while watchers.available_permits() == free {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{}: the long-poll never waited",
+                db.backend
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!poll.is_finished(), "{}: it waits", db.backend);
         for node in ["n-1", "n-2"] {
             let arrived_at = Arc::downgrade(&bus.published());
