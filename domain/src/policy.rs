@@ -81,8 +81,11 @@ pub const OTHER_SERVICES_ACTIONS: [&str; 6] = [
 /// Whether a pattern matches more than the one text it spells: it holds a
 /// wildcard (`*` or `?`) of the matching [`evaluate`] does.
 pub fn is_pattern(p: &str) -> bool {
-    p.contains(['*', '?'])
+    p.contains(WILDCARDS)
 }
+
+/// The wildcards of the matching [`evaluate`] does.
+const WILDCARDS: [char; 2] = ['*', '?'];
 
 /// Whether `text` matches `pattern` (`*` any run of characters, `?` one).
 /// Every statement of every request's authorization asks this, and
@@ -90,7 +93,7 @@ pub fn is_pattern(p: &str) -> bool {
 /// (a literal, `*`, a literal and a trailing `*`) are decided without one,
 /// as the matcher decides them (`fast_matching_agrees_with_wildmatch`).
 fn matches(pattern: &str, text: &str) -> bool {
-    match pattern.find(['*', '?']) {
+    match pattern.find(WILDCARDS) {
         None => pattern == text,
         Some(at) if at + 1 == pattern.len() && pattern.ends_with('*') => {
             text.starts_with(&pattern[..at])
