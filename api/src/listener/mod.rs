@@ -27,7 +27,7 @@ use axum::body::Body;
 use axum::Router;
 use bytes::Bytes;
 use clap::Args;
-use futures::task::AtomicWaker;
+use futures::stream::{FuturesUnordered, StreamExt};
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -207,8 +207,6 @@ enum Phase {
 /// One open connection, as the listener and its requests see it.
 struct Conn {
     phase: Mutex<Phase>,
-    /// The connection's reader, woken when it becomes idle.
-    reader: AtomicWaker,
     /// Cancelled to close the connection at once.
     close: CancellationToken,
 }
@@ -248,6 +246,12 @@ impl Conn {
 }
 
 /// Holds a connection busy until the answer is written (or dropped).
+///
+/// Its drop wakes nothing: hyper drops an answer's body as it writes the
+/// body's end, then writes and flushes what it holds, and [`Watched`] arms
+/// the idle timer there: in `poll_flush` once all is written, in its
+/// writes while the last bytes wait for the client. A wake here cost every
+/// answer one more poll of its connection's task.
 struct BusyGuard(Arc<Conn>);
 
 impl Drop for BusyGuard {
@@ -256,7 +260,6 @@ impl Drop for BusyGuard {
             Phase::Busy(n) if n > 1 => Phase::Busy(n - 1),
             _ => Phase::Idle(Instant::now()),
         });
-        self.0.reader.wake();
     }
 }
 
@@ -376,7 +379,6 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let conn = Arc::new(Conn {
             phase: Mutex::new(Phase::Idle(Instant::now())),
-            reader: AtomicWaker::new(),
             close: CancellationToken::new(),
         });
         let registered = registry.insert(conn.clone());
@@ -390,9 +392,8 @@ pub async fn serve(
                 app: app.clone(),
                 cfg: cfg.clone(),
                 // A token of its own that the service's stop cancels: the
-                // connection checks it each time its task runs, and the
-                // service's token is one lock that every connection's
-                // check would take, on every core.
+                // service's token is one lock that every connection's wait
+                // would share, on every core.
                 stopping: stopping.child_token(),
             },
         ));
@@ -487,19 +488,47 @@ async fn http<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         .header_read_timeout(None)
         .serve_connection(io, service);
     tokio::pin!(served);
+    // What ends the connection early: its eviction (at once) or the
+    // service's stop (gracefully). Watched in a set that polls them only
+    // when one of them wakes it, not each time the connection's task runs
+    // (a few times a request): polling a token's `cancelled()` takes the
+    // token's lock twice (tokio-rs/tokio#7775), which was 3.8 % of the
+    // server's samples as 5,000 agents' long-polls were answered
+    // (`docs/benchmarks.md`).
+    let mut ends = FuturesUnordered::new();
+    ends.push(end(conn.close.clone(), stopping));
     let result = tokio::select! {
         r = served.as_mut() => r,
-        _ = conn.close.cancelled() => return,
-        _ = stopping.cancelled() => {
-            served.as_mut().graceful_shutdown();
-            tokio::select! {
-                r = served.as_mut() => r,
-                _ = conn.close.cancelled() => return,
+        Some(why) = ends.next() => match why {
+            End::Evicted => return,
+            End::Stopping => {
+                served.as_mut().graceful_shutdown();
+                tokio::select! {
+                    r = served.as_mut() => r,
+                    _ = conn.close.cancelled() => return,
+                }
             }
-        }
+        },
     };
     if let Err(e) = result {
         tracing::debug!(%peer, error = %e, "connection ended");
+    }
+}
+
+/// Why a connection ends before its client closes it.
+enum End {
+    /// Closed at once ([`Conn::close`]): evicted, or idle at the stop.
+    Evicted,
+    /// The service stops: the answer in flight is written first.
+    Stopping,
+}
+
+/// Waits for the first of a connection's ends.
+async fn end(close: CancellationToken, stopping: CancellationToken) -> End {
+    tokio::select! {
+        biased;
+        _ = close.cancelled() => End::Evicted,
+        _ = stopping.cancelled() => End::Stopping,
     }
 }
 

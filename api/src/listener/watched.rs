@@ -1,5 +1,5 @@
-//! A connection's socket as hyper sees it: reads end past the phase's
-//! deadline; the heads HTTP/1.1 itself refuses get an error body in the
+//! A connection's socket as hyper sees it: reads, flushes and writes that
+//! wait end past the phase's deadline; the heads HTTP/1.1 itself refuses get an error body in the
 //! spec's shape; and after such a refusal the close lingers, so the
 //! refusal is not lost to a reset.
 
@@ -65,6 +65,39 @@ fn refuses(first: &[u8]) -> bool {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Watched<S> {
+    /// The error that ends the connection once its phase's deadline has
+    /// passed (there is none while it is busy); until then the timer is
+    /// armed at the deadline, to wake the connection's task there.
+    fn poll_expired(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
+        let deadline = self.conn.deadline(&self.cfg)?;
+        if self.timer.deadline() != deadline {
+            self.timer.as_mut().reset(deadline);
+        }
+        self.timer.as_mut().poll(cx).is_ready().then(|| {
+            let what = match self.conn.phase() {
+                Phase::Head(_) => "the request head did not arrive within the header-read timeout",
+                _ => "the connection was idle past the idle timeout",
+            };
+            io::Error::new(io::ErrorKind::TimedOut, what)
+        })
+    }
+
+    /// A write that waits for the client ends the connection past the
+    /// phase's deadline: an answer's last bytes a client does not read
+    /// keep it open no longer than it may stay idle.
+    fn unless_expired(
+        &mut self,
+        cx: &mut Context<'_>,
+        written: Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
+        match written {
+            Poll::Pending => self
+                .poll_expired(cx)
+                .map_or(Poll::Pending, |e| Poll::Ready(Err(e))),
+            done => done,
+        }
+    }
+
     /// Writes the replacement answer; `Ready` once all of it is written.
     fn poll_refusal(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let Some((bytes, written)) = &mut self.refusal else {
@@ -125,20 +158,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Watched<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        this.conn.reader.register(cx.waker());
-        if let Some(deadline) = this.conn.deadline(&this.cfg) {
-            if this.timer.deadline() != deadline {
-                this.timer.as_mut().reset(deadline);
-            }
-            if this.timer.as_mut().poll(cx).is_ready() {
-                let what = match this.conn.phase() {
-                    Phase::Head(_) => {
-                        "the request head did not arrive within the header-read timeout"
-                    }
-                    _ => "the connection was idle past the idle timeout",
-                };
-                return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, what)));
-            }
+        if let Some(expired) = this.poll_expired(cx) {
+            return Poll::Ready(Err(expired));
         }
         let before = buf.filled().len();
         let read = Pin::new(&mut this.io).poll_read(cx, buf);
@@ -163,7 +184,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Watched<S> {
             // HTTP/1.1's own answer is dropped; ours is written instead.
             return this.poll_refusal(cx).map_ok(|()| buf.len());
         }
-        Pin::new(&mut this.io).poll_write(cx, buf)
+        let written = Pin::new(&mut this.io).poll_write(cx, buf);
+        this.unless_expired(cx, written)
     }
 
     fn poll_write_vectored(
@@ -180,17 +202,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Watched<S> {
             let total = bufs.iter().map(|b| b.len()).sum();
             return this.poll_refusal(cx).map_ok(|()| total);
         }
-        Pin::new(&mut this.io).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.unless_expired(cx, written)
     }
 
     fn is_write_vectored(&self) -> bool {
         self.io.is_write_vectored()
     }
 
+    /// Also arms the idle timer once an answer is written: hyper drops an
+    /// answer's body as it writes the body's end, which ends the busy
+    /// phase, then flushes (an answer whose last bytes wait for the client
+    /// arms it in `poll_write`), and reads the next head only when woken.
+    /// After a refusal the lingering close has its own bound.
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         std::task::ready!(this.poll_refusal(cx))?;
-        Pin::new(&mut this.io).poll_flush(cx)
+        std::task::ready!(Pin::new(&mut this.io).poll_flush(cx))?;
+        match this
+            .refusal
+            .is_none()
+            .then(|| this.poll_expired(cx))
+            .flatten()
+        {
+            Some(expired) => Poll::Ready(Err(expired)),
+            None => Poll::Ready(Ok(())),
+        }
     }
 
     /// A refused head is often not read whole (a header too large for the

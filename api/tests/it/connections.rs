@@ -71,7 +71,7 @@ async fn idle_and_slow_header_sockets_are_closed() {
     let dir = tempfile::tempdir().unwrap();
     let server = start_with(
         dir.path(),
-        &flags(&[("idle-timeout", "1s"), ("header-read-timeout", "2s")]),
+        &flags(&[("idle-timeout", "1s"), ("header-read-timeout", "6s")]),
         &[],
     )
     .await;
@@ -88,6 +88,20 @@ async fn idle_and_slow_header_sockets_are_closed() {
     let mut answer = [0u8; 512];
     let n = kept.read(&mut answer).await.unwrap();
     assert!(answer[..n].starts_with(b"HTTP/1.1 200"));
+    let answered = Instant::now();
+    // So is one whose answer waited (a long-poll of 1 s), through which
+    // its read side was polled, and blocked, while it was busy.
+    let mut polled = TcpStream::connect(server.addr()).await.unwrap();
+    polled
+        .write_all(
+            format!(
+                "GET /v1/admin/cluster/peers?after=999999&waitSeconds=1 HTTP/1.1\r\nHost: x\r\n\
+                 Authorization: Bearer {ADMIN}\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
 
     let idle_closed = closed_within(&mut idle, Duration::from_secs(10))
         .await
@@ -96,15 +110,38 @@ async fn idle_and_slow_header_sockets_are_closed() {
         idle_closed >= Duration::from_millis(700) && idle_closed < Duration::from_secs(4),
         "an idle socket is closed after the 1 s idle timeout, not at {idle_closed:?}"
     );
+    // Its idle timer is armed as its answer is written: it is closed after
+    // the 1 s idle timeout, long before its head's 6 s deadline.
     closed_within(&mut kept, Duration::from_secs(4))
         .await
         .expect("a kept-alive socket is closed after the idle timeout");
+    let kept_closed = answered.elapsed();
+    assert!(
+        kept_closed < Duration::from_secs(4),
+        "a kept-alive socket is closed 1 s after its answer, not at {kept_closed:?}"
+    );
+    let mut answer = [0u8; 4096];
+    let n = polled.read(&mut answer).await.unwrap();
+    assert!(
+        answer[..n].starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer[..n])
+    );
+    let polled_answered = Instant::now();
+    closed_within(&mut polled, Duration::from_secs(4))
+        .await
+        .expect("a socket whose answer waited is closed after the idle timeout");
+    let polled_closed = polled_answered.elapsed();
+    assert!(
+        polled_closed < Duration::from_secs(4),
+        "a socket whose answer waited is closed 1 s after its answer, not at {polled_closed:?}"
+    );
     let slow_closed = closed_within(&mut slow, Duration::from_secs(10))
         .await
         .expect("a slow-header socket is closed");
     assert!(
-        slow_closed >= Duration::from_millis(500) && slow_closed < Duration::from_secs(5),
-        "a slow header is cut after the 2 s header-read timeout, not at {slow_closed:?}"
+        slow_closed >= Duration::from_millis(500) && slow_closed < Duration::from_secs(9),
+        "a slow header is cut after the 6 s header-read timeout, not at {slow_closed:?}"
     );
     // New connections are served as before.
     let (status, _) = server.get("/v1/admin/events/verify").await;
