@@ -656,7 +656,10 @@ async fn wait_for_generation(
                 .and_then(|t| (t - chrono::Utc::now()).to_std().ok())
                 .map_or(deadline, |d| deadline.min(tokio::time::Instant::now() + d))
         };
+        // The wake first, and alone when it is ready: polling the stop
+        // token takes its lock, one that every long-poll shares.
         tokio::select! {
+            biased;
             changed = tokio::time::timeout_at(expires, wakes.changed()) => match changed {
                 Err(_) if expires < deadline => {}
                 Ok(Ok(())) => {}
