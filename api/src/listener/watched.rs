@@ -219,14 +219,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Watched<S> {
         let this = self.get_mut();
         std::task::ready!(this.poll_refusal(cx))?;
         std::task::ready!(Pin::new(&mut this.io).poll_flush(cx))?;
-        match this
-            .refusal
-            .is_none()
-            .then(|| this.poll_expired(cx))
-            .flatten()
-        {
-            Some(expired) => Poll::Ready(Err(expired)),
-            None => Poll::Ready(Ok(())),
+        match this.refusal {
+            None => this
+                .poll_expired(cx)
+                .map_or(Poll::Ready(Ok(())), |e| Poll::Ready(Err(e))),
+            Some(_) => Poll::Ready(Ok(())),
         }
     }
 

@@ -39,6 +39,19 @@ async fn closed_within(socket: &mut TcpStream, within: Duration) -> Option<Durat
     }
 }
 
+/// Asserts that `socket`, answered at `answered`, is closed by a 1 s idle
+/// timeout: within 4 s of its answer (not at its head's later deadline).
+async fn closed_after_its_answer(socket: &mut TcpStream, answered: Instant, what: &str) {
+    closed_within(socket, Duration::from_secs(4))
+        .await
+        .unwrap_or_else(|| panic!("{what} is closed after the idle timeout"));
+    let closed = answered.elapsed();
+    assert!(
+        closed < Duration::from_secs(4),
+        "{what} is closed 1 s after its answer, not at {closed:?}"
+    );
+}
+
 /// The head of an admin's `POST /v1/admin/cluster/members` whose body has
 /// `len` bytes, with `extra` header lines.
 fn admit_head(len: usize, extra: &str) -> String {
@@ -112,14 +125,7 @@ async fn idle_and_slow_header_sockets_are_closed() {
     );
     // Its idle timer is armed as its answer is written: it is closed after
     // the 1 s idle timeout, long before its head's 6 s deadline.
-    closed_within(&mut kept, Duration::from_secs(4))
-        .await
-        .expect("a kept-alive socket is closed after the idle timeout");
-    let kept_closed = answered.elapsed();
-    assert!(
-        kept_closed < Duration::from_secs(4),
-        "a kept-alive socket is closed 1 s after its answer, not at {kept_closed:?}"
-    );
+    closed_after_its_answer(&mut kept, answered, "a kept-alive socket").await;
     let mut answer = [0u8; 4096];
     let n = polled.read(&mut answer).await.unwrap();
     assert!(
@@ -127,15 +133,8 @@ async fn idle_and_slow_header_sockets_are_closed() {
         "{}",
         String::from_utf8_lossy(&answer[..n])
     );
-    let polled_answered = Instant::now();
-    closed_within(&mut polled, Duration::from_secs(4))
-        .await
-        .expect("a socket whose answer waited is closed after the idle timeout");
-    let polled_closed = polled_answered.elapsed();
-    assert!(
-        polled_closed < Duration::from_secs(4),
-        "a socket whose answer waited is closed 1 s after its answer, not at {polled_closed:?}"
-    );
+    let answered = Instant::now();
+    closed_after_its_answer(&mut polled, answered, "a socket whose answer waited").await;
     let slow_closed = closed_within(&mut slow, Duration::from_secs(10))
         .await
         .expect("a slow-header socket is closed");
