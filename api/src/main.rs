@@ -14,14 +14,14 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// timers (tokio's default is 61). A change wakes every long-poll waiting
 /// for it, thousands at once; with the default, each worker read the
 /// agents' next requests (their reports, their next long-polls) every 61
-/// answers, and the rest of the change waited behind them. At 4,096 a
+/// polls, and the rest of the change waited behind them. At 4,096 a
 /// worker answers what is already woken first: the 5,000 agents' p99
 /// delivery on PostgreSQL fell from 152-197 ms to 118-147 ms, the time to
 /// an empty `lagging` unchanged (`docs/benchmarks.md`, "the scheduler's
 /// event interval"). Tokio's documentation advises a higher interval where
 /// tasks poll quickly, as a request's do here. A worker with nothing to run
-/// looks for events at once, so the interval matters only while both
-/// workers are saturated; then new requests, timers and the tasks that
+/// looks for events at once, so the interval matters only while every
+/// worker is saturated; then new requests, timers and the tasks that
 /// yielded (a loop out of its cooperative budget) wait for up to that many
 /// polls, some 20-40 ms at 5-10 µs a poll, where they waited for 61.
 const EVENT_INTERVAL: u32 = 4096;

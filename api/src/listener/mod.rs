@@ -491,10 +491,10 @@ async fn http<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     // What ends the connection early: its eviction (at once) or the
     // service's stop (gracefully). Watched in a set that polls them only
     // when one of them wakes it, not each time the connection's task runs
-    // (a few times a request): polling a token's `cancelled()` takes the
-    // token's lock twice (tokio-rs/tokio#7775), which was 3.8 % of the
-    // server's samples as 5,000 agents' long-polls were answered
-    // (`docs/benchmarks.md`).
+    // (a few times a request): polling a token's `cancelled()` takes two
+    // locks, the token's (tokio-rs/tokio#7775) and its `Notify`'s. Such
+    // polls, these and the long-polls', were 3.8 % of the server's samples
+    // as 5,000 agents' long-polls were answered (`docs/benchmarks.md`).
     let mut ends = FuturesUnordered::new();
     ends.push(end(conn.close.clone(), stopping));
     let result = tokio::select! {

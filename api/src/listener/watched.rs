@@ -84,7 +84,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Watched<S> {
 
     /// A write that waits for the client ends the connection past the
     /// phase's deadline: an answer's last bytes a client does not read
-    /// keep it open no longer than it may stay idle.
+    /// keep it open no longer than it may stay idle (or, once the client
+    /// has sent the next request's first bytes, than a head may take).
     fn unless_expired(
         &mut self,
         cx: &mut Context<'_>,

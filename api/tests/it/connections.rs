@@ -88,11 +88,15 @@ async fn idle_and_slow_header_sockets_are_closed() {
         &[],
     )
     .await;
+    // Each socket's close is timed from its own start, not from when the
+    // test gets to it.
     let mut idle = TcpStream::connect(server.addr()).await.unwrap();
+    let idle_since = Instant::now();
     let mut slow = TcpStream::connect(server.addr()).await.unwrap();
     slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
         .await
         .unwrap();
+    let slow_since = Instant::now();
     // A keep-alive connection after its answer is idle too.
     let mut kept = TcpStream::connect(server.addr()).await.unwrap();
     kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -116,9 +120,10 @@ async fn idle_and_slow_header_sockets_are_closed() {
         .await
         .unwrap();
 
-    let idle_closed = closed_within(&mut idle, Duration::from_secs(10))
+    closed_within(&mut idle, Duration::from_secs(10))
         .await
         .expect("an idle socket is closed");
+    let idle_closed = idle_since.elapsed();
     assert!(
         idle_closed >= Duration::from_millis(700) && idle_closed < Duration::from_secs(4),
         "an idle socket is closed after the 1 s idle timeout, not at {idle_closed:?}"
@@ -135,11 +140,12 @@ async fn idle_and_slow_header_sockets_are_closed() {
     );
     let answered = Instant::now();
     closed_after_its_answer(&mut polled, answered, "a socket whose answer waited").await;
-    let slow_closed = closed_within(&mut slow, Duration::from_secs(10))
+    closed_within(&mut slow, Duration::from_secs(10))
         .await
         .expect("a slow-header socket is closed");
+    let slow_closed = slow_since.elapsed();
     assert!(
-        slow_closed >= Duration::from_millis(500) && slow_closed < Duration::from_secs(9),
+        slow_closed >= Duration::from_secs(5) && slow_closed < Duration::from_secs(9),
         "a slow header is cut after the 6 s header-read timeout, not at {slow_closed:?}"
     );
     // New connections are served as before.
