@@ -1,5 +1,6 @@
-//! A connection's socket as hyper sees it: reads, flushes and writes that
-//! wait end past the phase's deadline; the heads HTTP/1.1 itself refuses get an error body in the
+//! A connection's socket as hyper sees it: a read, a flush, or a write
+//! that waits for the client ends the connection past the phase's
+//! deadline; the heads HTTP/1.1 itself refuses get an error body in the
 //! spec's shape; and after such a refusal the close lingers, so the
 //! refusal is not lost to a reset.
 
